@@ -1,0 +1,116 @@
+"""Test-wide setup: the collection import path and the shared service fixtures.
+
+* The repository is made importable as ``ansible_collections.fleet.dispatch`` through a
+  symlink in a per-checkout cache directory (no copy, so tests always run the shipped bytes
+  — D15's testing corollary), and ``ANSIBLE_COLLECTIONS_PATH`` points there so any
+  ``ansible``/``ansible-playbook`` a test starts finds the same collection.
+* ``pg_dsn`` gives each test module its own fresh PostgreSQL database on the server named by
+  ``FLEET_TEST_PG_DSN`` (``make test`` starts Debian's PostgreSQL and sets it). Where no server
+  answers the tests skip and say why — unless ``FLEET_REQUIRE_PG=1`` (CI), where they fail.
+* ``ledger_url`` is parametrised over SQLite and PostgreSQL so one test body covers both.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import sys
+import uuid
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / 'shared'
+
+
+def _collection_root() -> pathlib.Path:
+    key = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    base = pathlib.Path(os.environ.get('FLEET_COLLECTIONS_ROOT', '/tmp/fleet-dispatch-collections')) / key
+    link = base / 'ansible_collections' / 'fleet' / 'dispatch'
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not (link.is_symlink() and os.readlink(link) == str(REPO)):
+        tmp = link.with_name('dispatch.%s' % uuid.uuid4().hex[:6])
+        os.symlink(str(REPO), str(tmp))
+        os.replace(str(tmp), str(link))
+    return base
+
+
+COLLECTIONS_ROOT = _collection_root()
+if str(COLLECTIONS_ROOT) not in sys.path:
+    sys.path.insert(0, str(COLLECTIONS_ROOT))
+os.environ['ANSIBLE_COLLECTIONS_PATH'] = str(COLLECTIONS_ROOT)
+os.environ.setdefault('ANSIBLE_COLLECTIONS_SCAN_SYS_PATH', 'false')
+
+DEFAULT_PG = 'postgresql://fleet:fleet@127.0.0.1:5432/postgres'
+
+
+def _pg_admin():
+    dsn = os.environ.get('FLEET_TEST_PG_DSN', DEFAULT_PG)
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - environment dependent
+        return None, 'psycopg is not installed (%s); run make test' % exc
+    try:
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=3)
+    except Exception as exc:  # noqa: BLE001 - any failure means "no server here"
+        return None, 'no PostgreSQL answers at %s (%s); make test starts one' % (dsn, exc)
+    return (dsn, conn), None
+
+
+def _skip_or_fail(reason):
+    if os.environ.get('FLEET_REQUIRE_PG') == '1':
+        pytest.fail('PostgreSQL is required here (FLEET_REQUIRE_PG=1): ' + reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope='module')
+def pg_dsn():
+    """A DSN for a fresh, empty PostgreSQL database, dropped after the module."""
+    found, reason = _pg_admin()
+    if found is None:
+        _skip_or_fail(reason)
+    dsn, conn = found
+    name = 'fleet_t_' + uuid.uuid4().hex[:10]
+    conn.execute('CREATE DATABASE %s' % name)
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    params = conninfo_to_dict(dsn)
+    params['dbname'] = name
+    try:
+        yield make_conninfo(**params)
+    finally:
+        conn.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % name)
+        conn.close()
+
+
+@pytest.fixture(params=['sqlite', 'postgres'])
+def ledger_url(request, tmp_path):
+    """A ledger location for both backends: ``{'path': FILE}`` or ``{'dsn': DSN}``.
+
+    Each test gets an empty store: a new SQLite file, or a new PostgreSQL database.
+    """
+    if request.param == 'sqlite':
+        return {'path': str(tmp_path / 'ledger.sqlite3')}
+    found, reason = _pg_admin()
+    if found is None:
+        _skip_or_fail(reason)
+    dsn, conn = found
+    name = 'fleet_t_' + uuid.uuid4().hex[:10]
+    conn.execute('CREATE DATABASE %s' % name)
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    params = conninfo_to_dict(dsn)
+    params['dbname'] = name
+
+    def _drop():
+        conn.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % name)
+        conn.close()
+    request.addfinalizer(_drop)
+    return {'dsn': make_conninfo(**params)}
+
+
+@pytest.fixture(scope='session')
+def shared_dir():
+    """``../shared`` beside the checkout (the GitHub schema, the test-bed facts), or skip."""
+    if not SHARED.is_dir():
+        pytest.skip('../shared is absent beside the checkout (%s): these tests read GitHub\'s '
+                    'schema and test-bed facts from it' % SHARED)
+    return SHARED

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Start Debian's PostgreSQL for the test suite and print the admin DSN the tests use.
+# Idempotent: installs the package when missing (root only), starts the default cluster,
+# creates the role "fleet" (CREATEDB) with a password the tests know. Loopback only.
+set -euo pipefail
+log() { printf 'postgres: %s\n' "$*" >&2; }
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+  [ "$(id -u)" = 0 ] || { log "PostgreSQL is not installed and this is not root: apt-get install postgresql"; exit 1; }
+  log "installing Debian's postgresql package"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+ver=$(ls /usr/lib/postgresql | sort -V | tail -n1)
+if ! pg_lsclusters -h 2>/dev/null | awk '{print $1" "$2}' | grep -qx "$ver main"; then
+  pg_createcluster "$ver" main >/dev/null
+fi
+if ! pg_lsclusters -h | awk -v v="$ver" '$1==v && $2=="main" {print $4}' | grep -q online; then
+  pg_ctlcluster "$ver" main start
+fi
+for _ in $(seq 1 50); do
+  su postgres -c "psql -qAtc 'select 1'" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+su postgres -c "psql -qAt" >/dev/null <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'fleet') THEN
+    CREATE ROLE fleet LOGIN CREATEDB PASSWORD 'fleet';
+  END IF;
+END $$;
+SQL
+port=$(pg_lsclusters -h | awk -v v="$ver" '$1==v && $2=="main" {print $3}')
+echo "postgresql://fleet:fleet@127.0.0.1:${port}/postgres"
