@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The board protocol: what every queue adapter (ledger, GitHub) offers the rest of the collection.
+
+The board *is* the queue (D1): nothing here caches it. Each adapter returns the shared model
+(``_model.Item`` and friends) and leaves every decision (markers, eligibility) to the decision
+core: a board returns data, it never judges it.
+
+Two failures are given two names (D20), because the dispatcher must treat them oppositely (D5):
+
+* ``BoardUnreadable`` -- the queue itself cannot be read (no file, no server, corrupt store,
+  bad credentials). No eligibility decision can be made; this is the one guard that fails
+  closed, and only in ``mode: apply`` (a plan reports it).
+* an empty ``BoardRead.items`` -- the queue was read and holds nothing. Never produced by a
+  failure: an adapter that cannot read raises, it does not return ``[]``.
+
+``BoardError`` is every other failure (a write that did not land, an unknown item); its
+message names the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ._model import Comment, Item
+
+KINDS = ('ledger', 'github')
+"""The board kinds ``open_board`` knows, in the order the error message lists them."""
+
+
+class BoardError(Exception):
+    """A board read or write failed; the message says what failed and how to fix it."""
+
+
+class BoardUnreadable(BoardError):
+    """The queue cannot be read at all (D5, D20): distinct from a queue that is empty.
+
+    Fatal only for an applying dispatcher; a dry run reports it.
+    """
+
+
+class ItemNotFound(BoardError):
+    """The board has no item with this number (a write or ``get`` named one that does not exist)."""
+
+
+@dataclass
+class BoardRead:
+    """The result of one board read.
+
+    ``items`` is every item the read returned, fully populated (comments, events, blockers with
+    the blocker's state, artifacts). ``cost`` is what the read cost where the board meters it
+    (GitHub: ``{'cost': n, 'remaining': n, 'reset_at': iso}``, D1); ``None`` for the ledger.
+    """
+
+    items: List[Item] = field(default_factory=list)
+    cost: Optional[Dict[str, Any]] = None
+
+
+class Board(object):
+    """The protocol every board implements (see docs/architecture.md).
+
+    Subclasses implement ``read``, ``get``, ``comment``, ``set_state``, ``set_status`` and
+    ``close``. ``post_marker`` is implemented here once, in terms of ``comment`` and
+    ``set_state``, so the D12 ordering (comment first, then close) lives in one place for
+    every board; an adapter overriding it must keep that order.
+
+    A board is also a context manager: ``with open_board(spec) as board: ...`` closes it.
+    """
+
+    kind = ''
+    location = ''
+    """Where the board lives, safe to print (never a password or token)."""
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, *, now=None) -> BoardRead:
+        """Read the whole queue once. Raises ``BoardUnreadable`` when it cannot be read."""
+        raise NotImplementedError
+
+    def get(self, number) -> Item:
+        """One item with comments, events, blockers and artifacts. ``ItemNotFound`` if absent."""
+        raise NotImplementedError
+
+    def mentions(self, number) -> list:
+        """Unread mentions on the item (D19). Boards without mentions return ``[]``."""
+        return []
+
+    def mark_read(self, ids) -> None:
+        """Mark mentions read, *after* they were injected into the brief (D19: at-least-once)."""
+        return None
+
+    # -- writes -----------------------------------------------------------------------------
+    def comment(self, number, body, *, author='') -> Comment:
+        """Post one comment (human text or a marker); returns it with its id and time."""
+        raise NotImplementedError
+
+    def set_state(self, number, state) -> bool:
+        """Set ``open`` or ``closed``; returns whether it changed. Closing a closed item is a no-op."""
+        raise NotImplementedError
+
+    def set_status(self, number, status) -> bool:
+        """Set the board's status field (``Ready``, ``Backlog``...); returns whether it changed."""
+        raise NotImplementedError
+
+    def post_marker(self, number, body, *, close=False) -> Dict[str, Any]:
+        """Post a marker comment, then (if ``close``) close the item -- in that order (D12).
+
+        🔴 D12: closing an already-closed item *with a comment* once returned success and
+        dropped the comment. So the comment is a write of its own, made first; the close is
+        attempted after it and finding the item already closed is not an error.
+
+        Returns ``{'comment': Comment, 'closed': bool, 'state': 'open'|'closed'|None}``:
+        ``closed`` is true when this call changed the item to closed; ``state`` is the state
+        after the call when known (``None`` when no close was asked for).
+        """
+        posted = self.comment(number, body)
+        result = {'comment': posted, 'closed': False, 'state': None}
+        if close:
+            result['closed'] = bool(self.set_state(number, 'closed'))
+            result['state'] = 'closed'
+        return result
+
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+        return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+        return False
+
+
+def open_board(spec: Dict[str, Any]) -> Board:
+    """Open the board a spec names.
+
+    ``{'kind': 'ledger', 'path': FILE}`` -- the embedded SQLite ledger (the default board);
+    ``{'kind': 'ledger', 'dsn': 'postgresql://...'}`` -- the ledger on PostgreSQL;
+    ``{'kind': 'github', ...}`` -- GitHub Projects v2 (``_github.GitHubBoard(spec)``, imported
+    lazily so the ledger works without ``requests``).
+
+    A ledger spec may also carry ``clock`` (a callable returning an aware UTC datetime, for
+    tests) and ``timeout`` (seconds to wait for a lock or a connection). Raises ``BoardError`` for an unknown kind or an incomplete spec, and ``BoardUnreadable``
+    when the store cannot be opened.
+    """
+    if not isinstance(spec, dict):
+        raise BoardError('a board spec must be a dict with a "kind" key (one of: %s), got %r'
+                         % (', '.join(KINDS), type(spec).__name__))
+    kind = spec.get('kind')
+    if kind == 'ledger':
+        from ._ledger import LedgerBoard
+        return LedgerBoard.from_spec(spec)
+    if kind == 'github':
+        from ._github import GitHubBoard
+        return GitHubBoard(spec)
+    raise BoardError('unknown board kind %r: valid kinds are %s' % (kind, ', '.join(KINDS)))
