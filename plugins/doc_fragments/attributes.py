@@ -29,11 +29,3 @@ attributes:
     details:
       - This action does not modify state.
 '''
-
-    ACTIONGROUPS = r'''
-options: {}
-attributes:
-  action_group:
-    description: Use C(group/fleet.dispatch.board) in C(module_defaults) to set defaults for this module.
-    support: none
-'''
