@@ -141,8 +141,11 @@ def open_board(spec: Dict[str, Any]) -> Board:
     ``{'kind': 'github', ...}`` -- GitHub Projects v2 (``_github.GitHubBoard(spec)``, imported
     lazily so the ledger works without ``requests``).
 
-    A ledger spec may also carry ``clock`` (a callable returning an aware UTC datetime, for
-    tests) and ``timeout`` (seconds to wait for a lock or a connection). Raises ``BoardError`` for an unknown kind or an incomplete spec, and ``BoardUnreadable``
+    A ledger spec may also carry ``create`` (default false: a SQLite file that does not exist is
+    ``BoardUnreadable``, not a new empty queue -- D20, a typo'd path must not read as "no work";
+    writers such as ``board_item`` pass ``create: true``), ``clock`` (a callable returning an
+    aware UTC datetime, for tests) and ``timeout`` (seconds to wait for a lock or a
+    connection). Raises ``BoardError`` for an unknown kind or an incomplete spec, and ``BoardUnreadable``
     when the store cannot be opened.
     """
     if not isinstance(spec, dict):
