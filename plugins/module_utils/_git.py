@@ -1,0 +1,282 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``git fetch`` and ``git worktree``, declared once: one workspace per run (D10).
+
+D10 🔴 — two dispatches once shared a tree and the second run's pre-flight reset the first run's
+live checkout; nothing warned and nothing failed. So:
+
+* every run gets its own ``git worktree``, **detached** at a freshly fetched ``origin/<branch>``
+  (a named branch can be checked out in one worktree only, so the second concurrent run would
+  fail outright);
+* the clone path is **resolved physically** (``os.path.realpath``) before git sees it: git writes
+  the worktree's pointer from the path it resolved through, and a symlinked clone mints a pointer
+  naming a path that does not exist (``fatal: not a git repository`` inside the run);
+* git is **verified inside** the new workspace (``rev-parse HEAD`` equals the fetched sha, the
+  top level is the workspace itself) before it is handed over;
+* an existing workspace is **never reset, checked out or cleaned** — it may be a live run's tree;
+* on release a clean workspace is removed and one holding work is **kept** and named (uncommitted
+  or untracked files, or commits no remote ref contains — removing a worktree orphans its detached
+  commits just as surely as deleting files).
+
+D11 🔴 — the fetch is verified by its outcome, not its exit code: after ``git fetch`` the
+remote-tracking ref must equal ``FETCH_HEAD``.
+
+All commands run through the injected runner (``_cmd``), as argv lists, in the C locale.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class GitError(Exception):
+    """A git step failed; the message names the step, the path and git's own words."""
+
+    def __init__(self, message, argv=None, rc=None, stderr=''):
+        super(GitError, self).__init__(message)
+        self.argv = list(argv or [])
+        self.rc = rc
+        self.stderr = stderr
+
+
+def physical(path):
+    """The path with every symlink resolved (D10 detail 2). A missing leaf keeps its name."""
+    path = os.path.abspath(os.path.expanduser(path))
+    return os.path.realpath(path)
+
+
+def parse_worktree_list(text):
+    """``git worktree list --porcelain`` → list of ``{'path', 'head', 'branch', 'detached', 'bare', 'prunable', 'locked'}``."""
+    out, cur = [], None
+    for line in (text or '').splitlines():
+        if not line.strip():
+            if cur:
+                out.append(cur)
+            cur = None
+            continue
+        key, _sep, value = line.partition(' ')
+        if key == 'worktree':
+            if cur:
+                out.append(cur)
+            cur = {'path': value, 'head': None, 'branch': None, 'detached': False, 'bare': False,
+                   'prunable': False, 'locked': False}
+        elif cur is None:
+            continue
+        elif key == 'HEAD':
+            cur['head'] = value
+        elif key == 'branch':
+            cur['branch'] = value
+        elif key in ('detached', 'bare', 'prunable', 'locked'):
+            cur[key] = True
+    if cur:
+        out.append(cur)
+    return out
+
+
+class Git(object):
+    """git over an injected runner; ``git`` is the program path."""
+
+    def __init__(self, runner, git='git', remote='origin'):
+        self.runner = runner
+        self.git = git
+        self.remote = remote
+
+    def _run(self, cwd, args, what, check=True):
+        argv = [self.git, '-C', cwd] + list(args)
+        rc, out, err = self.runner.run(argv)
+        if check and rc != 0:
+            raise GitError('%s failed in %s (rc=%s): %s' % (what, cwd, rc, (err or out or '').strip()), argv, rc, err)
+        return rc, out or '', err or ''
+
+    # -- reading -------------------------------------------------------------------------
+
+    def rev_parse(self, cwd, ref):
+        """The sha of ``ref`` in ``cwd``, or None when git cannot resolve it (or cwd is no repository)."""
+        rc, out, _err = self._run(cwd, ['rev-parse', '--verify', '--quiet', ref + '^{commit}'], 'rev-parse', check=False)
+        sha = out.strip()
+        return sha if rc == 0 and sha else None
+
+    def toplevel(self, cwd):
+        """``rev-parse --show-toplevel`` in ``cwd``, or None when git does not work there."""
+        rc, out, _err = self._run(cwd, ['rev-parse', '--show-toplevel'], 'rev-parse', check=False)
+        return out.strip() if rc == 0 and out.strip() else None
+
+    def worktrees(self, clone):
+        """The clone's registered worktrees (``git worktree list --porcelain``)."""
+        _rc, out, _err = self._run(clone, ['worktree', 'list', '--porcelain'], 'git worktree list')
+        return parse_worktree_list(out)
+
+    def find_worktree(self, clone, path):
+        """The registered worktree at ``path`` (compared physically), or None."""
+        want = physical(path)
+        for tree in self.worktrees(clone):
+            if physical(tree['path']) == want:
+                return tree
+        return None
+
+    def dirty(self, path):
+        """What would be lost by removing the worktree at ``path``.
+
+        Returns ``{'files': [porcelain status lines], 'unpushed': N}`` — files that are modified,
+        staged or untracked, and commits reachable from HEAD that no remote-tracking ref contains.
+        Raises ``GitError`` when git cannot read the tree (the caller must then keep it: no
+        evidence that it is clean).
+        """
+        _rc, out, _err = self._run(path, ['status', '--porcelain', '--untracked-files=all'], 'git status')
+        files = [line for line in out.splitlines() if line.strip()]
+        _rc, out, _err = self._run(path, ['rev-list', '--count', 'HEAD', '--not', '--remotes'], 'git rev-list')
+        try:
+            unpushed = int(out.strip() or '0')
+        except ValueError:
+            raise GitError('git rev-list --count answered %r in %s' % (out.strip(), path))
+        return {'files': files, 'unpushed': unpushed}
+
+    # -- acting --------------------------------------------------------------------------
+
+    def fetch(self, clone, branch):
+        """Fetch ``branch`` from the remote into ``refs/remotes/<remote>/<branch>``; return its sha.
+
+        The refspec is explicit so a clone with a narrow fetch configuration still updates the
+        tracking ref, and the result is verified (D11): the tracking ref must equal FETCH_HEAD.
+        """
+        tracking = 'refs/remotes/%s/%s' % (self.remote, branch)
+        self._run(clone, ['fetch', '--no-tags', self.remote, '+refs/heads/%s:%s' % (branch, tracking)],
+                  'git fetch %s %s' % (self.remote, branch))
+        fetched = self.rev_parse(clone, 'FETCH_HEAD')
+        sha = self.rev_parse(clone, tracking)
+        if not sha or sha != fetched:
+            raise GitError('git fetch %s %s exited 0 but %s is %s, FETCH_HEAD is %s in %s (D11: verify the outcome)'
+                           % (self.remote, branch, tracking, sha, fetched, clone))
+        return sha
+
+    def worktree_add(self, clone, path, sha):
+        """``git worktree add --detach PATH SHA`` (detached is mandatory, D10 detail 1)."""
+        self._run(clone, ['worktree', 'add', '--detach', path, sha], 'git worktree add')
+
+    def worktree_remove(self, clone, path, force=False, check=True):
+        """``git worktree remove PATH`` — without ``--force`` git itself refuses a dirty tree too.
+
+        ``force`` is only for a tree this code created a moment ago and that failed verification.
+        """
+        args = ['worktree', 'remove'] + (['--force'] if force else []) + [path]
+        rc, _out, _err = self._run(clone, args, 'git worktree remove', check=check)
+        return rc == 0
+
+    def worktree_prune(self, clone):
+        """``git worktree prune``: forget registrations whose directory is gone."""
+        self._run(clone, ['worktree', 'prune'], 'git worktree prune')
+
+    def verify(self, path, sha):
+        """D10 detail 3: git works inside ``path``, its top level is ``path``, HEAD is ``sha``.
+
+        Returns None when verified, else the reason (a string).
+        """
+        top = self.toplevel(path)
+        if top is None:
+            return 'git does not work inside %s (broken worktree pointer?)' % path
+        if physical(top) != physical(path):
+            return 'git inside %s resolves to another tree: %s' % (path, top)
+        head = self.rev_parse(path, 'HEAD')
+        if head != sha:
+            return 'HEAD in %s is %s, expected %s' % (path, head, sha)
+        return None
+
+
+class Workspace(object):
+    """The workspace decisions over a ``Git``: ensure present / release (D10).
+
+    ``clone`` and ``path`` may be given through symlinks; both are resolved physically here.
+    Methods return a result dict and never touch anything in ``check`` mode.
+    """
+
+    def __init__(self, git, clone, path, branch='main'):
+        self.git = git
+        self.clone_given = clone
+        self.clone = physical(clone)
+        parent, leaf = os.path.split(os.path.abspath(os.path.expanduser(path)))
+        self.path = os.path.join(physical(parent), leaf)
+        self.branch = branch
+
+    def _base(self):
+        return {'path': self.path, 'clone': self.clone, 'branch': self.branch, 'sha': None, 'created': False,
+                'removed': False, 'kept': False, 'dirty_files': [], 'unpushed': 0, 'existing': False,
+                'fresh': None, 'pruned': False}
+
+    def present(self, check=False):
+        """Ensure a verified detached worktree at ``path``.
+
+        * registered and verified → unchanged (never moved: it may be a live run's tree);
+          ``fresh`` says whether its HEAD is still the remote's tip.
+        * registered but its directory gone → pruned, then created.
+        * a directory that is not this clone's worktree → GitError (nothing is overwritten).
+        """
+        res = self._base()
+        if not os.path.isdir(self.clone):
+            raise GitError('the clone %s does not exist (given as %s)' % (self.clone, self.clone_given))
+        tree = self.git.find_worktree(self.clone, self.path)
+        exists = os.path.lexists(self.path)
+        if tree and exists:
+            head = self.git.rev_parse(self.path, 'HEAD')
+            problem = self.git.verify(self.path, head) if head else 'git does not work inside %s' % self.path
+            if problem:
+                raise GitError('the workspace %s exists but does not verify: %s; it is left as it is (it may hold work)'
+                               % (self.path, problem))
+            tip = self.git.rev_parse(self.clone, 'refs/remotes/%s/%s' % (self.git.remote, self.branch))
+            res.update(existing=True, sha=head, fresh=(head == tip) if tip else None)
+            return res
+        if exists:
+            raise GitError('%s exists and is not a worktree of %s; refusing to overwrite it' % (self.path, self.clone))
+        changed_prune = False
+        if tree:
+            changed_prune = True
+        if check:
+            res.update(created=True, pruned=changed_prune,
+                       sha=self.git.rev_parse(self.clone, 'refs/remotes/%s/%s' % (self.git.remote, self.branch)))
+            return res
+        if changed_prune:
+            self.git.worktree_prune(self.clone)
+        sha = self.git.fetch(self.clone, self.branch)
+        parent = os.path.dirname(self.path)
+        if not os.path.isdir(parent):
+            os.makedirs(parent, mode=0o755)
+        self.git.worktree_add(self.clone, self.path, sha)
+        problem = self.git.verify(self.path, sha)
+        if problem:
+            # A tree we created a moment ago holds no work: take it back rather than hand it over.
+            self.git.worktree_remove(self.clone, self.path, force=True, check=False)
+            raise GitError('the new workspace %s does not verify: %s (D10: not handed over)' % (self.path, problem))
+        res.update(created=True, pruned=changed_prune, sha=sha, fresh=True)
+        return res
+
+    def absent(self, check=False):
+        """Release: remove a clean worktree, keep one holding work and say what it holds."""
+        res = self._base()
+        tree = self.git.find_worktree(self.clone, self.path) if os.path.isdir(self.clone) else None
+        exists = os.path.lexists(self.path)
+        if not tree and not exists:
+            return res
+        if tree and not exists:
+            res['pruned'] = True
+            if not check:
+                self.git.worktree_prune(self.clone)
+            return res
+        if not tree:
+            res.update(kept=True, reason='%s is not a worktree of %s; kept untouched' % (self.path, self.clone))
+            return res
+        res['existing'] = True
+        res['sha'] = tree.get('head')
+        try:
+            dirt = self.git.dirty(self.path)
+        except GitError as exc:
+            res.update(kept=True, reason='cannot prove %s is clean (%s); kept' % (self.path, exc))
+            return res
+        res.update(dirty_files=dirt['files'], unpushed=dirt['unpushed'])
+        if dirt['files'] or dirt['unpushed']:
+            res.update(kept=True, reason='%s holds work: %d uncommitted or untracked file(s), %d unpushed commit(s); kept'
+                       % (self.path, len(dirt['files']), dirt['unpushed']))
+            return res
+        res['removed'] = True
+        if not check:
+            self.git.worktree_remove(self.clone, self.path)
+        return res
