@@ -1,0 +1,260 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``fleet.dispatch.mutex`` lookup: a thin shell over ``module_utils/_lease.py`` (D4, D5)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: mutex
+author:
+  - fleet.dispatch contributors
+version_added: 0.1.0
+short_description: Acquire or release a named lease held across the probe and the launch
+description:
+  - Acquires (O(state=acquired)) or releases (O(state=released)) one lease per term in a lease store, and returns
+    the lease. This is the third layer of the duplicate-run guarantee (decision D4 of the dispatch design) -
+    one lock held from the probe of live units through the launch, so that a second dispatcher's probe sees the
+    first dispatcher's unit instead of racing it.
+  - The lease is data in a store (owner, fencing token, expiry), not a held file descriptor, because a lookup runs
+    in a process that exits after its task.
+  - Idempotent for the same O(owner) - acquiring a live lease you already hold returns the same token and extends
+    its expiry to now + O(ttl). A different owner gets RV(_raw[].acquired=false) and the RV(_raw[].holder); this is
+    not an error.
+  - An expired lease is taken over by the next owner that asks, with a larger token. Nothing a crash leaves behind
+    needs a human.
+  - Fails B(open) (D5) - when the store cannot be written or reached the lease comes back with
+    RV(_raw[].acquired=true) and RV(_raw[].degraded=true), and a warning on stderr names the failure and the fix.
+    Other mistakes (no O(owner), an empty term, a non-positive O(ttl), an unknown O(backend)) are errors.
+  - A lookup is evaluated again every time a templated variable that uses it is rendered. Pin the result once
+    with M(ansible.builtin.set_fact), and release the lease in the C(always) section of a block.
+  - Lookups also run in check mode, so a plan run takes and releases the lease like an apply run does.
+options:
+  _terms:
+    description:
+      - Lease names, one per item, for example V(task-42) (the run's unit name).
+    type: list
+    elements: str
+    required: true
+  owner:
+    description:
+      - The owner token of this dispatcher run. Every acquisition and the release of one dispatch must use the same
+        value, and two dispatchers must never share one. Generate it once per play and pin it with
+        M(ansible.builtin.set_fact).
+    type: str
+    required: true
+    vars:
+      - name: fleet_dispatch_lease_owner
+  ttl:
+    description:
+      - Lifetime of the lease in seconds, counted from this acquisition.
+      - The lease is released in C(always), so the TTL only matters after a crash - then the item waits up to one
+        TTL before another dispatcher may take it. Too short is the dangerous side - a lease that expires while its
+        holder is between probe and launch reopens the window it exists to close.
+      - The default of 600 seconds is an unmeasured guess, twenty times the 26-27 seconds guard-to-launch the
+        seed fleet measured. Settle it by logging how long each dispatch holds its lease for a week, then use twice
+        the longest hold observed.
+    type: float
+    default: 600
+    env:
+      - name: FLEET_DISPATCH_LEASE_TTL
+    vars:
+      - name: fleet_dispatch_lease_ttl
+  backend:
+    description:
+      - V(file) keeps leases in a directory on this controller; it covers the sweeper's timer and the hand
+        dispatch on one controller.
+      - V(postgres) keeps them in PostgreSQL and judges expiry by the database clock; use it when dispatchers run
+        on several machines.
+    type: str
+    choices: [file, postgres]
+    default: file
+    env:
+      - name: FLEET_DISPATCH_LEASE_BACKEND
+    vars:
+      - name: fleet_dispatch_lease_backend
+  path:
+    description:
+      - Directory of the V(file) backend, on the controller. Created if missing.
+      - The default is a system path rather than one under the home directory because the sweeper's timer and an
+        operator's hand dispatch usually run as different users, and two lease directories are no lock at all.
+        The C(fleet.dispatch.sweeper) role creates it group-writable.
+    type: path
+    default: /var/lib/fleet-dispatch/leases
+    env:
+      - name: FLEET_DISPATCH_LEASE_DIR
+    vars:
+      - name: fleet_dispatch_lease_dir
+  dsn:
+    description:
+      - PostgreSQL connection string of the V(postgres) backend (URL or key=value form). Required with
+        O(backend=postgres).
+      - It carries a credential - the password is never echoed in results or warnings (it is replaced by
+        V(********)). Prefer the environment variable over a literal in a playbook.
+      - The table C(fleet_leases) and the sequence C(fleet_lease_token_seq) are created if missing.
+    type: str
+    env:
+      - name: FLEET_DISPATCH_LEASE_DSN
+    vars:
+      - name: fleet_dispatch_lease_dsn
+  state:
+    description:
+      - V(acquired) takes (or renews) the lease. V(released) gives it back; a release by anyone but the holder is a
+        no-op that says so in RV(_raw[].why).
+    type: str
+    choices: [acquired, released]
+    default: acquired
+notes:
+  - Requires C(psycopg) (version 3) on the controller for O(backend=postgres). Without it the lease is degraded, not
+    failed.
+  - The file backend serialises access with C(flock) held only for the read-modify-write of one lease file, and
+    writes through a temporary file and a rename. The directory must be on a local filesystem of the controller.
+"""
+
+EXAMPLES = r"""
+- name: Name this dispatcher run once (a lookup or a random filter re-evaluates on every use)
+  ansible.builtin.set_fact:
+    dispatch_owner: "{{ 'dispatch-' ~ inventory_hostname ~ '-' ~ (2147483647 | random) }}"
+
+- name: Hold the lease of task-42 across the probe and the launch
+  block:
+    - name: Acquire once and pin the answer with set_fact
+      ansible.builtin.set_fact:
+        lease: "{{ lookup('fleet.dispatch.mutex', 'task-42', owner=dispatch_owner, ttl=600) }}"
+
+    - name: Say so when the store failed open
+      ansible.builtin.debug:
+        msg: "{{ lease.why }}"
+      when: lease.degraded
+
+    - name: Probe and launch only while holding the lease
+      ansible.builtin.include_tasks: probe_and_launch.yml
+      when: lease.acquired
+
+    - name: Another dispatcher holds it; refuse silently (nothing is written to the board)
+      ansible.builtin.debug:
+        msg: "task-42 is held by {{ lease.holder }} until {{ lease.expires_at }}"
+      when: not lease.acquired
+  always:
+    - name: Release the lease whatever happened (a no-op when another owner holds it)
+      ansible.builtin.set_fact:
+        lease_released: "{{ lookup('fleet.dispatch.mutex', 'task-42', owner=dispatch_owner, state='released') }}"
+
+- name: Several candidates at once, shared by dispatchers on several machines
+  ansible.builtin.set_fact:
+    leases: "{{ query('fleet.dispatch.mutex', 'task-42', 'task-43', owner=dispatch_owner,
+                      backend='postgres', dsn=lookup('ansible.builtin.env', 'FLEET_LEDGER_DSN')) }}"
+
+- name: Keep only the candidates whose lease this run holds
+  ansible.builtin.set_fact:
+    held: "{{ leases | selectattr('acquired') | map(attribute='name') | list }}"
+"""
+
+RETURN = r"""
+_raw:
+  description:
+    - One lease per term, in the order of the terms.
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The lease name (the term).
+      type: str
+      sample: task-42
+    acquired:
+      description:
+        - True when this owner holds the lease now, or when the store failed and RV(_raw[].degraded) is true
+          (fail open). Always false for O(state=released).
+      type: bool
+      sample: true
+    owner:
+      description: The owner token that asked.
+      type: str
+      sample: dispatch-controller-1234
+    holder:
+      description: Who holds the lease now - this owner when acquired, the other owner when refused, empty when free.
+      type: str
+      sample: dispatch-laptop-99
+    token:
+      description:
+        - Fencing token of the lease this owner holds (or just released). Increases with every new acquisition of a
+          name; a takeover always carries a larger token than the lease it replaced. The same owner renewing a live
+          lease keeps its token. Null when refused or degraded.
+      type: int
+      sample: 17
+    expires_at:
+      description: Expiry of the holder's lease, ISO 8601 UTC. Null when the lease is free or degraded.
+      type: str
+      sample: '2026-01-01T12:10:00.000000Z'
+    backend:
+      description: The backend that answered.
+      type: str
+      sample: file
+    store:
+      description: Where the lease lives - the directory, or the DSN with its password replaced by C(********).
+      type: str
+      sample: /var/lib/fleet-dispatch/leases
+    degraded:
+      description: True when the store could not be used and the answer fails open; a warning says why.
+      type: bool
+      sample: false
+    released:
+      description: True when O(state=released) gave back a lease this owner held.
+      type: bool
+      sample: false
+    why:
+      description: One sentence for a human - what happened, and for a degraded lease the fix.
+      type: str
+      sample: acquired a new lease (token 17)
+"""
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+from ansible.utils.display import Display
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._lease import LeaseError, open_store, redact_dsn, scrub
+
+display = Display()
+
+
+class LookupModule(LookupBase):
+    """Thin: options -> ``open_store`` -> acquire/release per term (D4); warn on degraded (D5)."""
+
+    def run(self, terms, variables=None, **kwargs):
+        self.set_options(var_options=variables, direct=kwargs)
+        owner = self.get_option('owner')
+        ttl = self.get_option('ttl')
+        backend = self.get_option('backend')
+        path = self.get_option('path')
+        dsn = self.get_option('dsn') or ''
+        state = self.get_option('state')
+
+        if not owner or not str(owner).strip():
+            raise AnsibleLookupError('fleet.dispatch.mutex needs owner= (a token naming this dispatcher run)')
+        if state not in ('acquired', 'released'):
+            raise AnsibleLookupError('state must be acquired or released, got %r' % (state,))
+        try:
+            store = open_store(backend, path=path, dsn=dsn)
+        except LeaseError as exc:
+            raise AnsibleLookupError(scrub(str(exc), dsn))
+
+        ret = []
+        try:
+            for term in terms:
+                try:
+                    if state == 'acquired':
+                        lease = store.acquire(term, str(owner), ttl)
+                    else:
+                        lease = store.release(term, str(owner))
+                except LeaseError as exc:
+                    raise AnsibleLookupError(scrub(str(exc), dsn))
+                result = lease.as_dict()
+                # Never echo the credential, whatever path a message took.
+                result['why'] = scrub(result['why'], dsn)
+                result['store'] = redact_dsn(dsn) if backend == 'postgres' else result['store']
+                if result['degraded']:
+                    display.warning('fleet.dispatch.mutex %s: %s' % (term, result['why']))
+                ret.append(result)
+        finally:
+            store.close()
+        return ret
