@@ -1,0 +1,230 @@
+# -*- coding: utf-8 -*-
+"""The git worktree adapter (D10, D11): exact argv through a scripted runner, and real git on a
+temporary origin/clone pair for the behaviours only git itself can prove (symlinked clone,
+dirty tree kept, two items never sharing a tree)."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner, SubprocessRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._git import (
+    Git, GitError, Workspace, parse_worktree_list, physical)
+
+SHA_A = 'a' * 40
+SHA_B = 'b' * 40
+
+
+# -- pure parsing -------------------------------------------------------------------------
+
+def test_parse_worktree_list_porcelain():
+    text = ('worktree /srv/clone\nHEAD %s\nbranch refs/heads/main\n\n'
+            'worktree /srv/ws/task-1\nHEAD %s\ndetached\n\n'
+            'worktree /srv/ws/gone\nHEAD %s\ndetached\nprunable gitdir file points to non-existent location\n' % (SHA_A, SHA_B, SHA_B))
+    trees = parse_worktree_list(text)
+    assert [t['path'] for t in trees] == ['/srv/clone', '/srv/ws/task-1', '/srv/ws/gone']
+    assert trees[0]['branch'] == 'refs/heads/main' and not trees[0]['detached']
+    assert trees[1]['detached'] and trees[1]['head'] == SHA_B
+    assert trees[2]['prunable']
+
+
+# -- exact argv (scripted) ----------------------------------------------------------------
+
+def test_fetch_uses_explicit_refspec_and_verifies_outcome():
+    r = ScriptedRunner()
+    r.add(['git', '-C', '/c', 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'])
+    r.add(['git', '-C', '/c', 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], out=SHA_A + '\n')
+    r.add(['git', '-C', '/c', 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}'], out=SHA_A + '\n')
+    assert Git(r).fetch('/c', 'main') == SHA_A
+    assert r.remaining() == []
+
+
+def test_fetch_exit_zero_against_stale_ref_is_an_error():
+    """D11 🔴: a fetch can exit 0 and leave the tracking ref stale; the outcome is what counts."""
+    r = ScriptedRunner()
+    r.add(['git', '-C', '/c', 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'])
+    r.add(['git', '-C', '/c', 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], out=SHA_B + '\n')
+    r.add(['git', '-C', '/c', 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}'], out=SHA_A + '\n')
+    with pytest.raises(GitError, match='verify the outcome'):
+        Git(r).fetch('/c', 'main')
+
+
+def test_fetch_failure_keeps_gits_reason():
+    """D11 🔴: never discard the reason (the old `2>/dev/null || true`)."""
+    r = ScriptedRunner()
+    r.add(['git', '-C', '/c', 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'],
+          rc=128, err="fatal: couldn't find remote ref refs/heads/main\n")
+    with pytest.raises(GitError, match="couldn't find remote ref"):
+        Git(r).fetch('/c', 'main')
+
+
+def test_worktree_add_is_detached():
+    r = ScriptedRunner().add(['git', '-C', '/c', 'worktree', 'add', '--detach', '/w/task-1', SHA_A])
+    Git(r).worktree_add('/c', '/w/task-1', SHA_A)
+    assert r.remaining() == []
+
+
+def test_unverified_new_workspace_is_taken_back_and_refused(tmp_path):
+    """D10 detail 3: a workspace whose git does not work is never handed over."""
+    clone = tmp_path / 'clone'
+    clone.mkdir()
+    ws = str(tmp_path / 'ws' / 'task-1')
+    c = str(clone)
+    r = ScriptedRunner()
+    r.add(['git', '-C', c, 'worktree', 'list', '--porcelain'], out='worktree %s\nHEAD %s\nbranch refs/heads/main\n' % (c, SHA_A))
+    r.add(['git', '-C', c, 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'])
+    r.add(['git', '-C', c, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], out=SHA_A)
+    r.add(['git', '-C', c, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}'], out=SHA_A)
+    r.add(['git', '-C', c, 'worktree', 'add', '--detach', ws, SHA_A])
+    r.add(['git', '-C', ws, 'rev-parse', '--show-toplevel'], rc=128, err='fatal: not a git repository: /gone/.git/worktrees/task-1\n')
+    r.add(['git', '-C', c, 'worktree', 'remove', '--force', ws])
+    with pytest.raises(GitError, match='does not verify.*broken worktree pointer'):
+        Workspace(Git(r), c, ws).present()
+    assert r.remaining() == []
+
+
+# -- real git -----------------------------------------------------------------------------
+
+def _git(*args, cwd=None):
+    return subprocess.run(['git'] + list(args), cwd=cwd, check=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A bare origin with one commit on main, a clone of it, and a symlink to the clone."""
+    for key, value in (('GIT_AUTHOR_NAME', 't'), ('GIT_AUTHOR_EMAIL', 't@example.invalid'),
+                       ('GIT_COMMITTER_NAME', 't'), ('GIT_COMMITTER_EMAIL', 't@example.invalid'),
+                       ('GIT_CONFIG_GLOBAL', os.devnull), ('GIT_CONFIG_NOSYSTEM', '1')):
+        monkeypatch.setenv(key, value)
+    origin = tmp_path / 'origin.git'
+    _git('init', '-q', '--bare', '-b', 'main', str(origin))
+    seed = tmp_path / 'seed'
+    _git('clone', '-q', str(origin), str(seed))
+    (seed / 'README').write_text('one\n')
+    _git('add', 'README', cwd=str(seed))
+    _git('commit', '-q', '-m', 'one', cwd=str(seed))
+    _git('push', '-q', 'origin', 'HEAD:main', cwd=str(seed))
+    real = tmp_path / 'disk' / 'clones' / 'proj'
+    real.parent.mkdir(parents=True)
+    _git('clone', '-q', str(origin), str(real))
+    link = tmp_path / 'fleet-clones'
+    link.symlink_to(real.parent)
+    ws_real = tmp_path / 'disk' / 'workspaces'
+    ws_real.mkdir()
+    ws_link = tmp_path / 'fleet-workspaces'
+    ws_link.symlink_to(ws_real)
+    return {'origin': origin, 'seed': seed, 'clone': real, 'clone_link': link / 'proj', 'ws_link': ws_link, 'ws_real': ws_real}
+
+
+def _push_commit(repo, text):
+    (repo['seed'] / 'README').write_text(text)
+    _git('commit', '-q', '-am', text, cwd=str(repo['seed']))
+    _git('push', '-q', 'origin', 'HEAD:main', cwd=str(repo['seed']))
+    return _git('rev-parse', 'HEAD', cwd=str(repo['seed']))
+
+
+def test_symlinked_clone_gives_a_working_detached_worktree_at_the_physical_path(repo):
+    """D10 🔴 detail 2: clone and workspace root given through symlinks."""
+    tip = _push_commit(repo, 'two\n')
+    ws = Workspace(Git(SubprocessRunner()), str(repo['clone_link']), str(repo['ws_link'] / 'task-1'))
+    res = ws.present()
+    assert res['created'] and res['sha'] == tip and res['fresh']
+    assert res['path'] == str(repo['ws_real'] / 'task-1') == physical(res['path'])
+    assert res['clone'] == str(repo['clone'])
+    # git works inside, HEAD is detached at the fetched tip
+    assert _git('rev-parse', 'HEAD', cwd=res['path']) == tip
+    assert subprocess.run(['git', 'symbolic-ref', '-q', 'HEAD'], cwd=res['path']).returncode == 1
+    _git('status', cwd=res['path'])
+    # the pointer names paths that exist (the D10 broken-pointer failure)
+    pointer = open(os.path.join(res['path'], '.git')).read().split('gitdir:', 1)[1].strip()
+    assert os.path.isdir(pointer) and pointer == physical(pointer)
+    back = open(os.path.join(pointer, 'gitdir')).read().strip()
+    assert os.path.exists(back)
+
+
+def test_present_is_idempotent_and_never_moves_an_existing_tree(repo):
+    """An existing workspace may be a live run's checkout: report, do not reset (D10 reflog story)."""
+    g = Git(SubprocessRunner())
+    first = Workspace(g, str(repo['clone']), str(repo['ws_real'] / 'task-1')).present()
+    (repo['ws_real'] / 'task-1' / 'work-in-progress').write_text('edit\n')
+    new_tip = _push_commit(repo, 'three\n')
+    _git('fetch', '-q', 'origin', cwd=str(repo['clone']))
+    again = Workspace(g, str(repo['clone']), str(repo['ws_real'] / 'task-1')).present()
+    assert again['existing'] and not again['created']
+    assert again['sha'] == first['sha'] != new_tip
+    assert again['fresh'] is False
+    assert (repo['ws_real'] / 'task-1' / 'work-in-progress').exists()
+
+
+def test_two_items_on_one_clone_never_share_a_tree(repo):
+    """D10 🔴: the second run's pre-flight once ran inside the first run's live checkout."""
+    g = Git(SubprocessRunner())
+    a = Workspace(g, str(repo['clone']), str(repo['ws_real'] / 'task-1')).present()
+    b = Workspace(g, str(repo['clone']), str(repo['ws_real'] / 'task-2')).present()
+    assert a['path'] != b['path']
+    assert _git('rev-parse', '--show-toplevel', cwd=a['path']) != _git('rev-parse', '--show-toplevel', cwd=b['path'])
+    (repo['ws_real'] / 'task-2' / 'README').write_text('changed by run 2\n')
+    assert _git('status', '--porcelain', cwd=a['path']) == ''
+    trees = g.worktrees(str(repo['clone']))
+    assert sum(1 for t in trees if t['detached']) == 2
+
+
+def test_check_mode_creates_nothing(repo):
+    ws = Workspace(Git(SubprocessRunner()), str(repo['clone']), str(repo['ws_real'] / 'task-1'))
+    res = ws.present(check=True)
+    assert res['created'] and not (repo['ws_real'] / 'task-1').exists()
+    assert len(Git(SubprocessRunner()).worktrees(str(repo['clone']))) == 1
+
+
+def test_a_foreign_directory_is_never_overwritten(repo):
+    (repo['ws_real'] / 'task-1').mkdir()
+    (repo['ws_real'] / 'task-1' / 'precious').write_text('x')
+    with pytest.raises(GitError, match='not a worktree'):
+        Workspace(Git(SubprocessRunner()), str(repo['clone']), str(repo['ws_real'] / 'task-1')).present()
+    assert (repo['ws_real'] / 'task-1' / 'precious').exists()
+
+
+@pytest.mark.parametrize('dirt, kept', [
+    ('clean', False),
+    ('modified', True),
+    ('untracked', True),
+    ('unpushed-commit', True),
+])
+def test_release_removes_clean_keeps_work(repo, dirt, kept):
+    """D10: on release keep, do not wipe — the inverse of the silent wipe."""
+    g = Git(SubprocessRunner())
+    path = str(repo['ws_real'] / 'task-7')
+    Workspace(g, str(repo['clone']), path).present()
+    if dirt == 'modified':
+        open(os.path.join(path, 'README'), 'w').write('half done\n')
+    elif dirt == 'untracked':
+        open(os.path.join(path, 'new.txt'), 'w').write('new\n')
+    elif dirt == 'unpushed-commit':
+        open(os.path.join(path, 'README'), 'w').write('committed, not pushed\n')
+        _git('commit', '-q', '-am', 'local only', cwd=path)
+    res = Workspace(g, str(repo['clone_link']), path).absent()
+    assert res['kept'] is kept and res['removed'] is (not kept)
+    assert os.path.isdir(path) is kept
+    if dirt in ('modified', 'untracked'):
+        assert res['dirty_files'] and path in res['reason']
+    if dirt == 'unpushed-commit':
+        assert res['unpushed'] == 1
+    again = Workspace(g, str(repo['clone']), path).absent()
+    assert again['removed'] is False
+
+
+def test_release_of_a_missing_directory_prunes_the_registration(repo):
+    g = Git(SubprocessRunner())
+    path = str(repo['ws_real'] / 'task-9')
+    Workspace(g, str(repo['clone']), path).present()
+    subprocess.run(['rm', '-rf', path], check=True)
+    res = Workspace(g, str(repo['clone']), path).absent()
+    assert res['pruned'] and g.find_worktree(str(repo['clone']), path) is None
+    # and present after a vanished directory recreates it instead of failing on the stale registration
+    Workspace(g, str(repo['clone']), path).present()
+    subprocess.run(['rm', '-rf', path], check=True)
+    res = Workspace(g, str(repo['clone']), path).present()
+    assert res['created'] and res['pruned']
