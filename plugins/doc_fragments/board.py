@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+    """The ``board`` option shared by the board modules (spec in module_utils/_argspec.py)."""
+
+    DOCUMENTATION = r'''
+options:
+  board:
+    description:
+      - Which board is the queue (D1) and how to reach it.
+      - C(kind=ledger) is the embedded ledger board, an SQLite file by default or PostgreSQL with O(board.dsn).
+      - C(kind=github) is a GitHub Projects v2 board.
+    type: dict
+    required: true
+    suboptions:
+      kind:
+        description: The board kind.
+        type: str
+        default: ledger
+        choices: [ledger, github]
+      path:
+        description:
+          - The SQLite ledger file. Only M(fleet.dispatch.board_item) creates a missing one; to every reader a missing file is an
+            unreadable queue, never an empty one (D20).
+          - Defaults to C($XDG_DATA_HOME/fleet-dispatch/ledger.sqlite3) (C(~/.local/share/...)) when neither O(board.path) nor O(board.dsn) is set.
+        type: path
+      dsn:
+        description:
+          - A PostgreSQL connection string for the ledger on a server shared by several dispatchers.
+          - Never logged; a password in it is masked in every message.
+        type: str
+      owner:
+        description: The GitHub organization or user that owns the project. Required with C(kind=github).
+        type: str
+      owner_type:
+        description: Whether O(board.owner) is an organization or a user; C(auto) asks GitHub.
+        type: str
+        default: auto
+        choices: [auto, organization, user]
+      project:
+        description: The GitHub project number. Required with C(kind=github).
+        type: int
+      status_field:
+        description: The name of the project's single-select status field.
+        type: str
+        default: Status
+      ready:
+        description: The status value that makes an item ready to run.
+        type: str
+        default: Ready
+      token:
+        description:
+          - The GitHub token. When unset, the E(GITHUB_TOKEN) environment variable is used.
+          - Never logged, never put on a command line.
+        type: str
+      api_url:
+        description: The GitHub API root (a GitHub Enterprise server, or a fake GitHub in tests).
+        type: str
+        default: https://api.github.com
+'''

@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument specs shared by several modules, kept with their constraints (STYLE.md).
+
+``board_argspec()`` is the ``board`` option of every board module; its documentation is the
+``fleet.dispatch.board`` doc fragment, and the two must stay in step (ansible-test
+validate-modules compares them).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Dict
+
+from ._model import parse_time, UTC
+
+
+def board_argspec() -> Dict[str, Any]:
+    """The ``board`` option: which board is the queue, and how to reach it."""
+    return dict(
+        type='dict',
+        required=True,
+        options=dict(
+            kind=dict(type='str', default='ledger', choices=['ledger', 'github']),
+            path=dict(type='path'),
+            dsn=dict(type='str', no_log=True),
+            owner=dict(type='str'),
+            owner_type=dict(type='str', default='auto', choices=['auto', 'organization', 'user']),
+            project=dict(type='int'),
+            status_field=dict(type='str', default='Status'),
+            ready=dict(type='str', default='Ready'),
+            token=dict(type='str', no_log=True),
+            api_url=dict(type='str', default='https://api.github.com'),
+        ),
+        mutually_exclusive=[('path', 'dsn')],
+        required_if=[('kind', 'github', ('owner', 'project'))],
+    )
+
+
+def board_spec(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The validated ``board`` option as the spec ``_board.open_board`` takes (unset keys dropped)."""
+    spec = dict((k, v) for k, v in (params or {}).items() if v is not None)
+    if spec.get('kind', 'ledger') == 'ledger' and not spec.get('path') and not spec.get('dsn'):
+        spec['path'] = default_ledger_path()
+    return spec
+
+
+def default_ledger_path() -> str:
+    """Where the embedded ledger lives when a board names neither ``path`` nor ``dsn``."""
+    import os
+    base = os.environ.get('XDG_DATA_HOME') or os.path.join(os.path.expanduser('~'), '.local', 'share')
+    return os.path.join(base, 'fleet-dispatch', 'ledger.sqlite3')
+
+
+def resolve_now(value) -> _dt.datetime:
+    """The ``now`` option (ISO-8601, for reproducible plans and tests) or the clock, read once."""
+    if value:
+        return parse_time(value)
+    return _dt.datetime.now(UTC)

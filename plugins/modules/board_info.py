@@ -1,0 +1,237 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: board_info
+short_description: Read the board once and decide, for every item, whether it may run
+version_added: 0.1.0
+description:
+  - Reads the whole board in one paginated read (D1: the board is the queue, read live every cycle; nothing is cached).
+  - Evaluates every item with the decision core and returns each item's eligibility, the single reason code that decides it,
+    the attempt count derived from its markers, its last marker, its blockers and its artifacts, plus the eligible C(candidates).
+  - The attempt count is counted from the item's own markers on every read and never stored (D1, D8).
+  - An unreadable queue is the one guard that fails closed, and only when O(mode=apply); with O(mode=plan) the failure is
+    reported in RV(error) and no candidates are returned (D5). An empty queue is not a failure (D20).
+author:
+  - fleet.dispatch contributors
+extends_documentation_fragment:
+  - fleet.dispatch.board
+  - fleet.dispatch.attributes
+  - fleet.dispatch.attributes.info_module
+options:
+  mode:
+    description:
+      - V(plan) reports an unreadable queue and returns no candidates.
+      - V(apply) fails the task when the queue cannot be read, because a dispatcher that is about to start work must not guess.
+    type: str
+    default: plan
+    choices: [plan, apply]
+  max_attempts:
+    description:
+      - Attempts after which an item is parked (D13 - the attempt cap bounds wasted starts; there is no concurrency cap).
+      - Starts that ended in a capacity marker do not count (D8).
+    type: int
+    default: 3
+  now:
+    description:
+      - The time to evaluate at, as ISO-8601. Defaults to the controller clock, read once.
+      - Set it to reproduce a plan exactly.
+    type: str
+  numbers:
+    description:
+      - Only return these items (for a hand dispatch of one item). The whole board is still read, so blockers resolve.
+      - Each named item that may not run is reported as a warning on stderr with its reason; nothing is written to the board (D6).
+    type: list
+    elements: int
+notes:
+  - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone) and C(parked).
+seealso:
+  - module: fleet.dispatch.board_marker
+  - module: fleet.dispatch.board_item
+'''
+
+EXAMPLES = r'''
+- name: Read the embedded ledger board and keep what could run now
+  fleet.dispatch.board_info:
+    board:
+      kind: ledger
+      path: /var/lib/fleet-dispatch/ledger.sqlite3
+  register: board
+
+- name: Read a GitHub project, failing when the queue cannot be read
+  fleet.dispatch.board_info:
+    board:
+      kind: github
+      owner: example-org
+      project: 7
+      token: "{{ lookup('ansible.builtin.env', 'GITHUB_TOKEN') }}"
+    mode: apply
+  register: board
+
+- name: Show why each item would not run
+  ansible.builtin.debug:
+    msg: "#{{ item.number }} {{ item.reason }}"
+  loop: "{{ board.items | rejectattr('eligible') }}"
+  loop_control:
+    label: "{{ item.number }}"
+'''
+
+RETURN = r'''
+readable:
+  description: Whether the queue could be read. False only in O(mode=plan); O(mode=apply) fails instead.
+  returned: always
+  type: bool
+  sample: true
+error:
+  description: Why the queue could not be read, naming the fix; empty when it was read.
+  returned: always
+  type: str
+  sample: ''
+board:
+  description: Where the board lives (no password or token).
+  returned: always
+  type: str
+  sample: ledger:/var/lib/fleet-dispatch/ledger.sqlite3
+now:
+  description: The time the items were evaluated at.
+  returned: always
+  type: str
+  sample: '2026-11-30T01:00:00.000000Z'
+cost:
+  description: What the read cost where the board meters it (GitHub rate-limit points); null for the ledger.
+  returned: always
+  type: dict
+  sample: {cost: 1, remaining: 4999, reset_at: '2026-11-30T02:00:00Z'}
+items:
+  description: Every item on the board (or those in O(numbers)), with its decision.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The board's own id of the item.
+      type: str
+    number:
+      description: The item number.
+      type: int
+    repo:
+      description: The repository of the item, on boards that span several.
+      type: str
+    title:
+      description: The item title (board text - never passed to a shell).
+      type: str
+    state:
+      description: C(open) or C(closed).
+      type: str
+    status:
+      description: The board status field value.
+      type: str
+    eligible:
+      description: Whether the item may be dispatched now.
+      type: bool
+    reason:
+      description: The one reason code that decides it.
+      type: str
+      sample: tombstone
+    attempts:
+      description: Attempts so far, derived from the markers (capacity deaths excluded).
+      type: int
+    not_before:
+      description: For C(retry_wait), when the item becomes eligible again.
+      type: str
+    last_marker:
+      description: The last marker (kind, at, age_s, fields), or null.
+      type: dict
+    blockers:
+      description: Dependency edges with the blocker's state; only open ones block (D9).
+      type: list
+      elements: dict
+    open_blockers:
+      description: Numbers of the blockers that are open.
+      type: list
+      elements: int
+    artifacts:
+      description: Changes that reference the item (ref, merged, merged_at, created_at, closes, url).
+      type: list
+      elements: dict
+candidates:
+  description: The eligible items, in board order (same entries as RV(items)).
+  returned: always
+  type: list
+  elements: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardError, BoardUnreadable, open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._plan import assess, candidates
+
+
+def _warn_refusals(module, wanted, assessed):
+    """A hand dispatch names items; say on stderr why each refused one would not run (D6: never on the board)."""
+    found = dict((entry['number'], entry) for entry in assessed)
+    for number in wanted:
+        entry = found.get(number)
+        if entry is None:
+            module.warn('#%s refused: it is not on the board' % number)
+        elif not entry['eligible']:
+            detail = ''
+            if entry['reason'] == 'blocked':
+                detail = ' by ' + ', '.join('#%s' % n for n in entry['open_blockers'])
+            elif entry['reason'] == 'retry_wait':
+                detail = ' until %s' % entry['not_before']
+            elif entry['reason'] == 'parked':
+                detail = ' after %s attempts' % entry['attempts']
+            module.warn('#%s refused: %s%s' % (number, entry['reason'], detail))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            board=board_argspec(),
+            mode=dict(type='str', default='plan', choices=['plan', 'apply']),
+            max_attempts=dict(type='int', default=3),
+            now=dict(type='str'),
+            numbers=dict(type='list', elements='int'),
+        ),
+        supports_check_mode=True,
+    )
+    spec = board_spec(module.params['board'])
+    try:
+        now = resolve_now(module.params['now'])
+    except ValueError as exc:
+        module.fail_json(msg='now: %s; give an ISO-8601 time such as 2026-11-30T01:00:00Z' % exc)
+    result = dict(changed=False, readable=True, error='', board='', now=format_time(now),
+                  cost=None, items=[], candidates=[])
+    try:
+        with open_board(spec) as board:
+            result['board'] = board.location
+            read = board.read(now=now)
+    except BoardUnreadable as exc:
+        result.update(readable=False, error=str(exc))
+        if module.params['mode'] == 'apply':
+            module.fail_json(msg='the queue cannot be read, so nothing can be decided (D5): %s' % exc, **result)
+        module.warn('the queue cannot be read; plan mode reports it and returns no candidates: %s' % exc)
+        module.exit_json(**result)
+    except BoardError as exc:
+        module.fail_json(msg=str(exc), **result)
+
+    items = read.items
+    wanted = module.params['numbers']
+    assessed = assess(items, now=now, ready=spec.get('ready', 'Ready'),
+                      max_attempts=module.params['max_attempts'])
+    if wanted:
+        assessed = [entry for entry in assessed if entry['number'] in wanted]
+        _warn_refusals(module, wanted, assessed)
+    result.update(cost=read.cost, items=assessed, candidates=candidates(assessed))
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,263 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: board_item
+short_description: Create or update an item on the board (ledger), or set its status (GitHub)
+version_added: 0.1.0
+description:
+  - On the ledger board, creates or updates an item - title, body, status, dependency edges, open/closed/reopened - and records
+    artifacts (a merged change and the items it closes, as a forge would record a merged pull request).
+  - On a GitHub board, sets the project status field and the issue state; items themselves are created on GitHub.
+  - A reopen is recorded as an event with its time, and it outranks every older marker (D6).
+  - Dependencies are edges, evaluated at selection (D9) - never a hold written in prose.
+author:
+  - fleet.dispatch contributors
+extends_documentation_fragment:
+  - fleet.dispatch.board
+  - fleet.dispatch.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reports what would change, and the diff, without writing.
+  diff_mode:
+    support: full
+options:
+  number:
+    description:
+      - The item number. An item that does not exist yet is created with this number (ledger).
+      - Omit it to create a new item with the next free number (not idempotent).
+    type: int
+  title:
+    description: The item title. Required to create an item.
+    type: str
+  body:
+    description: The item body.
+    type: str
+  status:
+    description: The board status field value, for example C(Ready) or C(Backlog).
+    type: str
+  state:
+    description:
+      - V(open) or V(closed) sets the item state.
+      - V(reopened) opens a closed item and records a reopen event, which outranks older markers (D6). On an open item it changes nothing.
+    type: str
+    choices: [open, closed, reopened]
+  blocked_by:
+    description:
+      - The complete list of item numbers that block this one (D9). Edges not listed are removed. Omit to leave edges alone.
+    type: list
+    elements: int
+  artifact:
+    description:
+      - Record a change on the ledger board. A merged artifact that closes items closes them, as a forge closes an issue when the
+        pull request that references it merges (D2).
+    type: dict
+    suboptions:
+      ref:
+        description: A unique reference, for example C(PR-17).
+        type: str
+        required: true
+      title:
+        description: The change title.
+        type: str
+        default: ''
+      url:
+        description: Where a human can see the change.
+        type: str
+        default: ''
+      created_at:
+        description: When the change was created (ISO-8601). Defaults to now.
+        type: str
+      merged:
+        description: Whether the change merged.
+        type: bool
+        default: false
+      merged_at:
+        description: When it merged (ISO-8601). Defaults to now when O(artifact.merged=true).
+        type: str
+      closes:
+        description: The item numbers the change closes. Defaults to O(number).
+        type: list
+        elements: int
+seealso:
+  - module: fleet.dispatch.board_info
+  - module: fleet.dispatch.board_marker
+'''
+
+EXAMPLES = r'''
+- name: An item that waits on two others
+  fleet.dispatch.board_item:
+    board:
+      path: /var/lib/fleet-dispatch/ledger.sqlite3
+    number: 12
+    title: Migrate the importer
+    status: Ready
+    blocked_by: [10, 11]
+
+- name: Reopen an item that was closed too early
+  fleet.dispatch.board_item:
+    board: "{{ fleet_board }}"
+    number: 9
+    state: reopened
+
+- name: Record the merged change that finished item 12
+  fleet.dispatch.board_item:
+    board: "{{ fleet_board }}"
+    number: 12
+    artifact:
+      ref: PR-31
+      merged: true
+'''
+
+RETURN = r'''
+number:
+  description: The item number (the new one when the item was created).
+  returned: always
+  type: int
+created:
+  description: Whether the item was created by this call.
+  returned: always
+  type: bool
+before:
+  description: The item's fields before the call (empty when it did not exist).
+  returned: always
+  type: dict
+after:
+  description: The item's fields after the call (or as they would be, in check mode).
+  returned: always
+  type: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardError, ItemNotFound, open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._model import parse_time
+
+FIELDS = ('title', 'body', 'status', 'state', 'blocked_by')
+
+
+def _summary(item):
+    if item is None:
+        return {}
+    return dict(title=item.title, body=item.body, status=item.status, state=item.state,
+                blocked_by=sorted(b.number for b in item.blockers),
+                artifacts=sorted(a.ref for a in item.artifacts))
+
+
+def _desired(before, params):
+    after = dict(before) if before else dict(title=None, body='', status='', state='open', blocked_by=[], artifacts=[])
+    for key in ('title', 'body', 'status'):
+        if params[key] is not None:
+            after[key] = params[key]
+    if params['state'] is not None:
+        after['state'] = 'open' if params['state'] == 'reopened' else params['state']
+    if params['blocked_by'] is not None:
+        after['blocked_by'] = sorted(set(params['blocked_by']))
+    if params['artifact']:
+        refs = set(after.get('artifacts') or [])
+        refs.add(params['artifact']['ref'])
+        after['artifacts'] = sorted(refs)
+    return after
+
+
+def _artifact_args(artifact, number, now):
+    merged = bool(artifact['merged'])
+    merged_at = parse_time(artifact['merged_at']) if artifact['merged_at'] else (now if merged else None)
+    return dict(
+        ref=artifact['ref'], title=artifact['title'], url=artifact['url'],
+        created_at=parse_time(artifact['created_at']) if artifact['created_at'] else now,
+        merged=merged, merged_at=merged_at,
+        closes=list(artifact['closes']) if artifact['closes'] is not None else ([number] if number else []),
+    )
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            board=board_argspec(),
+            number=dict(type='int'),
+            title=dict(type='str'),
+            body=dict(type='str'),
+            status=dict(type='str'),
+            state=dict(type='str', choices=['open', 'closed', 'reopened']),
+            blocked_by=dict(type='list', elements='int'),
+            artifact=dict(type='dict', options=dict(
+                ref=dict(type='str', required=True),
+                title=dict(type='str', default=''),
+                url=dict(type='str', default=''),
+                created_at=dict(type='str'),
+                merged=dict(type='bool', default=False),
+                merged_at=dict(type='str'),
+                closes=dict(type='list', elements='int'),
+            )),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        now = resolve_now(None)
+        artifact = _artifact_args(p['artifact'], p['number'], now) if p['artifact'] else None
+    except ValueError as exc:
+        module.fail_json(msg='artifact time: %s; give ISO-8601 such as 2026-11-30T01:00:00Z' % exc)
+    result = dict(changed=False, created=False, number=p['number'], before={}, after={})
+    try:
+        spec = board_spec(p['board'])
+        spec['create'] = True  # the writer that makes a new ledger; readers treat a missing file as unreadable (D20)
+        with open_board(spec) as board:
+            current = None
+            if p['number'] is not None:
+                try:
+                    current = board.get(p['number'])
+                except ItemNotFound:
+                    current = None
+            if current is None and not p['title']:
+                module.fail_json(msg='item %s does not exist: give a title to create it' % (p['number'],), **result)
+            before = _summary(current)
+            after = _desired(before, p)
+            reopen = p['state'] == 'reopened' and current is not None and current.state == 'closed'
+            result.update(before=before, after=after, created=current is None,
+                          changed=(before != after) or reopen)
+            result['diff'] = dict(before=before, after=after)
+            if module.check_mode or not result['changed']:
+                module.exit_json(**result)
+            number = _apply(module, board, current, p, artifact)
+            result['number'] = number
+            result['after'] = _summary(board.get(number))
+    except BoardError as exc:
+        module.fail_json(msg=str(exc), **result)
+    module.exit_json(**result)
+
+
+def _apply(module, board, current, p, artifact):
+    """Write the change through the board's own methods; the ledger can do all of it."""
+    upsert = getattr(board, 'upsert_item', None)
+    wants_ledger = current is None or any(p[k] is not None for k in ('title', 'body', 'blocked_by')) or artifact
+    if wants_ledger and upsert is None:
+        module.fail_json(msg='a %s board cannot create items, edit titles, bodies or dependency edges, or record artifacts '
+                             'through this module: do that on the board itself; this module can set status and state there'
+                             % board.kind)
+    number = p['number']
+    if upsert is not None:
+        res = upsert(number=number, title=p['title'], body=p['body'], status=p['status'],
+                     state=None, blocked_by=p['blocked_by'])
+        number = res['number'] if isinstance(res, dict) else res
+    elif p['status'] is not None:
+        board.set_status(number, p['status'])
+    if p['state'] is not None:
+        board.set_state(number, 'open' if p['state'] == 'reopened' else p['state'])
+    if artifact is not None:
+        if not artifact['closes']:
+            artifact['closes'] = [number]
+        board.add_artifact(**artifact)
+    return number
+
+
+if __name__ == '__main__':
+    main()
