@@ -1,0 +1,452 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ledger board: the ``Board`` protocol over SQL (SQLite file, or PostgreSQL).
+
+The embedded default board (demo, single controller) and the shared board of a fleet with
+several dispatchers; the same code and the same statements on both (``_sql``).
+
+It stores facts and returns them; it never judges them. Which marker is last, whether an item is
+eligible, whether an artifact is this run's -- all of that is the decision core's
+(``_markers``, ``_eligibility``, ``_references``). What the ledger does guarantee:
+
+* D1: it *is* the queue. ``read`` fetches every table once per call (no per-item loop) and
+  joins in Python; nothing is cached between calls, and there is no attempt counter column
+  (attempts are counted from the comments every cycle).
+* D2: completion is derived from an artifact. Recording a MERGED artifact that closes an item
+  closes it the way a forge does -- a ``closed`` event at the merge time. An open artifact
+  closes nothing.
+* D5/D20: a store that cannot be read raises ``BoardUnreadable``; an empty queue is
+  ``BoardRead(items=[])``. The two never look alike.
+* D6: state changes are events with times. A reopen is an explicit ``reopened`` event, so
+  the decision core can see that it came after the last marker.
+* D9: dependencies are edges (``dependencies``); each blocker comes back with its own
+  current state, so "no open blocker" is one predicate re-evaluated every read.
+* D12: ``post_marker`` commits the comment first, then closes; a close that finds the item
+  already closed is a no-op that keeps the comment.
+
+Every time is either passed in (``at=``, for demo data and tests) or read once per call from
+``clock``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from ._board import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
+from ._model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
+from ._sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
+
+COMPONENT = 'board'
+"""The ``schema_version.component`` of the board's tables."""
+
+MIGRATIONS = [
+    (1, 'items, comments, events, dependencies', [
+        "CREATE TABLE items (number INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '', "
+        "status TEXT NOT NULL DEFAULT '', state TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'closed')), "
+        "repo TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+        "CREATE TABLE comments (id {id}, item INTEGER NOT NULL REFERENCES items (number), "
+        "author TEXT NOT NULL DEFAULT '', body TEXT NOT NULL, created_at TEXT NOT NULL)",
+        "CREATE INDEX comments_item ON comments (item, created_at)",
+        "CREATE TABLE events (id {id}, item INTEGER NOT NULL REFERENCES items (number), "
+        "kind TEXT NOT NULL CHECK (kind IN ('closed', 'reopened')), at TEXT NOT NULL, actor TEXT NOT NULL DEFAULT '')",
+        "CREATE INDEX events_item ON events (item, at)",
+        "CREATE TABLE dependencies (item INTEGER NOT NULL REFERENCES items (number), "
+        "blocker INTEGER NOT NULL REFERENCES items (number), PRIMARY KEY (item, blocker), CHECK (item <> blocker))",
+    ]),
+    (2, 'artifacts and the items they close (D2, D16)', [
+        "CREATE TABLE artifacts (id {id}, ref TEXT NOT NULL UNIQUE, title TEXT NOT NULL DEFAULT '', "
+        "url TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, merged INTEGER NOT NULL DEFAULT 0, merged_at TEXT)",
+        "CREATE TABLE artifact_closes (artifact BIGINT NOT NULL REFERENCES artifacts (id), "
+        "item INTEGER NOT NULL REFERENCES items (number), PRIMARY KEY (artifact, item))",
+    ]),
+    # Room for later board migrations: seed 003's handoffs/session chains come next as
+    # version 3+ of this list. Leases are another component ('lease', in _lease.py's own
+    # migration list through _sql.SqlStore.migrate), not board tables: do not add them here.
+]
+"""The board's forward migrations, applied in order, each recorded in ``schema_version``."""
+
+STATES = ('open', 'closed')
+_STATE_ALIASES = {'open': 'open', 'opened': 'open', 'reopened': 'open', 'closed': 'closed'}
+_ITEM_FIELDS = ('number', 'title', 'body', 'status', 'state', 'repo')
+_SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations')
+
+
+def _utcnow():
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def _state(value):
+    found = _STATE_ALIASES.get(str(value).lower()) if value is not None else None
+    if found is None:
+        raise BoardError('item state must be one of open, closed, reopened; got %r' % (value,))
+    return found
+
+
+def _number(value, what='item number'):
+    """A positive item number from an int or a digit string (``'42'``, ``'#42'``)."""
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().lstrip('#').isdigit():
+        number = int(value.strip().lstrip('#'))
+    if number is None or number < 1:
+        raise BoardError('%s must be a positive integer, got %r' % (what, value))
+    return number
+
+
+class LedgerBoard(Board):
+    """The ledger board over a SQLite file (``path``) or PostgreSQL (``dsn``).
+
+    ``create`` lets a missing SQLite file be created (default: missing is unreadable -- D20);
+    ``clock`` is a callable returning an aware UTC datetime (tests inject one); ``timeout``
+    bounds lock waits and connecting; ``migrations`` replaces ``MIGRATIONS`` (tests of
+    forward migration only). Opening applies pending migrations.
+    """
+
+    kind = 'ledger'
+
+    def __init__(self, path=None, dsn=None, clock=None, timeout=DEFAULT_TIMEOUT, create=False, migrations=None):
+        self._clock = clock or _utcnow
+        self._migrations = list(MIGRATIONS if migrations is None else migrations)
+        try:
+            self._store = SqlStore(path=path, dsn=dsn, timeout=timeout, create=create)
+        except SqlError as exc:
+            raise BoardUnreadable(str(exc))
+        self.location = self._store.location
+        self.backend = self._store.dialect.name
+        try:
+            self.migrated = self._store.migrate(COMPONENT, self._migrations, format_time(self._now()))
+        except SqlError as exc:
+            self._store.close()
+            raise BoardUnreadable('cannot prepare the ledger schema: %s' % exc)
+
+    @classmethod
+    def from_spec(cls, spec):
+        """Build from an ``open_board`` spec (``kind`` is ignored); unknown keys are a ``BoardError``."""
+        extra = sorted(k for k in spec if k not in _SPEC_KEYS and k != 'kind')
+        if extra:
+            raise BoardError('unknown ledger board option(s) %s: valid are %s' % (', '.join(extra), ', '.join(_SPEC_KEYS)))
+        return cls(**dict((k, v) for k, v in spec.items() if k in _SPEC_KEYS))
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _now(self):
+        now = self._clock()
+        if not isinstance(now, _dt.datetime) or now.tzinfo is None:
+            raise BoardError('the ledger clock must return an aware datetime, got %r' % (now,))
+        return now.astimezone(_dt.timezone.utc)
+
+    def _at(self, at):
+        return parse_time(at) if at is not None else self._now()
+
+    def _tx(self, body, write=False, dry_run=False, unreadable=False):
+        try:
+            return self._store.transaction(body, write=write, dry_run=dry_run)
+        except BoardError:
+            raise
+        except SqlUnavailable as exc:
+            raise BoardUnreadable(str(exc))
+        except SqlError as exc:
+            if unreadable:
+                raise BoardUnreadable(str(exc))
+            raise BoardError(str(exc))
+
+    def close(self):
+        self._store.close()
+
+    def schema_version(self):
+        """The highest board schema version recorded in the store."""
+        try:
+            versions = self._store.schema_versions(COMPONENT)
+        except SqlError as exc:
+            raise BoardUnreadable(str(exc))
+        return max(versions) if versions else 0
+
+    @staticmethod
+    def _require(tx, number):
+        row = tx.one('SELECT number, title, body, status, state, repo FROM items WHERE number = ?' + tx.dialect.for_update,
+                     (number,))
+        if row is None:
+            raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
+        return row
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, *, now=None):
+        """Every item, fully populated, from one snapshot; ``cost`` is ``None`` (nothing metered).
+
+        ``now`` is accepted for the protocol and unused: the ledger has no time-dependent read.
+        """
+        items = self._tx(lambda tx: self._load(tx, None), unreadable=True)
+        return BoardRead(items=items, cost=None)
+
+    def get(self, number):
+        number = _number(number)
+        items = self._tx(lambda tx: self._load(tx, number), unreadable=True)
+        if not items:
+            raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
+        return items[0]
+
+    @staticmethod
+    def _load(tx, number):
+        """Fetch each table once (filtered to one item when ``number`` is given) and join in Python."""
+        if number is None:
+            where, args = '', ()
+        else:
+            where, args = ' WHERE item = ?', (number,)
+        rows = tx.all('SELECT number, title, body, status, state, repo, created_at, updated_at FROM items'
+                      + (' WHERE number = ?' if number is not None else '') + ' ORDER BY number', args)
+        items = {}
+        for num, title, body, status, state, repo, created, updated in rows:
+            items[num] = Item(number=num, title=title, state=state, status=status, body=body, id=str(num),
+                              repo=repo, created_at=parse_time(created), updated_at=parse_time(updated))
+        for cid, item, author, body, created in tx.all(
+                'SELECT id, item, author, body, created_at FROM comments' + where + ' ORDER BY created_at, id', args):
+            if item in items:
+                items[item].comments.append(Comment(id=str(cid), body=body, created_at=parse_time(created), author=author))
+        for item, kind, at, actor in tx.all('SELECT item, kind, at, actor FROM events' + where + ' ORDER BY at, id', args):
+            if item in items:
+                items[item].events.append(Event(kind=kind, at=parse_time(at), actor=actor))
+        # A blocker's state and repo come from its own row: one join in SQL keeps this one query
+        # even when reading a single item.
+        for item, blocker, state, repo in tx.all(
+                'SELECT d.item, d.blocker, b.state, b.repo FROM dependencies d JOIN items b ON b.number = d.blocker'
+                + where.replace('item', 'd.item') + ' ORDER BY d.item, d.blocker', args):
+            if item in items:
+                items[item].blockers.append(Blocker(number=blocker, state=state, repo=repo))
+        closes = {}
+        links = tx.all('SELECT c.artifact, c.item FROM artifact_closes c ORDER BY c.artifact, c.item')
+        for artifact, item in links:
+            closes.setdefault(artifact, []).append(item)
+        wanted = set(a for a, i in links if number is None or i == number)
+        for aid, ref, title, url, created, merged, merged_at in tx.all(
+                'SELECT id, ref, title, url, created_at, merged, merged_at FROM artifacts ORDER BY created_at, id'):
+            if aid not in wanted:
+                continue
+            for item in closes.get(aid, []):
+                if item in items:
+                    items[item].artifacts.append(Artifact(
+                        ref=ref, created_at=parse_time(created), merged=bool(merged), merged_at=parse_time(merged_at),
+                        closes=list(closes[aid]), url=url, title=title))
+        return [items[k] for k in sorted(items)]
+
+    def mentions(self, number):
+        """The ledger has no mention notifications (D19 is a forge feature): always ``[]``."""
+        return []
+
+    def mark_read(self, ids):
+        return None
+
+    # -- writes -----------------------------------------------------------------------------
+    def comment(self, number, body, *, author='', at=None):
+        """Add a comment (human text or a marker) at ``at`` (default: the clock, read once)."""
+        number = _number(number)
+        if body is None or str(body) == '':
+            raise BoardError('a comment needs a body')
+        when = format_time(self._at(at))
+
+        def write(tx):
+            self._require(tx, number)
+            cid = tx.insert('INSERT INTO comments (item, author, body, created_at) VALUES (?, ?, ?, ?)',
+                            (number, author or '', str(body), when))
+            tx.run('UPDATE items SET updated_at = ? WHERE number = ? AND updated_at < ?', (when, number, when))
+            return cid
+        cid = self._tx(write, write=True)
+        return Comment(id=str(cid), body=str(body), created_at=parse_time(when), author=author or '')
+
+    @staticmethod
+    def _set_state(tx, number, state, when, actor):
+        """Change the state and record the event; returns whether it changed. The caller holds the row."""
+        changed = tx.run('UPDATE items SET state = ?, updated_at = ? WHERE number = ? AND state <> ?',
+                         (state, when, number, state))
+        if changed:
+            tx.run('INSERT INTO events (item, kind, at, actor) VALUES (?, ?, ?, ?)',
+                   (number, 'closed' if state == 'closed' else 'reopened', when, actor or ''))
+        return bool(changed)
+
+    def set_state(self, number, state, *, at=None, actor=''):
+        """Open or close an item. A change records a ``closed``/``reopened`` event with its time
+        (D6: a reopen is an explicit event the decision core ranks against markers). Setting
+        the state it already has changes nothing and records nothing.
+        """
+        number = _number(number)
+        state = _state(state)
+        when = format_time(self._at(at))
+
+        def write(tx):
+            self._require(tx, number)
+            return self._set_state(tx, number, state, when, actor)
+        return self._tx(write, write=True)
+
+    def set_status(self, number, status, *, at=None):
+        """Set the status field; returns whether it changed."""
+        number = _number(number)
+        when = format_time(self._at(at))
+
+        def write(tx):
+            self._require(tx, number)
+            return bool(tx.run('UPDATE items SET status = ?, updated_at = ? WHERE number = ? AND status <> ?',
+                               (status or '', when, number, status or '')))
+        return self._tx(write, write=True)
+
+    def post_marker(self, number, body, *, close=False, author='', at=None):
+        """Post a marker, then close if asked -- two commits, in that order (🔴 D12).
+
+        The comment is committed on its own before the close is attempted, so neither a close
+        that finds the item already closed (the merged artifact's close got there first) nor a
+        close that fails can drop it. Returns ``{'comment', 'closed', 'state'}`` as
+        ``Board.post_marker`` documents.
+        """
+        when = self._at(at)
+        posted = self.comment(number, body, author=author, at=when)
+        result = {'comment': posted, 'closed': False, 'state': None}
+        if close:
+            result['closed'] = self.set_state(number, 'closed', at=when, actor=author)
+            result['state'] = 'closed'
+        return result
+
+    def upsert_item(self, number=None, title=None, body=None, status=None, state=None, blocked_by=None,
+                    repo=None, *, at=None, actor='', dry_run=False):
+        """Create or update one item; ``None`` leaves a field as it is.
+
+        ``number=None`` creates a new item with the next free number. ``state`` takes ``open``,
+        ``closed`` or ``reopened`` (an alias of open: a closed item that opens records a
+        ``reopened`` event). ``blocked_by`` replaces the item's blocker edges with exactly this
+        list (``[]`` removes them all); each blocker must exist.
+
+        ``dry_run`` runs the very same transaction and rolls it back (check mode). Returns
+        ``{'number', 'created', 'changed', 'before', 'after'}``; ``before``/``after`` are
+        plain dicts of the fields and ``blocked_by`` (``before`` is ``None`` on create), ready
+        for ``--diff``.
+        """
+        if number is not None:
+            number = _number(number)
+        if state is not None:
+            state = _state(state)
+        blockers = None
+        if blocked_by is not None:
+            blockers = sorted(set(_number(b, 'blocker number') for b in blocked_by))
+            if number is not None and number in blockers:
+                raise BoardError('item #%d cannot block itself' % number)
+        when = format_time(self._at(at))
+
+        def write(tx):
+            num = number
+            row = self._require_or_none(tx, num) if num is not None else None
+            if row is None:
+                tx.lock_table('items')
+                if num is None:
+                    num = tx.one('SELECT COALESCE(MAX(number), 0) + 1 FROM items')[0]
+                else:
+                    row = self._require_or_none(tx, num)
+            if blockers is not None and num in blockers:
+                raise BoardError('item #%d cannot block itself' % num)
+            if blockers:
+                found = set(r[0] for r in tx.all('SELECT number FROM items WHERE number IN (%s)'
+                                                 % ', '.join('?' * len(blockers)), blockers))
+                missing = [b for b in blockers if b not in found]
+                if missing:
+                    raise ItemNotFound('blocker item(s) %s do not exist on the ledger: create them first'
+                                       % ', '.join('#%d' % b for b in missing))
+            if row is None:
+                if not title:
+                    raise BoardError('a new item needs a title')
+                before = None
+                tx.run('INSERT INTO items (number, title, body, status, state, repo, created_at, updated_at) '
+                       'VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+                       (num, title, body or '', status or '', 'open', repo or '', when, when))
+                current = {'number': num, 'title': title, 'body': body or '', 'status': status or '',
+                           'state': 'open', 'repo': repo or '', 'blocked_by': []}
+            else:
+                current = dict(zip(_ITEM_FIELDS, row))
+                current['blocked_by'] = [r[0] for r in tx.all(
+                    'SELECT blocker FROM dependencies WHERE item = ? ORDER BY blocker', (num,))]
+                before = dict(current)
+            fields = {}
+            for key, value in (('title', title), ('body', body), ('status', status), ('repo', repo)):
+                if value is not None and value != current[key]:
+                    fields[key] = value
+            if fields:
+                assignments = ', '.join('%s = ?' % k for k in sorted(fields))
+                tx.run('UPDATE items SET %s, updated_at = ? WHERE number = ?' % assignments,
+                       [fields[k] for k in sorted(fields)] + [when, num])
+                current.update(fields)
+            if state is not None and state != current['state']:
+                self._set_state(tx, num, state, when, actor)
+                current['state'] = state
+            if blockers is not None and blockers != current['blocked_by']:
+                for old in current['blocked_by']:
+                    if old not in blockers:
+                        tx.run('DELETE FROM dependencies WHERE item = ? AND blocker = ?', (num, old))
+                for new in blockers:
+                    if new not in current['blocked_by']:
+                        tx.run('INSERT INTO dependencies (item, blocker) VALUES (?, ?)', (num, new))
+                current['blocked_by'] = list(blockers)
+            return {'number': num, 'created': before is None, 'changed': before != current,
+                    'before': before, 'after': current}
+        return self._tx(write, write=True, dry_run=dry_run)
+
+    @staticmethod
+    def _require_or_none(tx, number):
+        return tx.one('SELECT number, title, body, status, state, repo FROM items WHERE number = ?' + tx.dialect.for_update,
+                      (number,))
+
+    def add_blocker(self, number, blocker):
+        """Add the edge "``blocker`` blocks ``number``" (D9); returns whether it was new."""
+        number, blocker = _number(number), _number(blocker, 'blocker number')
+        if number == blocker:
+            raise BoardError('item #%d cannot block itself' % number)
+
+        def write(tx):
+            self._require(tx, number)
+            self._require(tx, blocker)
+            return bool(tx.run('INSERT INTO dependencies (item, blocker) VALUES (?, ?) ON CONFLICT (item, blocker) DO NOTHING',
+                               (number, blocker)))
+        return self._tx(write, write=True)
+
+    def remove_blocker(self, number, blocker):
+        """Remove the edge; returns whether there was one."""
+        number, blocker = _number(number), _number(blocker, 'blocker number')
+        return self._tx(lambda tx: bool(tx.run('DELETE FROM dependencies WHERE item = ? AND blocker = ?', (number, blocker))),
+                        write=True)
+
+    def add_artifact(self, ref, created_at=None, merged=False, merged_at=None, closes=(), title='', url='', actor=None):
+        """Record (or update, by ``ref``) an artifact and the items its closing reference names.
+
+        D2: a MERGED artifact closes every open item it closes, like a forge: the item goes
+        to ``closed`` with a ``closed`` event at ``merged_at`` (actor: the artifact's ref). An
+        unmerged artifact closes nothing (an open pull request is not finished). Re-recording
+        the same ref updates title/url/merged/merged_at and adds closes; ``created_at`` keeps
+        its first value (D16 attributes by it). Returns
+        ``{'ref', 'id', 'created', 'closed': [numbers this call closed]}``.
+        """
+        if not ref:
+            raise BoardError('an artifact needs a ref')
+        now = self._now() if created_at is None or (merged and merged_at is None) else None
+        created = parse_time(created_at) if created_at is not None else now
+        merged = bool(merged)
+        merged_when = (parse_time(merged_at) if merged_at is not None else now) if merged else None
+        numbers = sorted(set(_number(n) for n in (closes or ())))
+        created_text, merged_text = format_time(created), format_time(merged_when)
+
+        def write(tx):
+            for n in numbers:
+                self._require(tx, n)
+            row = tx.one('SELECT id FROM artifacts WHERE ref = ?' + tx.dialect.for_update, (ref,))
+            if row is None:
+                aid = tx.insert('INSERT INTO artifacts (ref, title, url, created_at, merged, merged_at) VALUES (?, ?, ?, ?, ?, ?)',
+                                (ref, title or '', url or '', created_text, int(merged), merged_text))
+            else:
+                aid = row[0]
+                tx.run('UPDATE artifacts SET title = ?, url = ?, merged = ?, merged_at = ? WHERE id = ?',
+                       (title or '', url or '', int(merged), merged_text, aid))
+            for n in numbers:
+                tx.run('INSERT INTO artifact_closes (artifact, item) VALUES (?, ?) ON CONFLICT (artifact, item) DO NOTHING',
+                       (aid, n))
+            closed = []
+            if merged:
+                targets = [r[0] for r in tx.all('SELECT item FROM artifact_closes WHERE artifact = ? ORDER BY item', (aid,))]
+                for n in targets:
+                    if self._set_state(tx, n, 'closed', merged_text, actor if actor is not None else ref):
+                        closed.append(n)
+            return {'ref': ref, 'id': aid, 'created': row is None, 'closed': closed}
+        return self._tx(write, write=True)

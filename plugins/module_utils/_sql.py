@@ -1,0 +1,391 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One SQL code path over SQLite (stdlib ``sqlite3``) and PostgreSQL (psycopg 3).
+
+The ledger is the embedded default (a SQLite file on the controller) and PostgreSQL when several
+dispatchers share a fleet. Both run the *same* statements; the dialect shim here is deliberately
+tiny:
+
+* placeholders: statements are written with ``?``; PostgreSQL gets ``%s``;
+* DDL: ``{id}`` in a migration becomes the dialect's auto-increment/identity primary key;
+* inserting a row and getting its id: ``cursor.lastrowid`` (SQLite; no ``RETURNING``, so SQLite
+  older than 3.35 still works) or ``RETURNING id`` (PostgreSQL);
+* upsert: ``INSERT ... ON CONFLICT (...) DO NOTHING|DO UPDATE SET col = excluded.col`` is the
+  same text in both (SQLite >= 3.24);
+* locking: SQLite serialises writers with ``BEGIN IMMEDIATE``; PostgreSQL takes row locks,
+  ``LOCK TABLE`` where a new number is minted, and an advisory lock around migrations.
+
+Times are stored as ``_model.format_time`` text (``YYYY-MM-DDTHH:MM:SS.ffffffZ``): fixed width
+UTC, so text order is time order on both backends, and ``parse_time`` brings them back aware.
+
+``SqlStore`` owns one connection, runs a function inside a transaction with bounded retries
+on lock contention, and applies forward migrations per *component* (``schema_version`` is keyed
+by component, so the lease store and later seed-003 tables can keep their own migration lists
+in the same database without touching the board's).
+
+Errors come out as ``SqlUnavailable`` (the store cannot be opened or read: no file, no server,
+corrupt, newer schema) or ``SqlError`` (a statement failed), and never carry a password.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import time
+import traceback
+
+try:
+    import psycopg
+    HAS_PSYCOPG = True
+    PSYCOPG_IMPORT_ERROR = None
+except ImportError:  # pragma: no cover - depends on the host
+    psycopg = None
+    HAS_PSYCOPG = False
+    PSYCOPG_IMPORT_ERROR = traceback.format_exc()
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a transaction may wait for a lock (SQLite ``busy_timeout`` and the retry deadline)
+and a connection may take to open. Unmeasured guess, chosen to be far above the waits seen:
+``benchmarks``-style figures printed by tests/unit/plugins/module_utils/test_ledger_concurrency.py
+(4 processes x 60 writes on 2 cores) are the experiment that settles it; its reading is the max
+per-write wait it prints, which was well under one second on this machine (see the changelog
+fragment ledger-board.yml for the figures of the run that shipped this)."""
+
+MIGRATION_LOCK_KEY = 0x666C656574
+"""PostgreSQL advisory-lock key held while migrations run ("fleet" in ASCII). Any fixed 64-bit
+value works; it only has to be the same for every process that migrates this database."""
+
+_RETRY_SQLSTATES = ('40001', '40P01')
+"""PostgreSQL serialization failure and deadlock detected: the transaction is retried."""
+
+_PW_URL = re.compile(r'(?P<pre>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<post>@)', re.I)
+_PW_KV = re.compile(r'(?P<pre>\bpassword\s*=\s*)(?P<pw>\'(?:[^\'\\]|\\.)*\'|\S+)', re.I)
+
+
+def redact_dsn(dsn):
+    """The DSN with any password replaced by ``***`` (URL form and ``key=value`` form)."""
+    text = str(dsn or '')
+    text = _PW_URL.sub(lambda m: m.group('pre') + '***' + m.group('post'), text)
+    text = re.sub(r'([?&]password=)[^&\s]*', r'\1***', text, flags=re.I)
+    return _PW_KV.sub(lambda m: m.group('pre') + '***', text)
+
+
+def _password_of(dsn):
+    if not dsn:
+        return ''
+    m = _PW_URL.search(dsn) or _PW_KV.search(dsn)
+    if m:
+        return m.group('pw').strip("'")
+    m = re.search(r'[?&]password=([^&\s]*)', dsn, flags=re.I)
+    return m.group(1) if m else ''
+
+
+class SqlError(Exception):
+    """A statement or transaction failed. ``sqlstate`` carries PostgreSQL's code, when any."""
+
+    def __init__(self, message, sqlstate=None, integrity=False):
+        super(SqlError, self).__init__(message)
+        self.sqlstate = sqlstate
+        self.integrity = integrity
+
+
+class SqlUnavailable(SqlError):
+    """The store cannot be opened or read at all (unreachable, missing, corrupt, too new)."""
+
+
+class Dialect(object):
+    """The few places SQLite and PostgreSQL differ (see the module docstring)."""
+
+    def __init__(self, name):
+        self.name = name
+        self._cache = {}
+
+    def sql(self, text):
+        """Rewrite ``?`` placeholders for the driver. Statements never contain a literal ``?`` or ``%``."""
+        if self.name == 'sqlite':
+            return text
+        found = self._cache.get(text)
+        if found is None:
+            found = self._cache[text] = text.replace('?', '%s')
+        return found
+
+    def ddl(self, text):
+        """Expand DDL templates: ``{id}`` is an auto-increment integer primary key."""
+        if self.name == 'sqlite':
+            ident = 'INTEGER PRIMARY KEY AUTOINCREMENT'
+        else:
+            ident = 'BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY'
+        return text.replace('{id}', ident)
+
+    @property
+    def for_update(self):
+        """Row-lock suffix for a SELECT in a write transaction (SQLite's BEGIN IMMEDIATE already serialises)."""
+        return '' if self.name == 'sqlite' else ' FOR UPDATE'
+
+
+class Tx(object):
+    """The handle a transaction body gets: ``all``/``one``/``run``/``insert`` with ``?`` placeholders."""
+
+    def __init__(self, store, cursor):
+        self.store = store
+        self.dialect = store.dialect
+        self._cur = cursor
+
+    def run(self, sql, params=()):
+        """Execute; returns the number of rows changed."""
+        self._cur.execute(self.dialect.sql(sql), tuple(params))
+        return self._cur.rowcount
+
+    def all(self, sql, params=()):
+        self._cur.execute(self.dialect.sql(sql), tuple(params))
+        return list(self._cur.fetchall())
+
+    def one(self, sql, params=()):
+        self._cur.execute(self.dialect.sql(sql), tuple(params))
+        return self._cur.fetchone()
+
+    def insert(self, sql, params=()):
+        """Run an INSERT into a table with an ``{id}`` column and return the new id."""
+        if self.dialect.name == 'sqlite':
+            self._cur.execute(sql, tuple(params))
+            return self._cur.lastrowid
+        self._cur.execute(self.dialect.sql(sql) + ' RETURNING id', tuple(params))
+        return self._cur.fetchone()[0]
+
+    def lock_table(self, table):
+        """Serialise writers of ``table`` for this transaction (PostgreSQL; SQLite already is).
+
+        SHARE ROW EXCLUSIVE conflicts with itself and with row writes, not with plain reads
+        nor with foreign-key checks, so readers never wait on it.
+        """
+        if self.dialect.name != 'sqlite':
+            self._cur.execute('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE' % table)
+
+
+class _Rollback(Exception):
+    """Raised inside a dry-run transaction to undo it after the body ran."""
+
+
+class SqlStore(object):
+    """One connection to a SQLite file or a PostgreSQL database.
+
+    ``path`` or ``dsn``, exactly one. ``create`` lets a SQLite file that does not exist be
+    created (otherwise it is ``SqlUnavailable``: a typo'd path must not read as an empty store,
+    D20). ``timeout`` bounds lock waits and connecting (``DEFAULT_TIMEOUT``).
+    """
+
+    def __init__(self, path=None, dsn=None, timeout=DEFAULT_TIMEOUT, create=False):
+        if bool(path) == bool(dsn):
+            raise SqlUnavailable('a ledger needs exactly one of "path" (a SQLite file) or "dsn" '
+                                 '(postgresql://...); got %s' % ('both' if path else 'neither'))
+        self.path = str(path) if path else None
+        self.dsn = dsn or None
+        self.timeout = float(timeout)
+        self.dialect = Dialect('sqlite' if self.path else 'postgres')
+        self.location = self.path if self.path else redact_dsn(self.dsn)
+        self._secret = _password_of(self.dsn)
+        self._conn = None
+        if self.path:
+            self._conn = self._open_sqlite(create)
+        else:
+            self._conn = self._open_postgres()
+
+    # -- connections ------------------------------------------------------------------------
+    def _open_sqlite(self, create):
+        if not create and not os.path.exists(self.path):
+            raise SqlUnavailable('no ledger at %s: the file does not exist. Check the path, or create the '
+                                 'ledger (the ledger role, or board_item, which opens it with create)' % self.path)
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise SqlUnavailable('cannot open the ledger at %s (%s): check that the directory exists '
+                                 'and is writable by this user' % (self.path, exc))
+        try:
+            conn.execute('PRAGMA busy_timeout = %d' % int(self.timeout * 1000))
+            conn.execute('PRAGMA foreign_keys = ON')
+            mode = self._with_retry(lambda: conn.execute('PRAGMA journal_mode = WAL').fetchone())
+            self.journal_mode = (mode or ['?'])[0]
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise SqlUnavailable('the ledger at %s is not a readable SQLite database (%s): move it aside '
+                                 'and restore it from a backup, or point the board at the right file'
+                                 % (self.path, exc))
+        return conn
+
+    def _open_postgres(self):
+        if not HAS_PSYCOPG:
+            raise SqlUnavailable('a PostgreSQL ledger (%s) needs the Python package psycopg (version 3) on '
+                                 'this host: pip install "psycopg[binary]"' % self.location)
+        try:
+            return psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, int(self.timeout)))
+        except Exception as exc:  # psycopg.Error and DSN parse errors (ProgrammingError) alike
+            raise SqlUnavailable('cannot connect to the ledger at %s (%s): check that the server runs, '
+                                 'the database exists and the credentials are right'
+                                 % (self.location, self._scrub(exc)))
+
+    def close(self):
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+    def _scrub(self, exc):
+        text = str(exc).strip()
+        if self._secret:
+            text = text.replace(self._secret, '***')
+        return redact_dsn(text)
+
+    # -- transactions -----------------------------------------------------------------------
+    def _retryable(self, exc):
+        if self.dialect.name == 'sqlite':
+            text = str(exc).lower()
+            return isinstance(exc, sqlite3.OperationalError) and ('locked' in text or 'busy' in text)
+        return getattr(exc, 'sqlstate', None) in _RETRY_SQLSTATES
+
+    def _with_retry(self, fn):
+        """Call ``fn`` until it does not fail on lock contention, for at most ``timeout`` seconds.
+
+        SQLite's busy handler already waits ``busy_timeout``; a few paths bypass it (WAL
+        recovery, switching journal mode while another connection opens the file), and
+        PostgreSQL reports deadlocks/serialization failures that a retry resolves. Backoff
+        starts at 10 ms and doubles to 0.5 s: an unmeasured guess, small against the
+        per-write waits the concurrency test prints.
+        """
+        deadline = time.monotonic() + self.timeout
+        delay = 0.01
+        while True:
+            try:
+                return fn()
+            except Exception as exc:
+                if not self._retryable(exc) or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+    def _once(self, body, write, dry_run):
+        conn = self._conn
+        if conn is None:
+            raise SqlUnavailable('the ledger at %s is closed' % self.location)
+        if self.dialect.name == 'sqlite':
+            cur = conn.cursor()
+            cur.execute('BEGIN IMMEDIATE' if write else 'BEGIN')
+        else:
+            cur = conn.cursor()
+            cur.execute('BEGIN' if write else 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+        try:
+            result = body(Tx(self, cur))
+            if dry_run:
+                raise _Rollback()
+        except _Rollback:
+            cur.execute('ROLLBACK')
+            return result
+        except BaseException:
+            try:
+                cur.execute('ROLLBACK')
+            except Exception:  # the connection may be gone; the original error matters
+                pass
+            raise
+        cur.execute('COMMIT')
+        return result
+
+    def transaction(self, body, write=False, dry_run=False):
+        """Run ``body(tx)`` in one transaction and return its result.
+
+        ``write`` takes the write lock up front (SQLite ``BEGIN IMMEDIATE``: no lock upgrade, so
+        no deadlock); reads see one snapshot (SQLite WAL read transaction; PostgreSQL
+        REPEATABLE READ READ ONLY). ``dry_run`` runs the body and rolls back: check mode runs
+        the same code as the real thing. The whole body is retried on lock contention, so it
+        must not have side effects outside the database.
+        """
+        try:
+            return self._with_retry(lambda: self._once(body, write, dry_run))
+        except SqlError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.IntegrityError):
+                raise SqlError('the ledger at %s refused the write (%s)' % (self.location, exc), integrity=True)
+            text = str(exc)
+            if 'not a database' in text or 'malformed' in text or 'disk I/O' in text:
+                raise SqlUnavailable('the ledger at %s is not a readable SQLite database (%s): move it aside and '
+                                     'restore it from a backup' % (self.location, text))
+            if 'locked' in text or 'busy' in text:
+                raise SqlError('the ledger at %s stayed locked for %.0f s (%s): another process holds a write '
+                               'transaction open; find it with fuser %s' % (self.location, self.timeout, text, self.path))
+            raise SqlError('ledger statement failed at %s: %s' % (self.location, text))
+        except Exception as exc:
+            if psycopg is not None and isinstance(exc, psycopg.Error):
+                state = getattr(exc, 'sqlstate', None)
+                if isinstance(exc, psycopg.IntegrityError):
+                    raise SqlError('the ledger at %s refused the write (%s)' % (self.location, self._scrub(exc)),
+                                   sqlstate=state, integrity=True)
+                if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) and (
+                        self._conn is None or self._conn.closed or self._conn.broken):
+                    raise SqlUnavailable('lost the connection to the ledger at %s (%s): check the server'
+                                         % (self.location, self._scrub(exc)), sqlstate=state)
+                raise SqlError('ledger statement failed at %s: %s' % (self.location, self._scrub(exc)), sqlstate=state)
+            raise
+
+    # -- migrations -------------------------------------------------------------------------
+    def schema_versions(self, component):
+        """The versions applied for ``component`` (empty when the store is not initialised)."""
+        def body(tx):
+            if not self._has_table(tx, 'schema_version'):
+                return []
+            return [row[0] for row in tx.all('SELECT version FROM schema_version WHERE component = ? ORDER BY version',
+                                             (component,))]
+        return self.transaction(body)
+
+    def _has_table(self, tx, name):
+        if self.dialect.name == 'sqlite':
+            return tx.one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)) is not None
+        return tx.one('SELECT to_regclass(?)', (name,))[0] is not None
+
+    def migrate(self, component, migrations, now_text):
+        """Apply every migration of ``component`` not yet recorded, in order, in one transaction.
+
+        ``migrations`` is a list of ``(version, name, [statements])`` with increasing versions.
+        Idempotent (already-recorded versions are skipped), and safe when several processes
+        open a new store at once: SQLite's write lock or PostgreSQL's advisory lock is taken
+        before the versions are read, so exactly one process applies each migration and the
+        others find it recorded. A store that records a version this code does not know was
+        written by a newer collection: ``SqlUnavailable`` (reading it could misread the queue).
+        Returns the list of versions applied by this call.
+        """
+        known = [m[0] for m in migrations]
+        if known != sorted(set(known)):
+            raise SqlError('migrations of %s are not in strictly increasing order: %r' % (component, known))
+        latest = known[-1] if known else 0
+        applied = self.schema_versions(component)
+        self._refuse_newer(component, applied, latest)
+        if set(known) <= set(applied):
+            return []
+
+        def body(tx):
+            if self.dialect.name != 'sqlite':
+                tx.run('SELECT pg_advisory_xact_lock(?)', (MIGRATION_LOCK_KEY,))
+            tx.run('CREATE TABLE IF NOT EXISTS schema_version (component TEXT NOT NULL, version INTEGER NOT NULL, '
+                   'name TEXT NOT NULL, applied_at TEXT NOT NULL, PRIMARY KEY (component, version))')
+            have = set(row[0] for row in tx.all('SELECT version FROM schema_version WHERE component = ?', (component,)))
+            self._refuse_newer(component, have, latest)
+            done = []
+            for version, name, statements in migrations:
+                if version in have:
+                    continue
+                for statement in statements:
+                    tx.run(self.dialect.ddl(statement))
+                tx.run('INSERT INTO schema_version (component, version, name, applied_at) VALUES (?, ?, ?, ?)',
+                       (component, version, name, now_text))
+                done.append(version)
+            return done
+        return self.transaction(body, write=True)
+
+    def _refuse_newer(self, component, applied, latest):
+        newer = [v for v in applied if v > latest]
+        if newer:
+            raise SqlUnavailable('the ledger at %s has %s schema version %d but this fleet.dispatch knows only up to %d: '
+                                 'upgrade the collection on this host (a newer one wrote this store)'
+                                 % (self.location, component, max(newer), latest))
