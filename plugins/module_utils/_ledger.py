@@ -123,10 +123,12 @@ class LedgerBoard(Board):
 
     @classmethod
     def from_spec(cls, spec):
-        """Build from an ``open_board`` spec (``kind`` is ignored); unknown keys are a ``BoardError``."""
-        extra = sorted(k for k in spec if k not in _SPEC_KEYS and k != 'kind')
-        if extra:
-            raise BoardError('unknown ledger board option(s) %s: valid are %s' % (', '.join(extra), ', '.join(_SPEC_KEYS)))
+        """Build from an ``open_board`` spec.
+
+        Only the ledger's keys (``_SPEC_KEYS``) are used; the rest (``kind``, and the GitHub
+        options a module's argument spec fills with defaults: ``owner_type``, ``ready``,
+        ``api_url``...) are ignored -- the module's argument spec already rejects unknown names.
+        """
         return cls(**dict((k, v) for k, v in spec.items() if k in _SPEC_KEYS))
 
     # -- plumbing ---------------------------------------------------------------------------
