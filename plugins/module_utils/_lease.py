@@ -422,7 +422,8 @@ class FileLeaseStore(LeaseStore):
         try:
             if not os.path.isdir(self.path):
                 return Lease(name, False, owner, '', None, None, self.backend, False,
-                             'not released: no lease store at %s, so there is nothing to release' % self.path, store=self.path)
+                             'not released: this owner holds no lease on %s (there is no lease store at %s yet); nothing to do'
+                             % (name, self.path), store=self.path)
             with self._locked(lock_path):
                 try:
                     record = self._read(data_path)
