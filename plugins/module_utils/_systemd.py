@@ -1,0 +1,333 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``systemctl --user`` and ``systemd-run --user``, declared once (the CLI-wrapper shape).
+
+A *run* is one transient user unit ``task-<item>`` on one master (D3). Everything this fleet
+asks of a master's user manager goes through ``SystemdUser``: which argv, which environment,
+how the output is read. The runner is injected (``_cmd``), so tests replay exact argv.
+
+Decisions implemented here:
+
+* **D3 🔴 explicit PATH.** ``systemd-run --user`` does not pass the caller's environment to the
+  unit; the unit gets the user manager's PATH, where ``~/.local/bin`` is absent. ``run_transient``
+  therefore *requires* the PATH string and always passes ``--setenv=PATH=<path>``. The same PATH is
+  put in systemd-run's own environment, because systemd-run resolves ``argv[0]`` with the *caller's*
+  PATH before it hands the unit over — so the executable is found (or refused) by the very PATH the
+  run will have.
+* **D3 secrets.** Secrets enter only through ``-p EnvironmentFile=<absolute path>``; never
+  ``--setenv`` (which shows in ``systemctl show -p Environment`` and in systemd-run's argv).
+* **D3 OnFailure.** ``-p OnFailure=<template><unit>.service`` with the literal unit name: specifiers
+  such as ``%n`` are *not* expanded in transient-unit properties (systemd 252 rejects
+  ``fleet-notify@%n.service`` as an invalid unit name — test-bed README).
+* **D4 the name is the lock.** No entropy is ever added to the unit name here; the name comes from
+  ``_naming.unit_name`` and a live name makes systemd refuse the second start.
+* **D20 🔴 live vs unloading.** After a failed ``systemd-run`` the unit's state is *read* and
+  classified (``classify``), never inferred from the error text: systemd prints the same
+  "already loaded or has a fragment file" for a live unit and for one not yet collected.
+* **XDG_RUNTIME_DIR.** Over ``become_user`` pam_systemd does not run, so the variable is absent and
+  ``systemctl --user`` fails with "Failed to connect to bus: No medium found" (test-bed README,
+  pitfall 4). It is set to ``/run/user/<uid>`` when absent, or when it positively names another
+  user's runtime directory (inherited through become).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+
+from ._naming import item_of_unit
+
+# ActiveState values (systemd.unit(5), "ActiveState"): a unit in these states has a live process
+# tree that a second start must not join.
+LIVE_STATES = frozenset(('active', 'activating', 'reloading'))
+# Being stopped: processes may still exist, the name frees itself when the stop completes.
+UNLOADING_STATES = frozenset(('deactivating',))
+# Stopped but still loaded (not yet garbage-collected; ``--collect`` frees it shortly).
+STOPPED_STATES = frozenset(('inactive', 'failed'))
+
+# What one probe reads per unit. ExecMainStartTimestampMonotonic is the start we report as
+# ``start_us``: it is stamped when the main process is forked, i.e. when the run began to do work
+# (D4: oldest wins because it has done the most work). ActiveEnterTimestampMonotonic is the
+# fallback for a unit that has no main process stamp yet (0); for a systemd-run service of the
+# default Type=simple the two differ by the fork-to-active step only.
+#
+# CLOCK_MONOTONIC counts from each machine's boot, so ``start_us`` orders runs on ONE worker only.
+# For ordering across workers the same probe also reads the wall-clock ExecMainStartTimestamp
+# (``--timestamp=us+utc`` prints it with microseconds, e.g. "Mon 2026-11-30 01:01:48.705688 UTC",
+# read on the test bed's systemd 252) and returns it as ``start_wall_us`` (epoch µs) and ``started_at``.
+UNIT_PROPS = ('Id', 'LoadState', 'ActiveState', 'SubState', 'InvocationID', 'MainPID',
+              'ExecMainStartTimestampMonotonic', 'ActiveEnterTimestampMonotonic',
+              'ExecMainStartTimestamp', 'ActiveEnterTimestamp')
+SHOW_OPTS = ('--timestamp=us+utc',)
+
+TASK_GLOB = 'task-*.service'
+
+_RUNTIME_DIR_RE = re.compile(r'^/run/user/(\d+)/?$')
+
+
+class SystemdError(Exception):
+    """``systemctl``/``systemd-run`` failed in a way the caller must see (message names the fix)."""
+
+    def __init__(self, message, argv=None, rc=None, stderr=''):
+        super(SystemdError, self).__init__(message)
+        self.argv = list(argv or [])
+        self.rc = rc
+        self.stderr = stderr
+
+
+def parse_show(text):
+    """Parse ``systemctl show`` output into a list of ``{Key: value}`` blocks (blank-line separated).
+
+    A value may itself contain ``=``; only the first one splits. Lines without ``=`` are ignored.
+    """
+    blocks, current = [], {}
+    for line in (text or '').splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+                current = {}
+            continue
+        key, sep, value = line.partition('=')
+        if sep:
+            current[key.strip()] = value
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def classify(state):
+    """D20: name the state of a unit from its properties.
+
+    Returns ``live`` (ActiveState active/activating/reloading), ``unloading`` (deactivating, or
+    loaded but inactive/failed and not yet collected), or ``absent`` (not loaded: the name is free).
+    """
+    active = state.get('ActiveState', '')
+    load = state.get('LoadState', '')
+    if active in LIVE_STATES:
+        return 'live'
+    if active in UNLOADING_STATES:
+        return 'unloading'
+    if load and load != 'not-found':
+        # Loaded (or in an error load state) but not running: the name is still taken until the
+        # manager collects it. An unknown ActiveState also lands here: not "live" without positive
+        # evidence (D5), but not free either.
+        return 'unloading'
+    return 'absent'
+
+
+def parse_wall_us(value):
+    """``Mon 2026-11-30 01:01:48.705688 UTC`` (``--timestamp=us+utc``, C locale) → epoch µs, or None."""
+    text = (value or '').strip()
+    if not text or text == 'n/a':
+        return None
+    try:
+        when = _dt.datetime.strptime(text, '%a %Y-%m-%d %H:%M:%S.%f UTC')
+    except ValueError:
+        return None
+    delta = when - _dt.datetime(1970, 1, 1)
+    return (delta.days * 86400 + delta.seconds) * 1000000 + delta.microseconds
+
+
+def _iso_of_us(value):
+    if not value:
+        return None
+    when = _dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=value)
+    return when.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+def unit_record(block):
+    """One ``show`` block → the record ``units_info``/``launch`` return (``start_us`` as documented above)."""
+    unit_id = block.get('Id', '')
+    name = unit_id[:-len('.service')] if unit_id.endswith('.service') else unit_id
+    start = _int(block.get('ExecMainStartTimestampMonotonic')) or _int(block.get('ActiveEnterTimestampMonotonic'))
+    wall = parse_wall_us(block.get('ExecMainStartTimestamp')) or parse_wall_us(block.get('ActiveEnterTimestamp'))
+    item = item_of_unit(name) if name else None
+    return {
+        'name': name,
+        'unit': unit_id,
+        'item': item,
+        'load_state': block.get('LoadState', ''),
+        'active_state': block.get('ActiveState', ''),
+        'sub_state': block.get('SubState', ''),
+        'invocation_id': block.get('InvocationID', '') or None,
+        'main_pid': _int(block.get('MainPID')) or None,
+        'start_us': start or None,
+        'start_wall_us': wall,
+        'started_at': _iso_of_us(wall),
+        'state': classify(block),
+    }
+
+
+def runtime_env(uid, environ=None):
+    """The environment additions ``systemctl --user`` needs for ``uid`` (see module docstring)."""
+    environ = os.environ if environ is None else environ
+    want = '/run/user/%d' % int(uid)
+    have = environ.get('XDG_RUNTIME_DIR', '')
+    match = _RUNTIME_DIR_RE.match(have)
+    if not have or (match and int(match.group(1)) != int(uid)):
+        return {'XDG_RUNTIME_DIR': want}
+    return {}
+
+
+class SystemdUser(object):
+    """A master's user manager, reached through an injected runner.
+
+    ``systemctl``/``systemd_run`` are the program paths (modules pass absolute ones found with
+    ``get_bin_path``, so an explicit PATH without ``/usr/bin`` cannot hide systemd-run itself).
+    """
+
+    def __init__(self, runner, uid=None, environ=None, systemctl='systemctl', systemd_run='systemd-run'):
+        self.runner = runner
+        self.uid = os.getuid() if uid is None else int(uid)
+        self.env = runtime_env(self.uid, environ)
+        self.systemctl = systemctl
+        self.systemd_run = systemd_run
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _ctl(self, args):
+        argv = [self.systemctl, '--user'] + list(args)
+        rc, out, err = self.runner.run(argv, env=dict(self.env))
+        return argv, rc, out, err
+
+    def show(self, unit, props=UNIT_PROPS):
+        """``systemctl --user show UNIT --property=...`` → ``{Key: value}`` (a missing unit reads as not-found)."""
+        argv, rc, out, err = self._ctl(['show', unit, '--property=' + ','.join(props)] + list(SHOW_OPTS))
+        if rc != 0:
+            raise SystemdError('systemctl --user show %s failed (rc=%s): %s' % (unit, rc, err.strip()), argv, rc, err)
+        blocks = parse_show(out)
+        return blocks[0] if blocks else {}
+
+    def state(self, unit):
+        """The unit's record (``unit_record``) including its ``state`` classification."""
+        block = self.show(unit)
+        if 'Id' not in block or not block.get('Id'):
+            block = dict(block, Id=unit if unit.endswith('.service') else unit + '.service')
+        return unit_record(block)
+
+    def list_task_units(self):
+        """Every loaded ``task-*`` service of this master in ONE call.
+
+        ``systemctl --user show 'task-*.service'`` expands the glob against loaded units and prints
+        one block per unit with exactly the properties we need (list-units' JSON lacks
+        InvocationID and the timestamps, so it would cost a second call). Units whose name does
+        not parse as an item are returned with ``item: None``, never dropped (D20: a parser that
+        silently stops matching empties the live set).
+        """
+        argv, rc, out, err = self._ctl(['show', TASK_GLOB, '--property=' + ','.join(UNIT_PROPS)] + list(SHOW_OPTS))
+        if rc != 0:
+            raise SystemdError('systemctl --user show %s failed (rc=%s): %s' % (TASK_GLOB, rc, err.strip()), argv, rc, err)
+        units = []
+        for block in parse_show(out):
+            unit_id = block.get('Id', '')
+            if not (unit_id.startswith('task-') and unit_id.endswith('.service')):
+                continue
+            if block.get('LoadState') == 'not-found':
+                continue
+            units.append(unit_record(block))
+        units.sort(key=lambda u: (u['start_us'] or 0, u['name']))
+        return units
+
+    def live_units(self):
+        """The ``live`` subset of ``list_task_units`` (ActiveState active/activating/reloading)."""
+        return [u for u in self.list_task_units() if u['state'] == 'live']
+
+    # -- acting --------------------------------------------------------------------------
+
+    def transient_argv(self, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None):
+        """The exact ``systemd-run`` argv for one run (pure; see ``run_transient``)."""
+        if not path:
+            raise ValueError('an explicit PATH is required (D3: the unit does not inherit the caller\'s PATH)')
+        if environment_file and not os.path.isabs(environment_file):
+            raise ValueError('EnvironmentFile must be an absolute path: %r' % (environment_file,))
+        if workdir and not os.path.isabs(workdir):
+            raise ValueError('the working directory must be an absolute path: %r' % (workdir,))
+        if not argv:
+            raise ValueError('the run needs a command')
+        out = [self.systemd_run, '--user', '--unit=%s' % unit, '--collect', '--setenv=PATH=%s' % path]
+        for key in sorted(setenv or {}):
+            out.append('--setenv=%s=%s' % (key, setenv[key]))
+        if environment_file:
+            out += ['-p', 'EnvironmentFile=%s' % environment_file]
+        if on_failure:
+            out += ['-p', 'OnFailure=%s' % on_failure]
+        if workdir:
+            out.append('--working-directory=%s' % workdir)
+        out.append('--')
+        out.extend(argv)
+        return out
+
+    def run_transient(self, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None):
+        """Start one run. Returns ``(rc, stderr)``; never raises on a refusal (the caller reads the state)."""
+        full = self.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv)
+        env = dict(self.env)
+        env['PATH'] = path
+        rc, out, err = self.runner.run(full, env=env)
+        return rc, (err or '').strip()
+
+    def stop(self, unit):
+        """``systemctl --user stop UNIT``; raises ``SystemdError`` when systemd refuses."""
+        argv, rc, out, err = self._ctl(['stop', unit])
+        if rc != 0:
+            raise SystemdError('systemctl --user stop %s failed (rc=%s): %s' % (unit, rc, err.strip()), argv, rc, err)
+        return True
+
+
+def notifier_unit(template, unit):
+    """``fleet-notify@`` + ``task-42`` → ``fleet-notify@task-42.service`` (literal; '' disables)."""
+    if not template:
+        return None
+    if template.endswith('.service'):
+        template = template[:-len('.service')]
+    if not template.endswith('@'):
+        raise ValueError('the notifier must be a template unit name ending in "@": %r' % (template,))
+    return '%s%s.service' % (template, unit)
+
+
+
+def launch(sd, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None, check=False):
+    """Launch one run on ``sd`` (a ``SystemdUser``) with the D4/D20 refusals. Never raises for a refusal.
+
+    1. Read the unit first; a ``live`` one is refused without being touched (the pre-flight layer of D4).
+    2. ``systemd-run``. In check mode nothing is started (``reason: would-launch``).
+    3. On failure, read the unit again and name the refusal from its *state* (D20), never from the
+       error text: ``live`` (someone else won the name), ``unloading`` (stopping, or stopped and not
+       yet collected: retry next cycle), else ``failed-to-launch`` with systemd-run's stderr.
+
+    Returns ``{unit, launched, reason, invocation_id, start_us, active_state, stderr}``.
+    """
+    res = {'unit': unit, 'launched': False, 'reason': None, 'invocation_id': None, 'start_us': None,
+           'active_state': None, 'stderr': ''}
+
+    def _take(record):
+        res.update(invocation_id=record['invocation_id'], start_us=record['start_us'], active_state=record['active_state'])
+
+    before = sd.state(unit)
+    if before['state'] == 'live':
+        _take(before)
+        res['reason'] = 'live'
+        return res
+    full = sd.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv)
+    if check:
+        res['active_state'] = before['active_state']
+        res['reason'] = 'would-launch'
+        res['argv'] = full
+        return res
+    rc, err = sd.run_transient(unit, argv, path, environment_file, on_failure, workdir, setenv)
+    after = sd.state(unit)
+    _take(after)
+    if rc == 0:
+        res.update(launched=True, reason='launched')
+        return res
+    res['stderr'] = err
+    res['reason'] = after['state'] if after['state'] in ('live', 'unloading') else 'failed-to-launch'
+    return res
