@@ -1,0 +1,233 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The marker grammar: the one place that writes and reads status comments (D6, D12, D14).
+
+Pure functions, no I/O, no clock reads.
+
+A marker is a comment whose first visible character is one of the glyphs below. The glyph
+alone decides the kind; nothing else does (D6). That is why every kind has its own glyph,
+including the non-terminal ``left_open``: it was once written with no glyph, on the reasoning
+that the rule keys on the last marker so the item would stay dispatchable -- exactly
+backwards: without a glyph the comment is not a marker, and the success posted seconds
+earlier stayed the last word (a tombstone). Consequently every writer of a glyph-led comment,
+human or machine, is a writer of the queue's eligibility.
+
+Layout written by ``format_marker``::
+
+    🚀 fleet.dispatch: run started on w1/agent1        <- first line, for humans
+                                                        <- blank line
+    <!-- fleet.dispatch {"host": "w1", ...} -->        <- machine fields, invisible when rendered
+
+A marker whose machine comment is missing or holds broken JSON (or JSON that is not an
+object -- D5's type check) still parses as its kind, with empty fields.
+
+Glyphs: single code points with default emoji presentation, so no variation selector is
+needed (a trailing U+FE0F written by some other tool is tolerated on read).
+
+=========  =======  ======  ==============================================================
+kind       glyph    code    meaning
+=========  =======  ======  ==============================================================
+start      🚀       1F680   a run began (posted before anything that can fail, D12)
+success    ✅       2705    a merged artifact closes the item, attributed by time (D2, D16)
+noop       ⚪       26AA    the run ended and produced no artifact (D2)
+failure    ❌       274C    the run failed
+stopped    🛑       1F6D1   an external SIGTERM/SIGINT stopped the run; no claim about the work (D12)
+capacity   🪫       1FAAB   the worker went dark (rate limit / revoked); not an attempt (D8, D20)
+retry      🔁       1F501   the four-fact gate passed; eligible again at ``not_before`` (D7)
+reset      🧹       1F9F9   the reaper reset an orphaned start (D14)
+left_open  📌       1F4CC   finished but deliberately left open; keeps the item dispatchable (D6)
+=========  =======  ======  ==============================================================
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ._model import format_time, parse_time, to_jsonable
+from ._references import defang
+
+KINDS = ('start', 'success', 'noop', 'failure', 'stopped', 'capacity', 'retry', 'reset', 'left_open')
+
+GLYPHS = {
+    'start': u'\U0001F680',
+    'success': u'\u2705',
+    'noop': u'\u26AA',
+    'failure': u'\u274C',
+    'stopped': u'\U0001F6D1',
+    'capacity': u'\U0001FAAB',
+    'retry': u'\U0001F501',
+    'reset': u'\U0001F9F9',
+    'left_open': u'\U0001F4CC',
+}  # type: Dict[str, str]
+
+KIND_OF_GLYPH = dict((glyph, kind) for kind, glyph in GLYPHS.items())
+
+# Kinds that end a RUN (a close-out: the runner's EXIT path, or the reaper for an orphan).
+# "The last marker is a start" is the only state in which a run is open (D12, D14).
+# NOTE: this is about runs, not items. ``left_open`` ends a run but is NOT terminal for the
+# item's eligibility -- see ITEM_FINAL.
+TERMINAL = frozenset(k for k in KINDS if k != 'start')
+
+# Kinds that, as the last marker, say the ITEM is finished. Only a success: left_open exists
+# precisely to say "finished but keep dispatching" (D6).
+ITEM_FINAL = frozenset(['success'])
+
+DEFAULT_TEXT = {
+    'start': 'run started',
+    'success': 'done: a merged change closes this item',
+    'noop': 'run ended with no merged change (no-op)',
+    'failure': 'run failed',
+    'stopped': 'run stopped by an external signal; this says nothing about the work',
+    'capacity': 'the worker ran out of capacity; this run does not count as an attempt',
+    'retry': 'transient failure before any turn; retrying',
+    'reset': 'orphaned run reset by the reaper',
+    'left_open': 'finished, deliberately left open; still dispatchable',
+}
+
+FIELDS_TAG = 'fleet.dispatch'
+_FIELDS_RE = re.compile(r'<!--\s*' + re.escape(FIELDS_TAG) + r'\s+(?P<json>.*?)\s*-->', re.DOTALL)
+_VS16 = u'\uFE0F'
+# Inside JSON strings of the machine comment a few sequences are written as JSON escapes, so
+# the raw comment can never carry "-->" (would end the HTML comment early), "<" / ">" / "&"
+# (HTML), "#" or "GH-N" (closing references) or "://" (an issue URL reference) -- D14. The
+# JSON still decodes to exactly the values given.
+_JSON_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
+_PLAIN_ESCAPES = (('#', '\\u0023'), ('<', '\\u003c'), ('>', '\\u003e'), ('&', '\\u0026'), ('://', ':\\/\\/'))
+_GH_RE = re.compile(r'(gh)-(?=\d)', re.IGNORECASE)
+
+
+@dataclass
+class Marker:
+    """One parsed marker. ``at`` is the comment's time (aware UTC or None), ``fields`` its machine data."""
+
+    kind: str
+    at: Optional[_dt.datetime] = None
+    fields: Dict[str, Any] = field(default_factory=dict)
+    comment_id: str = ''
+    text: str = ''
+
+    @property
+    def glyph(self) -> str:
+        return GLYPHS[self.kind]
+
+    def time(self, name: str) -> Optional[_dt.datetime]:
+        """A time field (e.g. ``not_before``) as an aware datetime; None when absent or unparseable (D5)."""
+        try:
+            return parse_time(self.fields.get(name))
+        except (TypeError, ValueError):
+            return None
+
+
+def _escape_one(match) -> str:
+    text = match.group(0)
+    for plain, escaped in _PLAIN_ESCAPES:
+        text = text.replace(plain, escaped)
+    while '--' in text:
+        text = text.replace('--', '-\\u002d')
+    return _GH_RE.sub(lambda m: m.group(1) + '\\u002d', text)
+
+
+def _escape_json_strings(text: str) -> str:
+    return _JSON_STRING_RE.sub(_escape_one, text)
+
+
+def dump_fields(fields: Optional[Dict[str, Any]]) -> str:
+    """The machine fields as the JSON written into the marker (datetimes as ISO ``Z``)."""
+    data = to_jsonable(dict(fields or {}))
+    return _escape_json_strings(json.dumps(data, sort_keys=True, ensure_ascii=True, separators=(', ', ': ')))
+
+
+def format_marker(kind: str, fields: Optional[Dict[str, Any]] = None, text: str = '') -> str:
+    """The comment body for a marker of ``kind`` (D6, D14).
+
+    ``text`` is the human line (defaults to a short description of the kind); it is passed
+    through ``_references.defang`` so a marker never carries a live closing keyword, and
+    folded to one line. ``fields`` are written as JSON inside an HTML comment. Raises
+    ``ValueError`` for an unknown kind.
+    """
+    if kind not in GLYPHS:
+        raise ValueError('unknown marker kind %r (known: %s)' % (kind, ', '.join(KINDS)))
+    human = ' '.join((text or DEFAULT_TEXT[kind]).split())
+    human = defang(human)
+    return u'%s %s: %s\n\n<!-- %s %s -->' % (GLYPHS[kind], FIELDS_TAG, human, FIELDS_TAG, dump_fields(fields))
+
+
+def kind_of(body: Any) -> Optional[str]:
+    """The marker kind of a comment body, decided by its leading glyph alone; None if not a marker."""
+    if not isinstance(body, str):
+        return None
+    stripped = body.lstrip(u' \t\r\n\ufeff')
+    if not stripped:
+        return None
+    return KIND_OF_GLYPH.get(stripped[0])
+
+
+def parse_marker(body: Any, at: Any = None, comment_id: str = '') -> Optional[Marker]:
+    """Parse one comment body; ``None`` when it is not a marker (no recognised leading glyph).
+
+    ``at`` (datetime or ISO text) is the comment's time. Broken or non-object JSON gives empty
+    fields, never an error: the glyph already decided the kind.
+    """
+    kind = kind_of(body)
+    if kind is None:
+        return None
+    stripped = body.lstrip(u' \t\r\n\ufeff')[1:]
+    if stripped.startswith(_VS16):
+        stripped = stripped[1:]
+    fields = {}  # type: Dict[str, Any]
+    match = _FIELDS_RE.search(stripped)
+    if match:
+        try:
+            data = json.loads(match.group('json'))
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            fields = data
+        stripped = stripped[:match.start()] + stripped[match.end():]
+    first = stripped.strip().split('\n', 1)[0].strip() if stripped.strip() else ''
+    prefix = FIELDS_TAG + ':'
+    if first.startswith(prefix):
+        first = first[len(prefix):].strip()
+    try:
+        when = parse_time(at)
+    except (TypeError, ValueError):
+        when = None
+    return Marker(kind=kind, at=when, fields=fields, comment_id=str(comment_id or ''), text=first)
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def markers_of(item: Any) -> List[Marker]:
+    """Every marker among an item's comments, in time order (stable for equal times).
+
+    ``item`` is a ``_model.Item`` (or a dict with ``comments``); comments are ``_model.Comment``
+    objects or dicts with ``body``, ``created_at``, ``id``. Comments without a time keep their
+    position relative to each other and sort before timed ones only if they came first.
+    """
+    found = []
+    for index, comment in enumerate(_get(item, 'comments', None) or ()):
+        marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
+        if marker is not None:
+            found.append((index, marker))
+    if all(m.at is not None for _i, m in found):
+        found.sort(key=lambda pair: (pair[1].at, pair[0]))
+    return [m for _i, m in found]
+
+
+def last_marker(item: Any) -> Optional[Marker]:
+    """The last marker of an item (the one that decides eligibility, D6), or None."""
+    markers = markers_of(item)
+    return markers[-1] if markers else None
+
+
+__all__ = ['KINDS', 'GLYPHS', 'KIND_OF_GLYPH', 'TERMINAL', 'ITEM_FINAL', 'Marker', 'format_marker', 'parse_marker',
+           'kind_of', 'markers_of', 'last_marker', 'dump_fields', 'format_time']

@@ -1,0 +1,194 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit and worktree names, and the oldest-wins repair of duplicate runs (D4, D10, D20).
+
+Pure functions, no I/O, no clock reads.
+
+D4: the unit name is a pure function of the item's identity and carries ZERO entropy -- no
+timestamp, no attempt number, no random part. The supervisor refuses a second live unit with
+the same name, atomically; that refusal IS the per-worker lock. Entropy once made two units for
+one item legal, and (D20) silently broke the parser that extracted items from unit names: eleven
+live units, zero extracted. So ``item_of_unit`` is the exact inverse of ``unit_name`` and
+accepts only canonical names: anything ``unit_name`` would not have produced is not ours.
+
+Names:
+
+* single-repo board: ``task-42``
+* multi-repo board: ``task-<systemd-escaped owner/repo>-42``, e.g. ``task-acme-widgets-42``
+  (``/`` escapes to ``-``; a ``-`` inside the repo escapes to ``\\x2d``, so the last ``-`` always
+  separates the number). The repo is lower-cased first: GitHub repository names are
+  case-insensitive, and two spellings of one repo must not become two names (two names = no lock).
+
+Callers must pass ``repo`` consistently: a board either always names the repo or never does.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+PREFIX = 'task-'
+_SAFE = re.compile(r'[A-Za-z0-9:_.]')
+_NAME_RE = re.compile(r'^task-(?:(?P<repo>[A-Za-z0-9:_.\\-]+)-)?(?P<number>[1-9][0-9]*)$')
+_MAX_UNIT = 255  # systemd: unit names are at most 255 characters including the suffix (UNIT_NAME_MAX)
+
+
+def _number(number: Any) -> int:
+    if isinstance(number, bool):
+        raise ValueError('item number must be a positive integer, not %r' % (number,))
+    if isinstance(number, str) and number.strip().isdigit():
+        number = int(number.strip())
+    if not isinstance(number, int) or number < 1:
+        raise ValueError('item number must be a positive integer, not %r' % (number,))
+    return number
+
+
+def _norm_repo(repo: Any) -> str:
+    repo = (repo or '').strip().lower()
+    if not repo:
+        return ''
+    owner, sep, name = repo.partition('/')
+    if not sep or not owner or not name or '/' in name:
+        raise ValueError('repo must be "owner/name", not %r' % (repo,))
+    return repo
+
+
+def systemd_escape(text: str) -> str:
+    """``systemd-escape`` (non-path mode): ``/`` -> ``-``, anything outside ``[A-Za-z0-9:_.]`` -> ``\\xNN``
+    per UTF-8 byte, and a leading ``.`` -> ``\\x2e``."""
+    out = []
+    for index, char in enumerate(text):
+        if char == '/':
+            out.append('-')
+        elif _SAFE.match(char) and not (index == 0 and char == '.'):
+            out.append(char)
+        else:
+            out.extend('\\x%02x' % byte for byte in char.encode('utf-8'))
+    return ''.join(out)
+
+
+def systemd_unescape(text: str) -> str:
+    """Inverse of ``systemd_escape``. Raises ``ValueError`` on a malformed escape."""
+    data = bytearray()
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == '-':
+            data.extend(b'/')
+            index += 1
+        elif char == '\\':
+            if text[index + 1:index + 2] != 'x' or not re.match(r'^[0-9a-fA-F]{2}$', text[index + 2:index + 4]):
+                raise ValueError('malformed escape in %r' % (text,))
+            data.append(int(text[index + 2:index + 4], 16))
+            index += 4
+        else:
+            data.extend(char.encode('utf-8'))
+            index += 1
+    return data.decode('utf-8')
+
+
+def unit_name(number: Any, repo: str = '') -> str:
+    """``task-42``, or ``task-<escaped repo>-42`` on a multi-repo board (D4: zero entropy).
+
+    Raises ``ValueError`` for a number that is not a positive integer or a repo that is not
+    ``owner/name``.
+    """
+    num = _number(number)
+    norm = _norm_repo(repo)
+    name = PREFIX + ('%s-' % systemd_escape(norm) if norm else '') + str(num)
+    if len(name) + len('.service') > _MAX_UNIT:
+        raise ValueError('unit name for %s#%d is longer than systemd allows' % (norm, num))
+    return name
+
+
+def item_of_unit(name: Any) -> Optional[Dict[str, Any]]:
+    """``{'number': 42, 'repo': ''}`` for a name ``unit_name`` produces (``.service`` suffix allowed).
+
+    Anything else is ``None``: other units, template instances (``fleet-notify@task-42.service``),
+    non-canonical spellings (``task-042``), and names carrying entropy (``task-42-1700000000-ab12``).
+    The round trip ``unit_name(**item_of_unit(n)) == n`` holds for every accepted name.
+    """
+    if not isinstance(name, str):
+        return None
+    base = name[:-len('.service')] if name.endswith('.service') else name
+    match = _NAME_RE.match(base)
+    if not match:
+        return None
+    repo = ''
+    if match.group('repo') is not None:
+        try:
+            repo = systemd_unescape(match.group('repo'))
+            _norm_repo(repo)
+        except (ValueError, UnicodeDecodeError):
+            return None
+    number = int(match.group('number'))
+    try:
+        if unit_name(number, repo) != base:
+            return None
+    except ValueError:
+        return None
+    return {'number': number, 'repo': repo}
+
+
+def _host_part(host: Any) -> str:
+    text = str(host or '').strip().lower()
+    if not text:
+        raise ValueError('worktree_name needs a host')
+    return re.sub(r'[^a-z0-9._-]', '_', text)
+
+
+def worktree_name(number: Any, host: Any, repo: str = '') -> str:
+    """The per-run workspace directory name: ``task-42@w1`` (D10).
+
+    Derived from the unit name (so one live run per item per worker maps to one workspace) plus
+    the host, so workspaces stay distinct if the workspace root is ever shared between workers.
+    The unit name's ``\\`` escapes become ``%`` (``%`` itself never survives systemd escaping, so
+    the mapping stays one-to-one) to keep the path free of backslashes.
+    """
+    return unit_name(number, repo).replace('\\', '%') + '@' + _host_part(host)
+
+
+def _get(unit: Any, key: str) -> Any:
+    if isinstance(unit, dict):
+        return unit.get(key)
+    return getattr(unit, key, None)
+
+
+def _start(unit: Any) -> Optional[int]:
+    value = _get(unit, 'start_us')
+    if isinstance(value, bool):
+        return None
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def _tiebreak(unit: Any) -> Tuple[str, ...]:
+    return tuple(str(_get(unit, key) or '') for key in ('host', 'master', 'name', 'invocation_id'))
+
+
+def oldest_wins(units: List[Any]) -> Tuple[Optional[Any], List[Any]]:
+    """Repair coexisting duplicates of one item: keep the oldest live unit, stop the others (D4).
+
+    Order: ``start_us`` ascending (monotonic start in microseconds -- the oldest has done the most
+    work); a unit without a usable ``start_us`` (missing, 0, unparseable) sorts after every unit
+    with one, because stopping a unit of known age to keep one of unknown age is a guess. Ties --
+    and only ties -- fall back to ``(host, master, name, invocation_id)`` as text, so the answer
+    never depends on input order. Returns ``(keep, stop)``; ``(None, [])`` for no units.
+
+    Caution: ``CLOCK_MONOTONIC`` counts from each machine's boot, so it orders units on ONE
+    worker. Callers comparing units from several workers should pass wall-clock start
+    microseconds (systemd's ``ActiveEnterTimestamp``) as ``start_us`` instead.
+    """
+    units = list(units or [])
+    if not units:
+        return None, []
+
+    def key(unit):
+        start = _start(unit)
+        return (start is None, start or 0) + _tiebreak(unit)
+    ordered = sorted(units, key=key)
+    return ordered[0], ordered[1:]

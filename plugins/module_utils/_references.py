@@ -1,0 +1,177 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Closing references, defanging of generated text, and artifact attribution by time.
+
+Pure functions, no I/O, no clock reads.
+
+* ``closing_refs(text)`` mirrors the forge's adjacency rule (D16): a closing keyword
+  (``close``/``closes``/``closed``/``fix``/``fixes``/``fixed``/``resolve``/``resolves``/``resolved``,
+  any case) with an optional colon, then nothing but whitespace, then the reference. A verb
+  whose object is something else ("fixes the failing criterion from VERIFY #6038") is not a
+  reference, and a bare number is never one.
+* ``defang(text)`` rewrites every live keyword+reference so that ``closing_refs`` finds none
+  while a human still reads the same sentence ("fixes issue #12"). Everything this system
+  writes passes through it (D14: a PR quoting a remedy verbatim, in a blockquote to refute it,
+  closed the issue it existed to protect -- the forge ignores quoting).
+* ``attribute(...)`` credits a run only with merged artifacts that close this item and were
+  created and merged after the run started; a zero-turn run gets none by construction (D16).
+
+Reference forms recognised (wider than most people write, because for ``defang`` missing a
+form is the dangerous direction): ``#12``, ``GH-12``, ``owner/repo#12`` and the issue URL
+``https://github.com/owner/repo/issues/12`` (GitHub accepts all four after a keyword).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, List, Optional, Tuple
+
+KEYWORDS = ('close', 'closes', 'closed', 'fix', 'fixes', 'fixed', 'resolve', 'resolves', 'resolved')
+
+# The keyword must be a whole word: "prefixes #3" or "unfixed #3" are not keywords. The
+# separator is an optional colon and whitespace only (D16 adjacency: "nothing else").
+_KW = r'(?<![\w])(?P<kw>close[sd]?|fix(?:e[sd])?|resolve[sd]?)'
+_KEYWORD = _KW + r'(?P<sep>\s*:?\s*)'
+# defang is deliberately looser than the forge: markdown emphasis, blockquote marks, link
+# brackets and colons between keyword and reference are all treated as "adjacent", because
+# for generated text over-defanging costs one extra word and under-defanging closes an issue.
+_KEYWORD_LOOSE = _KW + r'(?P<sep>(?:[\s:*_~`>|\[(]|&nbsp;)*)'
+_OWNER_REPO = r'[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+'
+_REF = (r'(?P<ref>'
+        r'(?:https?://[^\s/]+/(?P<urlrepo>' + _OWNER_REPO + r')/(?:issues|pull)/(?P<urlnum>\d+))'
+        r'|(?:(?P<repo>' + _OWNER_REPO + r')?#(?P<num>\d+))'
+        r'|(?:GH-(?P<ghnum>\d+))'
+        r')(?![\w])')
+_CLOSING = re.compile(_KEYWORD + _REF, re.IGNORECASE)
+_LOOSE = re.compile(_KEYWORD_LOOSE + _REF, re.IGNORECASE)
+
+# What defang puts between the keyword and the reference: a word that is not a keyword and
+# not a reference, so the keyword's object is no longer the reference, and the sentence still
+# reads naturally ("Closes issue #12").
+_DEFANG_WORD = 'issue'
+
+
+def _ref_of(match) -> Tuple[str, int]:
+    if match.group('urlnum'):
+        return match.group('urlrepo').lower(), int(match.group('urlnum'))
+    if match.group('num'):
+        return (match.group('repo') or '').lower(), int(match.group('num'))
+    return '', int(match.group('ghnum'))
+
+
+def closing_refs(text: Optional[str]) -> List[Tuple[str, int]]:
+    """Return the ``(repo, number)`` pairs that ``text`` would close on the forge (D16).
+
+    ``repo`` is ``''`` for a same-repository reference (``#12``, ``GH-12``) and the lower-cased
+    ``owner/repo`` otherwise. Order of first appearance, no duplicates.
+    """
+    if not text:
+        return []
+    found = []  # type: List[Tuple[str, int]]
+    for match in _CLOSING.finditer(text):
+        ref = _ref_of(match)
+        if ref not in found:
+            found.append(ref)
+    return found
+
+
+def _defang_one(match) -> str:
+    return match.group('kw') + match.group('sep').rstrip() + ' ' + _DEFANG_WORD + ' ' + match.group('ref')
+
+
+def defang(text: Optional[str]) -> str:
+    """Rewrite live closing references so ``closing_refs(result) == []`` (D14).
+
+    ``"Close #12"`` becomes ``"Close issue #12"``: a human reads the same instruction, the forge
+    reads no keyword adjacent to a reference. Applied until nothing is left to rewrite, so
+    overlapping or repeated keywords ("fixes fixes #3") cannot leave one live.
+    """
+    if not text:
+        return ''
+    out = text
+    for _dummy in range(100):  # each pass removes every match it sees; 100 is a safety bound
+        new = _LOOSE.sub(_defang_one, out)
+        if new == out:
+            return out
+        out = new
+    return out
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _closes_item(entry: Any, number: int, repo: str) -> bool:
+    """One entry of an artifact's ``closes`` list: an int, ``(repo, n)``, ``'owner/repo#n'`` or ``'#n'``."""
+    if isinstance(entry, bool):
+        return False
+    if isinstance(entry, int):
+        return entry == number
+    if isinstance(entry, (tuple, list)) and len(entry) == 2:
+        ref_repo, ref_num = entry
+    elif isinstance(entry, str):
+        text = entry.strip()
+        if text.isdigit():
+            return int(text) == number
+        if '#' not in text:
+            return False
+        ref_repo, _sep, ref_num = text.rpartition('#')
+    else:
+        return False
+    try:
+        ref_num = int(ref_num)
+    except (TypeError, ValueError):
+        return False
+    ref_repo = (ref_repo or '').strip().lower()
+    return ref_num == number and (not ref_repo or not repo or ref_repo == repo.strip().lower())
+
+
+def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_turns: bool, repo: str = '') -> list:
+    """The artifacts that may be credited to the run that started at ``run_started_at`` (D2, D16).
+
+    An artifact counts only when all hold:
+
+    * the run consumed turns -- ``zero_turns`` means no tool call was ever made, so any
+      artifact found is by construction someone else's (D16: two five-second runs credited with
+      a PR in another repo), and the answer is empty without looking;
+    * it is merged (D2: an OPEN pull request is not finished) with a known ``merged_at``;
+    * it closes this item (``closes`` holds ``number``; an entry naming another repository than
+      ``repo`` does not count when ``repo`` is given);
+    * it was created AND merged strictly after the run started (D16: a quota-limited run that
+      merged nothing was credited with the previous run's PR). Strictly: on a tie the artifact
+      is not credited, because a false success is invisible while a missing one is a loud no-op.
+
+    ``run_started_at`` of ``None`` means the run's start is unknown: nothing can be proved to
+    postdate it, so nothing is credited. Artifacts may be ``_model.Artifact`` objects or dicts;
+    datetimes or ISO strings.
+    """
+    from ._model import parse_time  # local: keep this module importable on its own for defang
+
+    if zero_turns:
+        return []
+    try:
+        started = parse_time(run_started_at)
+    except ValueError:
+        return []
+    if started is None:
+        return []
+    credited = []
+    for artifact in artifacts or ():
+        if not _get(artifact, 'merged', False):
+            continue
+        try:
+            created = parse_time(_get(artifact, 'created_at'))
+            merged_at = parse_time(_get(artifact, 'merged_at'))
+        except ValueError:
+            continue
+        if created is None or merged_at is None:
+            continue
+        if not (created > started and merged_at > started):
+            continue
+        if not any(_closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
+            continue
+        credited.append(artifact)
+    return credited

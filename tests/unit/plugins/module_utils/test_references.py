@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Closing references, defang and attribution by time (D2, D14, D16)."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._model import Artifact
+from ansible_collections.fleet.dispatch.plugins.module_utils._references import attribute, closing_refs, defang
+
+UTC = dt.timezone.utc
+START = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+
+
+def at(seconds):
+    return START + dt.timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize('text, refs', [
+    ('Closes #12', [('', 12)]),
+    ('closes #12', [('', 12)]),
+    ('CLOSED #12', [('', 12)]),
+    ('Fix #1', [('', 1)]), ('fixes #2', [('', 2)]), ('fixed #3', [('', 3)]),
+    ('resolve #4', [('', 4)]), ('resolves #5', [('', 5)]), ('Resolved #6', [('', 6)]),
+    ('close #7', [('', 7)]),
+    ('Fixes: #12', [('', 12)]),
+    ('Fixes:#12', [('', 12)]),
+    ('Fixes   #12', [('', 12)]),
+    ('Fixes\n#12', [('', 12)]),
+    ('fixes acme/widgets#12', [('acme/widgets', 12)]),
+    ('fixes Acme/Widgets#12', [('acme/widgets', 12)]),
+    ('fixes https://github.com/acme/widgets/issues/12', [('acme/widgets', 12)]),
+    ('resolves GH-12', [('', 12)]),
+    ('Closes #1, closes #2 and fixes #1', [('', 1), ('', 2)]),
+    ('> Closes #12', [('', 12)]),            # the forge ignores quoting (D14)
+    ('(fixes #12)', [('', 12)]),
+    # D16: the verb's object is not the reference
+    ('This PR fixes the failing criterion from VERIFY #6038', []),
+    ('fixes issue #12', []),
+    ('Closes #1, #2', [('', 1)]),            # the forge needs a keyword per reference
+    ('fixes the bug in #12', []),
+    # not keywords
+    ('prefixes #3', []), ('unfixed #3', []), ('closure #3', []), ('fixing #3', []), ('closes_#3', []),
+    # bare numbers are never references
+    ('2026-11-30 12:00:01 6038 ERROR worker died', []),
+    ('6038', []),
+    ('#6038', []),
+    ('fixes #12abc', []),
+    ('', []), (None, []),
+])
+def test_closing_refs(text, refs):
+    assert closing_refs(text) == refs
+
+
+NASTY = [
+    'Close #12',
+    'Remedy: Close #12 once the dependency lands.',
+    '> Close #12\n> (quoted verbatim, to refute it)',
+    '> > Fixes: #12',
+    '**Fixes** #12',
+    '_closes_ #12',
+    '`fixes #12`',
+    '```\nfixes #12\n```',
+    'fixes fixes #12',
+    'closes closes closes: #12',
+    'Fixes #1, fixes #2, resolves o/r#3, close GH-4, fixed https://github.com/o/r/issues/5',
+    'FIXES\t:\t#12',
+    'fixes\n> #12',
+    'Fixes [#12](https://github.com/o/r/issues/12)',
+    'fixes&nbsp;#12',
+    u'fixes\u00a0#12',
+    'close #12close #13',
+]
+
+
+@pytest.mark.parametrize('text', NASTY)
+def test_defang_leaves_no_live_reference(text):
+    out = defang(text)
+    assert closing_refs(out) == []
+    assert defang(out) == out                      # idempotent
+    for ref_digit in ('12', '13', '1', '2'):       # the human still reads the numbers
+        if ref_digit in text:
+            assert ref_digit in out
+
+
+@pytest.mark.parametrize('text', [
+    'fixes issue #12',
+    'This PR fixes the failing criterion from VERIFY #6038',
+    'no references here',
+    '',
+])
+def test_defang_leaves_harmless_text_alone(text):
+    assert defang(text) == text
+
+
+def test_defang_keeps_readable_sentence():
+    assert defang('Close #12 by hand.') == 'Close issue #12 by hand.'
+    assert defang('fixes: o/r#3') == 'fixes: issue o/r#3'
+
+
+def art(created, merged_at, closes=(42,), merged=True, ref='o/r#100'):
+    return Artifact(ref=ref, created_at=at(created), merged=merged,
+                    merged_at=at(merged_at) if merged_at is not None else None, closes=list(closes))
+
+
+@pytest.mark.parametrize('name, artifacts, zero_turns, repo, credited', [
+    ('merged after start, closes this item', [art(60, 120)], False, '', [0]),
+    # D16: a quota-limited run merged nothing and was credited with a previous run's PR
+    ('created and merged before start', [art(-3600, -3000)], False, '', []),
+    ('created before start, merged after', [art(-60, 60)], False, '', []),
+    # D16: two five-second runs were credited with a PR in another repo
+    ('zero turns: nothing, by construction', [art(2, 4)], True, '', []),
+    ('D2: an open PR is not finished', [art(60, None, merged=False)], False, '', []),
+    ('merged flag without time', [art(60, None, merged=True)], False, '', []),
+    ('closes another item', [art(60, 120, closes=(43,))], False, '', []),
+    ('tie with the start is not credited', [art(0, 30)], False, '', []),
+    ('repo-qualified reference to this repo', [art(60, 120, closes=['o/r#42'])], False, 'o/r', [0]),
+    ('repo-qualified reference to another repo', [art(60, 120, closes=['x/y#42'])], False, 'o/r', []),
+    ('tuple reference', [art(60, 120, closes=[('O/R', 42)])], False, 'o/r', [0]),
+    ('mixed', [art(-60, -30), art(60, 120), art(60, None, merged=False), art(70, 130)], False, '', [1, 3]),
+])
+def test_attribute(name, artifacts, zero_turns, repo, credited):
+    got = attribute(artifacts, 42, START, zero_turns, repo=repo)
+    assert got == [artifacts[i] for i in credited], name
+
+
+def test_attribute_unknown_start_credits_nothing():
+    assert attribute([art(60, 120)], 42, None, False) == []
+    assert attribute([art(60, 120)], 42, 'not a time', False) == []
+
+
+def test_attribute_accepts_dicts_and_iso_strings():
+    artifact = {'ref': 'o/r#1', 'created_at': '2026-11-30T12:01:00Z', 'merged': True,
+                'merged_at': '2026-11-30T12:02:00Z', 'closes': [42]}
+    assert attribute([artifact], 42, '2026-11-30T12:00:00Z', False) == [artifact]
+    broken = dict(artifact, merged_at='yesterday')
+    assert attribute([broken], 42, START, False) == []
