@@ -155,8 +155,8 @@ def _get(unit: Any, key: str) -> Any:
     return getattr(unit, key, None)
 
 
-def _start(unit: Any) -> Optional[int]:
-    value = _get(unit, 'start_us')
+def _start(unit: Any, key: str) -> Optional[int]:
+    value = _get(unit, key)
     if isinstance(value, bool):
         return None
     try:
@@ -170,25 +170,39 @@ def _tiebreak(unit: Any) -> Tuple[str, ...]:
     return tuple(str(_get(unit, key) or '') for key in ('host', 'master', 'name', 'invocation_id'))
 
 
-def oldest_wins(units: List[Any]) -> Tuple[Optional[Any], List[Any]]:
+def start_key(units: List[Any]) -> str:
+    """Which start stamp orders ``units``: ``start_us`` (monotonic) unless they span hosts.
+
+    ``CLOCK_MONOTONIC`` counts from each machine's boot, so monotonic stamps order units on ONE
+    worker only. When the units name more than one ``host`` and every one carries
+    ``start_wall_us`` (wall-clock µs, as ``_systemd.unit_record`` reports), that is used instead;
+    NTP skew between workers (milliseconds) is far below the measured gap between duplicate
+    launches (5-11 s, D4). Units that span hosts without wall stamps fall back to ``start_us``:
+    still deterministic, but then "oldest" is only as good as the boot times line up.
+    """
+    hosts = set(str(_get(u, 'host') or '') for u in units)
+    if len(hosts) > 1 and all(_start(u, 'start_wall_us') is not None for u in units):
+        return 'start_wall_us'
+    return 'start_us'
+
+
+def oldest_wins(units: List[Any], key: Optional[str] = None) -> Tuple[Optional[Any], List[Any]]:
     """Repair coexisting duplicates of one item: keep the oldest live unit, stop the others (D4).
 
-    Order: ``start_us`` ascending (monotonic start in microseconds -- the oldest has done the most
-    work); a unit without a usable ``start_us`` (missing, 0, unparseable) sorts after every unit
-    with one, because stopping a unit of known age to keep one of unknown age is a guess. Ties --
-    and only ties -- fall back to ``(host, master, name, invocation_id)`` as text, so the answer
-    never depends on input order. Returns ``(keep, stop)``; ``(None, [])`` for no units.
-
-    Caution: ``CLOCK_MONOTONIC`` counts from each machine's boot, so it orders units on ONE
-    worker. Callers comparing units from several workers should pass wall-clock start
-    microseconds (systemd's ``ActiveEnterTimestamp``) as ``start_us`` instead.
+    Order: start stamp ascending (``key``, default ``start_key(units)``: monotonic ``start_us``
+    on one worker, wall-clock ``start_wall_us`` across workers) -- the oldest has done the most
+    work. A unit without a usable stamp (missing, 0, unparseable) sorts after every unit with
+    one, because stopping a unit of known age to keep one of unknown age is a guess. Ties -- and
+    only ties -- fall back to ``(host, master, name, invocation_id)`` as text, so the answer never
+    depends on input order. Returns ``(keep, stop)``; ``(None, [])`` for no units.
     """
     units = list(units or [])
     if not units:
         return None, []
+    field_name = key or start_key(units)
 
-    def key(unit):
-        start = _start(unit)
+    def order(unit):
+        start = _start(unit, field_name)
         return (start is None, start or 0) + _tiebreak(unit)
-    ordered = sorted(units, key=key)
+    ordered = sorted(units, key=order)
     return ordered[0], ordered[1:]

@@ -135,3 +135,18 @@ def test_d4_story_kills_landed_on_the_survivor():
     younger = _u('task-77', 6_000_000, host='w1', master='agent2', inv='bbb')  # five seconds later
     keep, stop = oldest_wins([younger, older])
     assert keep is older and stop == [younger]
+
+
+def test_oldest_wins_across_workers_uses_wall_clock():
+    """Monotonic stamps count from each boot: a long-up worker's younger run has a BIGGER
+    monotonic stamp than a freshly booted worker's older run. Across hosts, wall clock decides."""
+    fresh_boot_but_younger = dict(_u('task-9', 5_000_000, host='w2'), start_wall_us=1_800_000_011_000_000)
+    long_up_but_older = dict(_u('task-9', 900_000_000_000, host='w1'), start_wall_us=1_800_000_000_000_000)
+    keep, stop = oldest_wins([fresh_boot_but_younger, long_up_but_older])
+    assert keep is long_up_but_older and stop == [fresh_boot_but_younger]
+    # on one host monotonic is used even when wall stamps exist (wall clocks can step)
+    a = dict(_u('task-9', 100, host='w1'), start_wall_us=2)
+    b = dict(_u('task-9', 200, host='w1'), start_wall_us=1)
+    assert oldest_wins([b, a])[0] is a
+    # an explicit key wins
+    assert oldest_wins([b, a], key='start_wall_us')[0] is b
