@@ -1,0 +1,265 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: launch
+short_description: Start runs as transient systemd user units task-<item> on one master
+version_added: 0.1.0
+description:
+  - Starts each item's run with C(systemd-run --user --unit=task-<item> --collect) under the master's user manager (D3). The run
+    survives the SSH session, its whole process tree dies with the unit, and a failure starts the notifier template unit.
+  - The unit name carries no entropy (D4); it is the lock. Each item's unit is read first and a live one is refused without being
+    touched. When C(systemd-run) fails, the unit is read again and the refusal is named from its state, never from the error text
+    (D20) - V(live) (another start won the name), V(unloading) (still stopping, or stopped and not yet collected; retry later) or
+    V(failed-to-launch) (with systemd-run's stderr).
+  - The run gets the explicit O(path) (D3 - the unit does not inherit the caller's environment, so tools under C(~/.local/bin)
+    are otherwise absent and the run dies with exit 127). Secrets reach the run only through O(environment_file); O(items[].setenv)
+    is for non-secret values and refuses names that look like secrets.
+  - One call takes the whole list of items for this master, so a dispatcher needs one call per worker per cycle.
+  - A refusal writes nothing anywhere (D6); it is reported in RV(refused) and RV(results).
+  - Run it as the master (C(become_user)). C(XDG_RUNTIME_DIR) is set to C(/run/user/<uid>) when the become method left it unset.
+author:
+  - fleet.dispatch contributors
+extends_documentation_fragment:
+  - fleet.dispatch.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads each unit's state and reports V(would-launch) or the refusal; starts nothing.
+  diff_mode:
+    support: none
+options:
+  items:
+    description: The runs to start on this master, in order.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      number:
+        description: The item number.
+        type: int
+        required: true
+      repo:
+        description: The item's repository as C(owner/name) on a multi-repo board (becomes part of the unit name); empty otherwise.
+        type: str
+        default: ''
+      command:
+        description:
+          - The run's command as an argv list (the runner and its arguments). It is never passed through a shell.
+          - The first element is resolved with O(path) when it is not absolute.
+        type: list
+        elements: str
+        required: true
+      workdir:
+        description: The run's working directory, an absolute path (its own workspace, see M(fleet.dispatch.workspace)).
+        type: path
+        required: true
+      setenv:
+        description:
+          - Non-secret environment variables for the run, passed as C(--setenv). They are visible in C(systemctl show) and in the
+            process list. Names that look like secrets (containing TOKEN, SECRET, PASSW, CREDENTIAL, API_KEY, APIKEY, PRIVATE_KEY)
+            and C(PATH) are refused.
+        type: dict
+        default: {}
+  path:
+    description:
+      - The explicit C(PATH) of every run, for example C(/home/m/.local/bin:/usr/local/bin:/usr/bin:/bin). Required (D3).
+    type: str
+    required: true
+  environment_file:
+    description:
+      - Absolute path of the master's credentials file, passed as C(-p EnvironmentFile=). The only way secrets reach a run.
+      - It must exist. A warning is given when it is readable by group or others.
+    type: path
+  notifier:
+    description:
+      - The template unit started on failure, as C(OnFailure=<notifier><unit>.service) with the literal unit name (specifiers are not
+        expanded in transient units). The notifier must always exit 0 (D3). An empty string disables it.
+    type: str
+    default: fleet-notify@
+seealso:
+  - module: fleet.dispatch.units_info
+  - module: fleet.dispatch.workspace
+'''
+
+EXAMPLES = r'''
+- name: Launch this cycle's runs on one master (one call per worker)
+  fleet.dispatch.launch:
+    path: "/home/{{ master }}/.local/bin:/usr/local/bin:/usr/bin:/bin"
+    environment_file: "/home/{{ master }}/.config/fleet-dispatch/credentials.env"
+    items:
+      - number: 42
+        command: [fleet-dispatch-runner, --item, "42"]
+        workdir: "/home/{{ master }}/fleet/workspaces/task-42@w1"
+        setenv:
+          FLEET_BOARD: ledger
+  become: true
+  become_user: "{{ master }}"
+  register: launched
+
+- name: Show what was refused
+  ansible.builtin.debug:
+    var: launched.refused
+'''
+
+RETURN = r'''
+results:
+  description: One entry per item, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    number:
+      description: The item number.
+      type: int
+    repo:
+      description: The item's repository ('' on a single-repo board).
+      type: str
+    unit:
+      description: The unit name.
+      type: str
+      sample: task-42
+    launched:
+      description: Whether this call started the unit.
+      type: bool
+    reason:
+      description: V(launched), V(would-launch) (check mode), V(live), V(unloading) or V(failed-to-launch).
+      type: str
+    invocation_id:
+      description: The unit's InvocationID after the call (the launched run's, or the live one that refused us); null when unknown.
+      type: str
+    start_us:
+      description: The unit's ExecMainStartTimestampMonotonic in microseconds; null when not running.
+      type: int
+    active_state:
+      description: The unit's ActiveState after the call.
+      type: str
+    stderr:
+      description: systemd-run's stderr when it failed.
+      type: str
+launched:
+  description: Units started by this call (would be started, in check mode).
+  returned: always
+  type: list
+  elements: str
+refused:
+  description: Units refused because the name is held (V(live) or V(unloading)).
+  returned: always
+  type: list
+  elements: str
+failed:
+  description: Units that could not be started for another reason (see RV(results[].stderr)).
+  returned: always
+  type: list
+  elements: str
+'''
+
+import os
+import re
+import stat
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._naming import unit_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SystemdError, SystemdUser, launch, notifier_unit
+
+# Names that say "secret" in every credential convention we know of (GITHUB_TOKEN, *_API_KEY,
+# PGPASSWORD, AWS_SECRET_ACCESS_KEY, ...). A refusal needs positive evidence (D5), so the list is
+# of unmistakable words only; a secret under an innocent name is the caller's to keep out.
+SECRET_NAME = re.compile(r'TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_?KEY', re.I)
+
+
+def argument_spec():
+    return dict(
+        items=dict(type='list', elements='dict', required=True, options=dict(
+            number=dict(type='int', required=True),
+            repo=dict(type='str', default=''),
+            command=dict(type='list', elements='str', required=True),
+            workdir=dict(type='path', required=True),
+            setenv=dict(type='dict', default={}),
+        )),
+        path=dict(type='str', required=True),
+        environment_file=dict(type='path'),
+        notifier=dict(type='str', default='fleet-notify@'),
+    )
+
+
+def _problems(module):
+    """Configuration errors for the whole call (checked before any unit is touched)."""
+    p = module.params
+    problems = []
+    if not p['path'].strip():
+        problems.append('path must name the run\'s PATH explicitly (D3)')
+    env_file = p['environment_file']
+    if env_file:
+        if not os.path.isabs(env_file):
+            problems.append('environment_file must be absolute: %s' % env_file)
+        elif not os.path.isfile(env_file):
+            problems.append('environment_file %s does not exist: the unit would fail to start' % env_file)
+        elif os.stat(env_file).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            module.warn('environment_file %s is readable by group or others; it holds credentials (chmod 0600)' % env_file)
+    for item in p['items']:
+        if not item['command']:
+            problems.append('item %s: command is empty' % item['number'])
+        if not os.path.isabs(item['workdir']):
+            problems.append('item %s: workdir must be absolute: %s' % (item['number'], item['workdir']))
+        for key in item['setenv'] or {}:
+            if key == 'PATH':
+                problems.append('item %s: PATH goes in the path option, not setenv' % item['number'])
+            elif SECRET_NAME.search(key):
+                problems.append('item %s: setenv %s looks like a secret; secrets go only in environment_file '
+                                '(setenv shows in systemctl show and ps)' % (item['number'], key))
+    return problems
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    p = module.params
+    problems = _problems(module)
+    if problems:
+        module.fail_json(msg='; '.join(problems))
+    try:
+        units = [unit_name(item['number'], item['repo']) for item in p['items']]
+        notifiers = [notifier_unit(p['notifier'], unit) for unit in units]
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    sd = SystemdUser(ModuleRunner(module), systemctl=module.get_bin_path('systemctl', required=True),
+                     systemd_run=module.get_bin_path('systemd-run', required=True))
+    results, launched, refused, failed = [], [], [], []
+    planned = set()
+    for item, unit, on_failure in zip(p['items'], units, notifiers):
+        setenv = dict((str(k), str(v)) for k, v in (item['setenv'] or {}).items())
+        try:
+            if unit in planned and module.check_mode:
+                # The same item twice in one call: the first start would hold the name.
+                res = dict(unit=unit, launched=False, reason='live', invocation_id=None, start_us=None,
+                           active_state=None, stderr='')
+            else:
+                res = launch(sd, unit, item['command'], p['path'], environment_file=p['environment_file'],
+                             on_failure=on_failure, workdir=item['workdir'], setenv=setenv, check=module.check_mode)
+        except SystemdError as exc:
+            module.fail_json(msg='%s: %s' % (unit, exc), results=results, launched=launched, refused=refused, failed=failed)
+        res.pop('argv', None)
+        entry = dict(number=item['number'], repo=item['repo'], unit=unit, launched=res['launched'], reason=res['reason'],
+                     invocation_id=res['invocation_id'], start_us=res['start_us'], active_state=res['active_state'],
+                     stderr=res['stderr'])
+        results.append(entry)
+        if res['reason'] in ('launched', 'would-launch'):
+            launched.append(unit)
+            planned.add(unit)
+        elif res['reason'] in ('live', 'unloading'):
+            refused.append(unit)
+        else:
+            failed.append(unit)
+            module.warn('%s failed to launch: %s' % (unit, res['stderr'] or 'no reason given'))
+    module.exit_json(changed=bool(launched), results=results, launched=launched, refused=refused, failed=failed)
+
+
+if __name__ == '__main__':
+    main()
