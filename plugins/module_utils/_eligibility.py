@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The eligibility predicate and the attempt count (D1, D5, D6, D8, D9).
+
+Pure functions, no I/O, no clock reads: ``now`` is a parameter. Re-derived from the item's own
+comments, events and dependency edges every cycle; nothing here is stored (D1: a stored
+counter is a second tracker; D9: re-evaluated from scratch, so a closing blocker releases by
+itself).
+
+Reason codes and their PRECEDENCE (the first that holds is the one reported):
+
+1. ``done``       closed, and the last marker (not outranked by a reopen) is a success.
+2. ``closed``     closed otherwise. The item's state is the forge's word (D2); nothing else matters.
+3. ``running``    the last marker is a start: a run is (or was, until the reaper says) in flight.
+4. ``tombstone``  open, and the last marker is a success with no reopen after it (D6): a latch
+                  only a human can clear, so it is reported before anything that clears itself.
+5. ``retry_wait`` the last marker is a retry whose ``not_before`` is still in the future (D7).
+6. ``parked``     the attempt cap is spent (D13): needs a human; sticky, so it outranks the
+                  self-releasing reasons below.
+7. ``blocked``    an OPEN blocker (D9). A closed blocker does not block; nor does one whose state
+                  is not literally ``open`` (D5: a refusal needs positive evidence).
+8. ``not_ready``  the status field is not the ready value (compared trimmed, case-insensitively).
+9. ``eligible``
+
+Rationale: 1-2 are facts about the item no run can change; 3-5 are mutually exclusive (they
+read the one last marker) and describe what the fleet itself is doing; 6 needs a human; 7-8
+clear themselves or are a human's routine hold. A human reading ``reason`` sees the most
+specific cause first.
+
+The last marker. Eligibility reads the LAST marker (D6); a comment without a glyph is not a
+marker (``_markers``). ``left_open`` is a run's close-out that keeps the item dispatchable.
+A REOPEN event strictly after the last marker outranks it: the item is treated as if it had no
+last marker (eligible unless another reason holds) -- a reopen is an explicit "not finished"
+written after the marker that said it was (D6). That includes a start: a reopen during a run
+makes the item look not running, and the real guard against a second run is the unit probe
+under the lease (D4), not this predicate. On an exact tie the marker stands: a false "done"
+stays visible as a tombstone, a false "eligible" would launch.
+
+Attempts are counted SINCE THE LAST REOPEN. A reopen is a human's explicit grant of a fresh
+budget: the cap exists to bound wasted starts of a stuck item (D13), and every new budget still
+needs a human act (nothing in the fleet reopens items), so the burn-loop bound holds. Counting
+across reopens would leave an item that once used its budget parked forever after a human
+reopened it, with no remedy but deleting comments from the queue's own history. The remedy for
+``parked`` is therefore: close and reopen the item.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from ._markers import Marker, markers_of
+from ._model import parse_time
+
+REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked')
+
+# Precedence, highest first (see module docstring); 'eligible' is what is left.
+PRECEDENCE = ('done', 'closed', 'running', 'tombstone', 'retry_wait', 'parked', 'blocked', 'not_ready')
+
+# A start whose run ended in one of these does not spend an attempt.
+# capacity: the seed's rule (D8) -- a worker going dark is not the work failing, and a fleet-wide
+#   outage would otherwise burn every item's budget in minutes and park the work.
+# retry: our extension, same reasoning -- the four-fact gate (D7) only writes a retry marker for a
+#   run that PROVABLY did nothing (no envelope, zero turns, no artifact) for a transient reason;
+#   consecutive retries are bounded by the backoff ladder's length (_retry.DEFAULT_BACKOFF), after
+#   which the runner writes a failure, which counts. So the total starts of one item stay bounded
+#   by max_attempts x (ladder length + 1). Pass ``uncounted=('capacity',)`` for the seed's rule.
+UNCOUNTED_ENDINGS = frozenset(['capacity', 'retry'])
+
+DEFAULT_MAX_ATTEMPTS = 3  # the seed's cap ("max attempts per issue"); unmeasured here. Experiment:
+# from the board's own markers, the attempt number at which items that eventually succeeded did so;
+# set the cap just above its p95, so the cap parks only items that were not going to succeed.
+
+
+@dataclass
+class Verdict:
+    """The answer for one item: exactly one ``reason`` from ``REASONS``."""
+
+    eligible: bool
+    reason: str
+    attempts: int
+    last_marker: Optional[Marker]
+    open_blockers: List[int] = field(default_factory=list)
+    not_before: Optional[_dt.datetime] = None
+    reopened: bool = False          # a reopen outranks the last marker
+    holds: List[str] = field(default_factory=list)   # every reason that holds, in precedence order
+
+
+def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) -> int:
+    """Starts, minus those whose run ended in a capacity (or retry) marker (D1, D8).
+
+    A run's ending is the first marker after its start and before the next start. A start with
+    no ending yet (a live run, or an orphan the reaper has not reset) counts; so do ``stopped``
+    (a supervisor timeout stops a stuck run with SIGTERM: not counting it would let a task that
+    always times out loop forever) and ``reset``.
+    """
+    uncounted = frozenset(uncounted or ())
+    markers = list(markers or [])
+    attempts = 0
+    for index, marker in enumerate(markers):
+        if marker.kind != 'start':
+            continue
+        ending = markers[index + 1] if index + 1 < len(markers) else None
+        if ending is not None and ending.kind != 'start' and ending.kind in uncounted:
+            continue
+        attempts += 1
+    return attempts
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _time(value: Any) -> Optional[_dt.datetime]:
+    try:
+        return parse_time(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def last_reopen(item: Any) -> Optional[_dt.datetime]:
+    """The time of the item's last ``reopened`` event, or None."""
+    times = [_time(_get(ev, 'at')) for ev in (_get(item, 'events') or ()) if str(_get(ev, 'kind', '')).lower() == 'reopened']
+    times = [t for t in times if t is not None]
+    return max(times) if times else None
+
+
+def open_blockers(item: Any) -> List[int]:
+    """Numbers of blockers whose state is literally ``open`` (D9; D5 for anything else)."""
+    found = []
+    for blocker in _get(item, 'blockers') or ():
+        if str(_get(blocker, 'state', '') or '').strip().lower() == 'open':
+            found.append(_get(blocker, 'number'))
+    return found
+
+
+def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = DEFAULT_MAX_ATTEMPTS,
+             markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS) -> Verdict:
+    """Decide whether ``item`` may be dispatched at ``now`` (see the module docstring for the rules).
+
+    ``ready``: the status value that means "dispatch me"; ``None`` or ``''`` skips the status test
+    (a board without a status field). ``max_attempts``: the attempt cap; ``None`` means no cap.
+    ``markers``: pre-parsed ``markers_of(item)`` if the caller has them.
+    """
+    when = _time(now)
+    if when is None:
+        raise ValueError('evaluate needs an aware "now", got %r' % (now,))
+    if max_attempts is not None and (isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1):
+        raise ValueError('max_attempts must be a positive integer or None, not %r' % (max_attempts,))
+
+    all_markers = markers if markers is not None else markers_of(item)
+    last = all_markers[-1] if all_markers else None
+    reopen_at = last_reopen(item)
+    reopened = bool(last is not None and reopen_at is not None and (last.at is None or reopen_at > last.at))
+    effective = None if reopened else last
+
+    since = all_markers
+    if reopen_at is not None:
+        since = [m for m in all_markers if m.at is not None and m.at > reopen_at]
+    attempts = count_attempts(since, uncounted=uncounted)
+
+    blockers = open_blockers(item)
+    not_before = last.time('not_before') if last is not None and last.kind == 'retry' else None
+    state = str(_get(item, 'state', '') or '').strip().lower()
+    status = str(_get(item, 'status', '') or '').strip().lower()
+
+    holds = []
+    kind = effective.kind if effective is not None else None
+    if state == 'closed':
+        holds.append('done' if kind == 'success' else 'closed')
+    if kind == 'start':
+        holds.append('running')
+    if kind == 'success' and state != 'closed':
+        holds.append('tombstone')
+    # D5: a retry marker whose not_before is missing or unparseable is no evidence of a wait.
+    if kind == 'retry' and not_before is not None and not_before > when:
+        holds.append('retry_wait')
+    if max_attempts is not None and attempts >= max_attempts:
+        holds.append('parked')
+    if blockers:
+        holds.append('blocked')
+    if ready and status != str(ready).strip().lower():
+        holds.append('not_ready')
+    holds.sort(key=PRECEDENCE.index)
+    reason = holds[0] if holds else 'eligible'
+    return Verdict(eligible=(reason == 'eligible'), reason=reason, attempts=attempts, last_marker=last,
+                   open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds)
