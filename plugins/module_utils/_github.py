@@ -1,0 +1,1066 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The GitHub Projects v2 board: the ``Board`` protocol over GitHub's GraphQL and REST APIs.
+
+D1 -- the board *is* the queue, read live, one paginated GraphQL query a cycle:
+
+* **The page pass** (``BOARD_PAGE``) asks the server to filter the project's items
+  (``ProjectV2.items(query: "is:issue is:open status:Ready")``) and carries only cheap fields:
+  scalars and single objects, no nested connection. By GitHub's published formula (sum of the
+  requests each connection needs, assuming each fills its ``first``/``last``, divided by 100,
+  rounded, at least 1 -- docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api)
+  one page of 100 items is 1 request = **1 point**; ``benchmarks/github_cost.py`` prints it.
+* **The cheap filter** then keeps the items that can possibly be eligible: an open issue whose
+  status is the ready value and whose ``issueDependenciesSummary.blockedBy`` (open blockers) is 0.
+* **The detail pass** (``DETAILS``) fetches the fields that cost real points -- comments (the
+  markers), the closed/reopened timeline, closing pull requests, the dependency edges -- only for
+  those items, batched through ``nodes(ids:)`` (one request for many issues, not one per item).
+  Items the summary says are blocked get only their blocker edges (``BLOCKERS``), so the
+  eligibility decision sees positive evidence of the open blocker (D9); if the edges show no open
+  blocker after all, the item is promoted to the detail pass rather than judged on missing data.
+
+Every call's ``rateLimit { cost remaining resetAt }`` is summed into ``BoardRead.cost``.
+
+D9 -- dependencies are ``Issue.blockedBy`` edges; the connection returns closed blockers too, so
+every ``Blocker`` carries the blocker's own state and the decision core filters on it.
+
+D2, D16 -- completion is derived from ``closedByPullRequestsReferences(includeClosedPrs: true)``
+and from a ``ClosedEvent`` whose closer is a pull request; each becomes an ``Artifact`` with
+``merged``, ``merged_at`` and ``created_at`` exactly as GitHub reports them, so attribution by time
+(``_references``) can refuse a merge from before the run's start. An issue closed by a commit
+(or by hand) yields a ``closed`` event and no artifact: only a merge is proof of work.
+
+D6, D1 -- markers are issue comments, all of them read every cycle (older pages fetched when an
+issue has more than one page), so the attempt count is derived, never stored.
+
+D12 -- writes: a marker is a comment (REST), then, separately, a close (``Board.post_marker``);
+never ``gh issue close --comment``, which drops the comment on an already-closed issue and
+exits 0. The status field is set with ``updateProjectV2ItemFieldValue``; the project, field and
+option ids are resolved by name once per board instance (one instance per cycle).
+
+D14 -- generated text never carries a live closing keyword: every comment body passes through
+``_references.defang`` before it is posted.
+
+D19 -- mentions come from the notifications API; they are marked read only by ``mark_read``,
+which the runner calls after it injected them into the brief.
+
+D5, D20 -- failures have names. Every body is type-checked before it is trusted (🔴 D5: a 404
+error *object* read as "non-empty" once blocked the fleet); a GraphQL ``errors`` array with
+HTTP 200 is an error; primary and secondary rate limits honour ``retry-after`` /
+``x-ratelimit-reset`` through an injectable ``sleep``; a queue that cannot be read raises
+``BoardUnreadable``, which is never the same thing as an empty ``BoardRead``.
+
+Tokens come only from the spec's ``token`` (a ``no_log`` option) or the environment
+(``GITHUB_TOKEN``, then ``GH_TOKEN``); no message ever contains one.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from ._board import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
+from ._model import Artifact, Blocker, Comment, Event, Item, UTC, format_time, parse_time
+from ._references import defang
+
+try:
+    import requests
+    HAS_REQUESTS = True
+    REQUESTS_IMPORT_ERROR = None
+except ImportError as _exc:  # pragma: no cover - environment dependent
+    requests = None
+    HAS_REQUESTS = False
+    REQUESTS_IMPORT_ERROR = _exc
+
+
+# -- sizes and thresholds, each with the cost figure that chose it ------------------------------
+#
+# The figures are GitHub's published formula applied to the documents below (the fake GitHub in
+# tests/fakes/github computes the same formula; benchmarks/github_cost.py prints the totals):
+# a connection costs one request per parent object, whatever its first/last, so every page size
+# is the maximum GitHub allows (100) unless the batch's nested connections push it past 1 point.
+
+PAGE_SIZE = 100
+"""Items per page pass call. The page has no nested connection, so a page of 100 is 1 request =
+1 point, the same as a page of 10: 100 is GitHub's maximum and the cheapest per item
+(0.01 point/item; 5,000 items = 50 points, printed by benchmarks/github_cost.py)."""
+
+DETAIL_BATCH = 25
+"""Issues per ``DETAILS`` call. Each issue carries 4 nested connections (comments, timeline,
+closing PRs, blockers) = 4 requests, so 25 issues = 100 requests = exactly 1 point; 100 issues
+would be 4 points for the same 0.04 point/issue, in a response four times the size (up to 40,000
+nodes). Same price, smaller answers: 25. (Unmeasured: the response time of a 100-issue batch
+against GitHub's own 10 s query timeout; a timing run against github.com would settle it.)"""
+
+BLOCKER_BATCH = 100
+"""Issues per ``BLOCKERS`` call: one nested connection each, so 100 issues = 100 requests =
+1 point, GitHub's maximum ``nodes(ids:)`` length."""
+
+COMMENTS_PER_PAGE = 100
+"""``comments(last: 100)``: the cost is per parent, not per node, so the maximum is free; an
+issue with more comments is paged backwards with ``MORE_COMMENTS`` (1 point per extra page)."""
+
+RATE_LIMIT_MAX_WAIT = 90.0
+"""Longest wait (seconds) the client sleeps for a rate limit before giving up with the reset time.
+Unmeasured guess: a sweep runs every few minutes (the sweeper's timer), so waiting longer than
+about a minute and a half only delays the next cycle's fresh read; GitHub's secondary limit
+asks for ``retry-after`` values of 60 s in its documentation. Settle it by logging the
+``retry-after`` values a real fleet receives for a week."""
+
+RATE_LIMIT_RETRIES = 3
+"""Attempts per call when GitHub answers with a rate limit (unmeasured guess: one wait usually
+clears a secondary limit; three bounds a call at 3 x RATE_LIMIT_MAX_WAIT)."""
+
+SECONDARY_DEFAULT_WAIT = 60.0
+"""GitHub's documented advice when a secondary rate limit names no ``retry-after``: wait at
+least one minute."""
+
+HTTP_TIMEOUT = (10.0, 60.0)
+"""(connect, read) seconds. Unmeasured guess: GitHub ends a GraphQL query at 10 s server side,
+so a 60 s read timeout only triggers on a broken connection."""
+
+USER_AGENT = 'fleet.dispatch-github-board'
+
+
+# -- the GraphQL documents: every document this module can send (tests validate each one) -------
+
+RATE_LIMIT_FIELDS = 'rateLimit { cost remaining resetAt limit used nodeCount }'
+
+_STATUS_VALUE = '''
+      fieldValueByName(name: $statusField) {
+        __typename
+        ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
+      }'''
+
+_ISSUE_DETAIL_FRAGMENT = '''
+fragment IssueDetail on Issue {
+  comments(last: 100) {
+    pageInfo { hasPreviousPage startCursor }
+    nodes { id databaseId body createdAt author { login } }
+  }
+  timelineItems(last: 100, itemTypes: [CLOSED_EVENT, REOPENED_EVENT]) {
+    nodes {
+      __typename
+      ... on ClosedEvent {
+        createdAt
+        actor { login }
+        closer {
+          __typename
+          ... on PullRequest { ...PullFields }
+          ... on Commit { oid }
+        }
+      }
+      ... on ReopenedEvent { createdAt actor { login } }
+    }
+  }
+  closedByPullRequestsReferences(first: 100, includeClosedPrs: true) {
+    nodes { ...PullFields }
+  }
+  ...BlockerEdges
+}
+'''
+
+_PULL_FRAGMENT = '''
+fragment PullFields on PullRequest {
+  number url title state merged mergedAt createdAt
+  repository { nameWithOwner }
+}
+'''
+
+_BLOCKER_FRAGMENT = '''
+fragment BlockerEdges on Issue {
+  issueDependenciesSummary { blockedBy totalBlockedBy }
+  blockedBy(first: 100) {
+    nodes { number state repository { nameWithOwner } }
+  }
+}
+'''
+
+OWNER_TYPE = '''
+query OwnerType($owner: String!) {
+  %s
+  repositoryOwner(login: $owner) { __typename login }
+}
+''' % RATE_LIMIT_FIELDS
+"""``owner_type: auto``: is the owner an organization or a user? (1 point, once per instance)"""
+
+BOARD_PAGE = '''
+query BoardPage($owner: String!, $isOrg: Boolean!, $number: Int!, $query: String!,
+                $statusField: String!, $after: String) {
+  %s
+  organization(login: $owner) @include(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
+  user(login: $owner) @skip(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
+}
+
+fragment ProjectPage on ProjectV2 {
+  id
+  title
+  field(name: $statusField) {
+    __typename
+    ... on ProjectV2SingleSelectField { id name options { id name } }
+  }
+  items(first: 100, after: $after, query: $query) {
+    totalCount
+    pageInfo { hasNextPage endCursor }
+    nodes {
+      id
+      type
+      isArchived%s
+      content {
+        __typename
+        ... on Issue {
+          id number title state url createdAt updatedAt
+          repository { nameWithOwner }
+          issueDependenciesSummary { blockedBy totalBlockedBy }
+        }
+      }
+    }
+  }
+}
+''' % (RATE_LIMIT_FIELDS, _STATUS_VALUE)
+"""The page pass (D1): server-side status filter, cheap fields only; 1 point per 100 items."""
+
+DETAILS = '''
+query Details($ids: [ID!]!) {
+  %s
+  nodes(ids: $ids) {
+    __typename
+    ... on Issue { id number repository { nameWithOwner } ...IssueDetail }
+  }
+}
+''' % RATE_LIMIT_FIELDS + _ISSUE_DETAIL_FRAGMENT + _PULL_FRAGMENT + _BLOCKER_FRAGMENT
+"""The detail pass for items that passed the cheap filter: 4 requests per issue."""
+
+BLOCKERS = '''
+query Blockers($ids: [ID!]!) {
+  %s
+  nodes(ids: $ids) {
+    __typename
+    ... on Issue { id number repository { nameWithOwner } ...BlockerEdges }
+  }
+}
+''' % RATE_LIMIT_FIELDS + _BLOCKER_FRAGMENT
+"""Dependency edges only, for items whose summary shows an open blocker: 1 request per issue."""
+
+MORE_COMMENTS = '''
+query MoreComments($id: ID!, $before: String) {
+  %s
+  node(id: $id) {
+    __typename
+    ... on Issue {
+      comments(last: 100, before: $before) {
+        pageInfo { hasPreviousPage startCursor }
+        nodes { id databaseId body createdAt author { login } }
+      }
+    }
+  }
+}
+''' % RATE_LIMIT_FIELDS
+"""Older comments of an issue with more than one page of them (markers are never truncated)."""
+
+ISSUE = '''
+query Issue($owner: String!, $name: String!, $number: Int!, $statusField: String!) {
+  %s
+  repository(owner: $owner, name: $name) {
+    issue(number: $number) {
+      id number title state body url createdAt updatedAt
+      repository { nameWithOwner }
+      projectItems(first: 100) {
+        nodes {
+          id
+          project { id number }%s
+        }
+      }
+      ...IssueDetail
+    }
+  }
+}
+''' % (RATE_LIMIT_FIELDS, _STATUS_VALUE) + _ISSUE_DETAIL_FRAGMENT + _PULL_FRAGMENT + _BLOCKER_FRAGMENT
+"""One item in full (``get``), with its project item (for ``set_status``)."""
+
+PROJECT_FIELD = '''
+query ProjectField($owner: String!, $isOrg: Boolean!, $number: Int!, $statusField: String!) {
+  %s
+  organization(login: $owner) @include(if: $isOrg) { projectV2(number: $number) { ...ProjectField } }
+  user(login: $owner) @skip(if: $isOrg) { projectV2(number: $number) { ...ProjectField } }
+}
+
+fragment ProjectField on ProjectV2 {
+  id
+  field(name: $statusField) {
+    __typename
+    ... on ProjectV2SingleSelectField { id name options { id name } }
+  }
+}
+''' % RATE_LIMIT_FIELDS
+"""The project, status field and option ids by name, when no read resolved them this cycle."""
+
+SET_STATUS = '''
+mutation SetStatus($projectId: ID!, $itemId: ID!, $fieldId: ID!, $optionId: String!) {
+  updateProjectV2ItemFieldValue(input: {projectId: $projectId, itemId: $itemId, fieldId: $fieldId,
+                                        value: {singleSelectOptionId: $optionId}}) {
+    projectV2Item { id }
+  }
+}
+'''
+"""Set the single-select status field of one project item."""
+
+DOCUMENTS = {
+    'OwnerType': OWNER_TYPE,
+    'BoardPage': BOARD_PAGE,
+    'Details': DETAILS,
+    'Blockers': BLOCKERS,
+    'MoreComments': MORE_COMMENTS,
+    'Issue': ISSUE,
+    'ProjectField': PROJECT_FIELD,
+    'SetStatus': SET_STATUS,
+}
+"""Every GraphQL document this module can send, by operation name. ``_graphql`` refuses any
+other, so this dict *is* the list tests/unit/github/test_documents.py validates."""
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+class RateLimited(BoardUnreadable):
+    """GitHub's rate limit outlasts ``RATE_LIMIT_MAX_WAIT``; ``reset_at`` says when it clears.
+
+    A subclass of ``BoardUnreadable`` because a read that hits it has not read the queue; a
+    write that hits it is re-raised as a plain ``BoardError`` by the write paths.
+    """
+
+    def __init__(self, message, reset_at=None, kind='primary'):
+        super(RateLimited, self).__init__(message)
+        self.reset_at = reset_at
+        self.kind = kind
+
+
+class _HttpFailure(Exception):
+    """Internal: one HTTP exchange failed; the board methods give it its public name."""
+
+    def __init__(self, message, status=None):
+        super(_HttpFailure, self).__init__(message)
+        self.status = status
+
+
+# -- small pure helpers (tested directly) -------------------------------------------------------
+
+def project_query(status_field: str, ready: str) -> str:
+    """The server-side filter of the page pass: open issues whose status field is ``ready``.
+
+    GitHub's project filter syntax is ``field:value``, the field name in lower case; a value or
+    field name with spaces is quoted. (Field names with spaces: quoting is how GitHub's filter bar
+    writes them; verified only against the fake, which parses the same syntax.)
+    """
+    return 'is:issue is:open %s:%s' % (_quote_filter(status_field.lower()), _quote_filter(ready))
+
+
+def _quote_filter(text: str) -> str:
+    text = str(text)
+    if any(ch.isspace() for ch in text) or ':' in text or '"' in text:
+        return '"%s"' % text.replace('"', '')
+    return text
+
+
+def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
+    """``42`` / ``'42'`` / ``'#42'`` / ``'owner/name#42'`` -> (repo, number). Repo may be ''."""
+    if isinstance(ref, bool):
+        raise BoardError('an item number must be an integer, got %r' % (ref,))
+    if isinstance(ref, int):
+        return default_repo, ref
+    text = str(ref).strip()
+    repo = default_repo
+    if '#' in text:
+        head, _sep, text = text.rpartition('#')
+        if head:
+            repo = head
+    try:
+        number = int(text)
+    except ValueError:
+        raise BoardError('not an item reference: %r (use 42 or owner/name#42)' % (ref,))
+    return repo, number
+
+
+def cost_of(rate_limits: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Fold the ``rateLimit`` objects of a read's calls into ``BoardRead.cost`` (D1)."""
+    total = 0
+    remaining = None
+    reset_at = None
+    by_document = {}  # type: Dict[str, int]
+    for entry in rate_limits:
+        c = entry.get('cost') if isinstance(entry.get('cost'), int) else 0
+        total += c
+        by_document[entry['document']] = by_document.get(entry['document'], 0) + c
+        if isinstance(entry.get('remaining'), int):
+            remaining = entry['remaining']
+        if entry.get('resetAt'):
+            reset_at = entry['resetAt']
+    return {'cost': total, 'remaining': remaining, 'reset_at': reset_at,
+            'calls': len(rate_limits), 'by_document': by_document}
+
+
+def _login(obj) -> str:
+    return obj.get('login', '') if isinstance(obj, dict) else ''
+
+
+def _lower(value) -> str:
+    return value.lower() if isinstance(value, str) else ''
+
+
+def _nodes(conn) -> List[Dict[str, Any]]:
+    """The ``nodes`` of a connection object, type-checked: anything else is an empty list."""
+    if not isinstance(conn, dict) or not isinstance(conn.get('nodes'), list):
+        return []
+    return [n for n in conn['nodes'] if isinstance(n, dict)]
+
+
+def comment_of(node: Dict[str, Any]) -> Comment:
+    """A GraphQL ``IssueComment`` node -> ``Comment`` (id: the REST/database id when known)."""
+    cid = node.get('databaseId')
+    return Comment(id=str(cid) if cid is not None else str(node.get('id', '')),
+                   body=node.get('body') or '',
+                   created_at=parse_time(node.get('createdAt')),
+                   author=_login(node.get('author')))
+
+
+def artifact_of(pr: Dict[str, Any], issue_number: int) -> Artifact:
+    """A ``PullRequest`` linked to an issue as closing it -> ``Artifact`` (D2, D16).
+
+    ``closes`` is the issue: GitHub itself made the link (its own keyword-adjacency parser, or a
+    human linking it), which is the D16 "real closing reference". ``merged`` and ``merged_at``
+    are GitHub's; nothing here judges time -- ``_references`` does.
+    """
+    repo = (pr.get('repository') or {}).get('nameWithOwner', '') if isinstance(pr.get('repository'), dict) else ''
+    return Artifact(ref='%s#%s' % (repo, pr.get('number')),
+                    created_at=parse_time(pr.get('createdAt')),
+                    merged=pr.get('merged') is True,
+                    merged_at=parse_time(pr.get('mergedAt')),
+                    closes=[issue_number],
+                    url=pr.get('url') or '',
+                    title=pr.get('title') or '')
+
+
+def detail_into(item: Item, issue: Dict[str, Any]) -> None:
+    """Fill ``item`` from an ``IssueDetail``/``BlockerEdges`` selection (what was selected only)."""
+    if 'comments' in issue:
+        item.comments = sorted((comment_of(n) for n in _nodes(issue.get('comments'))),
+                               key=lambda c: c.created_at)
+    artifacts = {}  # type: Dict[str, Artifact]
+    if 'timelineItems' in issue:
+        events = []
+        for node in _nodes(issue.get('timelineItems')):
+            kind = {'ClosedEvent': 'closed', 'ReopenedEvent': 'reopened'}.get(node.get('__typename'))
+            at = parse_time(node.get('createdAt'))
+            if kind is None or at is None:
+                continue
+            events.append(Event(kind=kind, at=at, actor=_login(node.get('actor'))))
+            closer = node.get('closer')
+            # D2: a ClosedEvent whose closer is a *merged* pull request is proof; a commit
+            # (or a hand close, closer null) is not an artifact.
+            if kind == 'closed' and isinstance(closer, dict) and closer.get('__typename') == 'PullRequest':
+                art = artifact_of(closer, item.number)
+                if art.merged:
+                    artifacts[art.ref] = art
+        item.events = sorted(events, key=lambda e: e.at)
+    if 'closedByPullRequestsReferences' in issue:
+        for pr in _nodes(issue.get('closedByPullRequestsReferences')):
+            art = artifact_of(pr, item.number)
+            artifacts[art.ref] = art
+        item.artifacts = sorted(artifacts.values(), key=lambda a: (a.created_at or _dt.datetime.min.replace(tzinfo=UTC), a.ref))
+    if 'blockedBy' in issue:
+        item.blockers = [Blocker(number=int(n.get('number')), state=_lower(n.get('state')),
+                                 repo=(n.get('repository') or {}).get('nameWithOwner', ''))
+                         for n in _nodes(issue.get('blockedBy')) if isinstance(n.get('number'), int)]
+
+
+def _summary_open_blockers(issue: Dict[str, Any]) -> int:
+    summary = issue.get('issueDependenciesSummary')
+    if isinstance(summary, dict) and isinstance(summary.get('blockedBy'), int):
+        return summary['blockedBy']
+    return 0
+
+
+# -- the transport: one place for HTTP, rate limits and the D5 type checks ----------------------
+
+class _Transport(object):
+    """HTTP to GitHub through an injectable ``requests``-like session; no decisions."""
+
+    def __init__(self, api_url, token, session=None, sleep=None, clock=None,
+                 max_wait=RATE_LIMIT_MAX_WAIT, retries=RATE_LIMIT_RETRIES):
+        self.api_url = api_url.rstrip('/')
+        self._token = token
+        self._own_session = session is None
+        if session is None:
+            if not HAS_REQUESTS:
+                raise BoardUnreadable('the GitHub board needs the Python library "requests" '
+                                      '(pip install requests): %s' % (REQUESTS_IMPORT_ERROR,))
+            session = requests.Session()
+        self.session = session
+        self.sleep = sleep or time.sleep
+        self.clock = clock or (lambda: _dt.datetime.now(UTC))
+        self.max_wait = float(max_wait)
+        self.retries = int(retries)
+        self.waits = []  # type: List[float]
+        """Every rate-limit wait this transport slept, in seconds (reported, never hidden)."""
+
+    @property
+    def graphql_url(self):
+        # GitHub Enterprise serves REST at /api/v3 and GraphQL at /api/graphql.
+        if self.api_url.endswith('/api/v3'):
+            return self.api_url[:-len('/v3')] + '/graphql'
+        return self.api_url + '/graphql'
+
+    def close(self):
+        if self._own_session and hasattr(self.session, 'close'):
+            self.session.close()
+
+    def _headers(self):
+        return {'Authorization': 'bearer %s' % self._token,
+                'Accept': 'application/vnd.github+json',
+                'X-GitHub-Api-Version': '2022-11-28',
+                'User-Agent': USER_AGENT}
+
+    def request(self, method, url, *, body=None, params=None):
+        """One HTTP exchange with rate-limit waits; returns (status, headers, parsed JSON or None)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                resp = self.session.request(method, url, headers=self._headers(), json=body,
+                                            params=params, timeout=HTTP_TIMEOUT)
+            except Exception as exc:  # requests.RequestException and anything a session raises
+                raise _HttpFailure('%s %s did not answer: %s' % (method, self._safe(url), type(exc).__name__ + ': ' + str(exc)))
+            status = int(resp.status_code)
+            headers = dict((str(k).lower(), v) for k, v in (resp.headers or {}).items())
+            data = self._parse(resp)
+            wait = self._rate_limit_wait(status, headers, data)
+            if wait is None:
+                return status, headers, data
+            seconds, kind, reset_at = wait
+            if attempt >= self.retries or seconds > self.max_wait:
+                raise RateLimited('GitHub %s rate limit on %s %s: clears %s (waited %d time(s) already; '
+                                  'a wait of %.0f s is over the %.0f s this client sleeps)'
+                                  % (kind, method, self._safe(url),
+                                     format_time(reset_at) if reset_at else 'in %.0f s' % seconds,
+                                     attempt - 1, seconds, self.max_wait),
+                                  reset_at=reset_at, kind=kind)
+            self.waits.append(seconds)
+            self.sleep(seconds)
+
+    def _safe(self, url):
+        return url.replace(self.api_url, '') or '/'
+
+    @staticmethod
+    def _parse(resp):
+        text = resp.text if hasattr(resp, 'text') else resp.content.decode('utf-8', 'replace')
+        if text is None or not text.strip():
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return _NotJson(text)
+
+    def _rate_limit_wait(self, status, headers, data):
+        """(seconds, kind, reset_at) when this answer is a rate limit, else None.
+
+        GitHub's rules: a ``retry-after`` header means wait that long (secondary limit, or a
+        primary one on some endpoints); ``x-ratelimit-remaining: 0`` means wait until
+        ``x-ratelimit-reset`` (epoch seconds); a secondary limit with neither header means wait
+        at least a minute. GraphQL reports an exhausted primary limit as HTTP 200 with an
+        ``errors`` entry of type ``RATE_LIMITED``.
+        """
+        graphql_limited = (isinstance(data, dict) and isinstance(data.get('errors'), list)
+                           and any(isinstance(e, dict) and e.get('type') == 'RATE_LIMITED' for e in data['errors']))
+        if status not in (403, 429) and not graphql_limited:
+            return None
+        now = self.clock()
+        retry_after = headers.get('retry-after')
+        if retry_after is not None:
+            try:
+                seconds = max(0.0, float(retry_after))
+            except ValueError:
+                when = _http_date(retry_after)
+                seconds = max(0.0, (when - now).total_seconds()) if when else SECONDARY_DEFAULT_WAIT
+            return seconds, 'secondary', now + _dt.timedelta(seconds=seconds)
+        if headers.get('x-ratelimit-remaining') == '0' and headers.get('x-ratelimit-reset'):
+            try:
+                reset_at = _dt.datetime.fromtimestamp(int(headers['x-ratelimit-reset']), UTC)
+            except ValueError:
+                reset_at = None
+            if reset_at is not None:
+                # +1 s: the reset epoch is whole seconds, rounded down by GitHub.
+                return max(0.0, (reset_at - now).total_seconds()) + 1.0, 'primary', reset_at
+        message = data.get('message', '') if isinstance(data, dict) else ''
+        if graphql_limited or 'rate limit' in str(message).lower():
+            return SECONDARY_DEFAULT_WAIT, 'secondary', now + _dt.timedelta(seconds=SECONDARY_DEFAULT_WAIT)
+        return None  # a plain 403: permissions, not a rate limit
+
+
+class _NotJson(str):
+    """A body that did not parse as JSON (kept, to quote in the error)."""
+
+
+def _http_date(text):
+    try:
+        from email.utils import parsedate_to_datetime
+        value = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if value is None:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _error_text(status, data) -> str:
+    """What GitHub said, from a body of any JSON type (D5: never assume a type)."""
+    if isinstance(data, dict):
+        msg = data.get('message')
+        if isinstance(msg, str) and msg:
+            return 'HTTP %s: %s' % (status, msg)
+        errors = data.get('errors')
+        if isinstance(errors, list) and errors:
+            return 'HTTP %s: %s' % (status, '; '.join(_one_error(e) for e in errors[:5]))
+        return 'HTTP %s: %s' % (status, json.dumps(data)[:200])
+    if isinstance(data, _NotJson):
+        return 'HTTP %s: a body that is not JSON: %r' % (status, str(data)[:200])
+    if data is None:
+        return 'HTTP %s with an empty body' % status
+    return 'HTTP %s: unexpected %s body' % (status, type(data).__name__)
+
+
+def _one_error(err) -> str:
+    if isinstance(err, dict):
+        parts = [str(err.get('type') or '').strip(), str(err.get('message') or '').strip()]
+        path = err.get('path')
+        if isinstance(path, list) and path:
+            parts.append('at ' + '.'.join(str(p) for p in path))
+        return ' '.join(p for p in parts if p) or json.dumps(err)[:200]
+    return repr(err)[:200]
+
+
+# -- the board ----------------------------------------------------------------------------------
+
+class GitHubBoard(Board):
+    """The GitHub Projects v2 board (see the module docstring for D1, D2, D5, D9, D12, D16, D19).
+
+    Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
+    (``Ready``), ``token`` (else ``GITHUB_TOKEN``/``GH_TOKEN``), ``api_url``
+    (``https://api.github.com``), ``owner_type`` (``organization``/``user``/``auto``), ``repo``
+    (optional ``owner/name`` for bare item numbers). For tests and the runner: ``session`` (a
+    ``requests.Session``-like object), ``sleep`` (callable), ``clock`` (callable -> aware datetime),
+    ``rate_limit_max_wait`` (seconds).
+    """
+
+    kind = 'github'
+
+    def __init__(self, spec: Dict[str, Any]):
+        spec = dict(spec or {})
+        self.owner = spec.get('owner') or ''
+        try:
+            self.project = int(spec.get('project'))
+        except (TypeError, ValueError):
+            raise BoardError('a github board needs "project": the project number (the N in '
+                             '/orgs/OWNER/projects/N), got %r' % (spec.get('project'),))
+        if not self.owner:
+            raise BoardError('a github board needs "owner": the organization or user that owns the project')
+        self.status_field = spec.get('status_field') or 'Status'
+        self.ready = spec.get('ready') or 'Ready'
+        self.owner_type = spec.get('owner_type') or 'auto'
+        if self.owner_type not in ('auto', 'organization', 'user'):
+            raise BoardError('owner_type must be auto, organization or user, got %r' % (self.owner_type,))
+        self.default_repo = spec.get('repo') or ''
+        api_url = spec.get('api_url') or 'https://api.github.com'
+        self.location = '%s %s/projects/%s' % (api_url.rstrip('/'), self.owner, self.project)
+        token = spec.get('token') or os.environ.get('GITHUB_TOKEN') or os.environ.get('GH_TOKEN')
+        if not token:
+            raise BoardUnreadable('no GitHub token: set the board option "token" (no_log) or the '
+                                  'environment variable GITHUB_TOKEN on the machine that reads the board')
+        self._http = _Transport(api_url, token, session=spec.get('session'), sleep=spec.get('sleep'),
+                                clock=spec.get('clock'),
+                                max_wait=spec.get('rate_limit_max_wait', RATE_LIMIT_MAX_WAIT))
+        self._rate_limits = []  # type: List[Dict[str, Any]]
+        self._is_org = None  # type: Optional[bool]
+        self._field = None  # type: Optional[Dict[str, Any]]
+        self._project_id = None  # type: Optional[str]
+        # (repo, number) -> (project item id, status): filled by reads of this instance only.
+        self._project_items = {}  # type: Dict[Tuple[str, int], Tuple[str, str]]
+
+    # -- GraphQL ----------------------------------------------------------------------------
+    def _graphql(self, name: str, variables: Dict[str, Any], *, reading: bool) -> Dict[str, Any]:
+        """Send ``DOCUMENTS[name]``; return its ``data`` after every D5 type check.
+
+        ``reading`` picks the failure's name: ``BoardUnreadable`` for the queue read,
+        ``BoardError`` for anything else.
+        """
+        if name not in DOCUMENTS:
+            raise BoardError('internal: %r is not one of the validated GraphQL documents' % (name,))
+        fail = BoardUnreadable if reading else BoardError
+        try:
+            status, _headers, data = self._http.request(
+                'POST', self._http.graphql_url, body={'query': DOCUMENTS[name], 'variables': variables,
+                                                      'operationName': name})
+        except RateLimited as exc:
+            if reading:
+                raise
+            raise BoardError(str(exc))
+        except _HttpFailure as exc:
+            raise fail('GitHub GraphQL %s: %s' % (name, exc))
+        if status == 401:
+            raise fail('GitHub GraphQL %s: %s -- the token is missing, expired or revoked' % (name, _error_text(status, data)))
+        if status >= 300:
+            raise fail('GitHub GraphQL %s: %s' % (name, _error_text(status, data)))
+        if not isinstance(data, dict):
+            raise fail('GitHub GraphQL %s: %s' % (name, _error_text(status, data)))
+        errors = data.get('errors')
+        if errors:  # 🔴 D5/D20: HTTP 200 with an errors array is an error, whatever data says
+            raise fail('GitHub GraphQL %s answered HTTP %s with errors: %s'
+                       % (name, status, '; '.join(_one_error(e) for e in (errors if isinstance(errors, list) else [errors]))))
+        payload = data.get('data')
+        if not isinstance(payload, dict):
+            raise fail('GitHub GraphQL %s: no "data" object in the answer (%s)' % (name, _error_text(status, data)))
+        rl = payload.get('rateLimit')
+        if isinstance(rl, dict):
+            entry = dict(rl)
+            entry['document'] = name
+            self._rate_limits.append(entry)
+        return payload
+
+    def _owner_is_org(self) -> bool:
+        if self._is_org is None:
+            if self.owner_type != 'auto':
+                self._is_org = self.owner_type == 'organization'
+            else:
+                data = self._graphql('OwnerType', {'owner': self.owner}, reading=True)
+                owner = data.get('repositoryOwner')
+                if not isinstance(owner, dict):
+                    raise BoardUnreadable('GitHub has no user or organization %r (board option "owner")' % (self.owner,))
+                self._is_org = owner.get('__typename') == 'Organization'
+        return self._is_org
+
+    def _project_of(self, data: Dict[str, Any]) -> Dict[str, Any]:
+        owner = data.get('organization' if self._is_org else 'user')
+        project = owner.get('projectV2') if isinstance(owner, dict) else None
+        if not isinstance(project, dict):
+            raise BoardUnreadable('GitHub: %s %r has no project number %s visible to this token'
+                                  % ('organization' if self._is_org else 'user', self.owner, self.project))
+        return project
+
+    def _remember_field(self, project: Dict[str, Any]) -> None:
+        self._project_id = project.get('id')
+        field = project.get('field')
+        if not isinstance(field, dict) or field.get('__typename') != 'ProjectV2SingleSelectField':
+            raise BoardUnreadable('project %s has no single-select field named %r (board option '
+                                  '"status_field")' % (self.project, self.status_field))
+        options = [o for o in field.get('options') or [] if isinstance(o, dict)]
+        self._field = {'id': field.get('id'), 'options': dict((o.get('name'), o.get('id')) for o in options)}
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, *, now=None) -> BoardRead:
+        """One board read (D1): the page pass, the cheap filter, then batched detail passes."""
+        self._rate_limits = []
+        is_org = self._owner_is_org()
+        query = project_query(self.status_field, self.ready)
+        pages = self._pages(is_org, query)
+        items = []  # type: List[Item]
+        issues = {}  # type: Dict[str, Item]
+        candidates = []  # type: List[str]
+        blocked = []  # type: List[str]
+        for node in pages:
+            content = node.get('content')
+            if node.get('type') != 'ISSUE' or not isinstance(content, dict) or content.get('__typename') != 'Issue':
+                continue  # drafts, pull requests, redacted items: not work this fleet can run
+            if node.get('isArchived') is True:
+                continue
+            item = self._item_of(content, node)
+            if item.id in issues:
+                continue
+            issues[item.id] = item
+            items.append(item)
+            if item.state != 'open' or item.status.casefold() != self.ready.casefold():
+                continue  # cheap filter: the server filter should already have done this
+            if _summary_open_blockers(content) > 0:
+                blocked.append(item.id)
+            else:
+                candidates.append(item.id)
+        promoted = self._fetch_blockers(blocked, issues)
+        self._fetch_details(candidates + promoted, issues)
+        cost = cost_of(self._rate_limits)
+        cost['items'] = len(items)
+        cost['candidates'] = len(candidates) + len(promoted)
+        cost['rate_limit_waits'] = list(self._http.waits)
+        return BoardRead(items=items, cost=cost)
+
+    def _pages(self, is_org: bool, query: str) -> List[Dict[str, Any]]:
+        nodes = []  # type: List[Dict[str, Any]]
+        after = None
+        seen = set()
+        while True:
+            data = self._graphql('BoardPage', {'owner': self.owner, 'isOrg': is_org, 'number': self.project,
+                                               'query': query, 'statusField': self.status_field,
+                                               'after': after}, reading=True)
+            project = self._project_of(data)
+            if after is None:
+                self._remember_field(project)
+                if self.ready not in self._field['options']:
+                    raise BoardUnreadable('the status field %r of project %s has no option %r (options: %s): '
+                                          'fix the board option "ready"'
+                                          % (self.status_field, self.project, self.ready,
+                                             ', '.join(sorted(str(k) for k in self._field['options']))))
+            conn = project.get('items')
+            if not isinstance(conn, dict) or not isinstance(conn.get('nodes'), list):
+                raise BoardUnreadable('GitHub answered the board page without an items list')
+            nodes.extend(n for n in conn['nodes'] if isinstance(n, dict))
+            info = conn.get('pageInfo') if isinstance(conn.get('pageInfo'), dict) else {}
+            if info.get('hasNextPage') is not True:
+                return nodes
+            after = info.get('endCursor')
+            if not after or after in seen:
+                raise BoardUnreadable('GitHub paginated the board without a new cursor (%r): the read is incomplete' % (after,))
+            seen.add(after)
+
+    def _item_of(self, content: Dict[str, Any], node: Optional[Dict[str, Any]]) -> Item:
+        repo = (content.get('repository') or {}).get('nameWithOwner', '') if isinstance(content.get('repository'), dict) else ''
+        status = ''
+        if node is not None:
+            value = node.get('fieldValueByName')
+            if isinstance(value, dict) and isinstance(value.get('name'), str):
+                status = value['name']
+            self._project_items[(repo, content.get('number'))] = (node.get('id'), status)
+        return Item(number=int(content.get('number')), title=content.get('title') or '',
+                    state=_lower(content.get('state')), status=status, body=content.get('body') or '',
+                    id=content.get('id') or '', repo=repo, url=content.get('url') or '',
+                    created_at=parse_time(content.get('createdAt')),
+                    updated_at=parse_time(content.get('updatedAt')))
+
+    def _fetch_blockers(self, ids: List[str], issues: Dict[str, Item]) -> List[str]:
+        """Fill blocker edges; return the ids whose edges show no open blocker after all."""
+        promoted = []
+        for start in range(0, len(ids), BLOCKER_BATCH):
+            batch = ids[start:start + BLOCKER_BATCH]
+            data = self._graphql('Blockers', {'ids': batch}, reading=True)
+            for node in self._batch_nodes(data, batch):
+                item = issues[node['id']]
+                detail_into(item, node)
+                if not any(b.state == 'open' for b in item.blockers):
+                    promoted.append(item.id)
+        return promoted
+
+    def _fetch_details(self, ids: List[str], issues: Dict[str, Item]) -> None:
+        for start in range(0, len(ids), DETAIL_BATCH):
+            batch = ids[start:start + DETAIL_BATCH]
+            data = self._graphql('Details', {'ids': batch}, reading=True)
+            for node in self._batch_nodes(data, batch):
+                item = issues[node['id']]
+                detail_into(item, node)
+                self._older_comments(item, node, reading=True)
+
+    def _batch_nodes(self, data, batch):
+        nodes = data.get('nodes')
+        if not isinstance(nodes, list) or len(nodes) != len(batch):
+            raise BoardUnreadable('GitHub answered a batch of %d issues with %r' % (len(batch), type(nodes).__name__))
+        out = []
+        for want, node in zip(batch, nodes):
+            if not isinstance(node, dict) or node.get('id') != want:
+                raise BoardUnreadable('GitHub could not return issue %s in a batch (deleted or no access)' % (want,))
+            out.append(node)
+        return out
+
+    def _older_comments(self, item: Item, issue: Dict[str, Any], *, reading: bool) -> None:
+        """Page backwards while GitHub says there are older comments (markers are never cut)."""
+        conn = issue.get('comments') if isinstance(issue.get('comments'), dict) else {}
+        info = conn.get('pageInfo') if isinstance(conn.get('pageInfo'), dict) else {}
+        older = []  # type: List[Comment]
+        while info.get('hasPreviousPage') is True and info.get('startCursor'):
+            data = self._graphql('MoreComments', {'id': item.id, 'before': info['startCursor']}, reading=reading)
+            node = data.get('node') if isinstance(data.get('node'), dict) else {}
+            conn = node.get('comments') if isinstance(node.get('comments'), dict) else {}
+            older.extend(comment_of(n) for n in _nodes(conn))
+            new_info = conn.get('pageInfo') if isinstance(conn.get('pageInfo'), dict) else {}
+            if new_info.get('startCursor') == info.get('startCursor'):
+                break
+            info = new_info
+        if older:
+            item.comments = sorted(older + item.comments, key=lambda c: c.created_at)
+
+    def get(self, number) -> Item:
+        """One item in full: comments, events, blockers, artifacts and its status on this project."""
+        repo, num = self._resolve(number)
+        owner, _sep, name = repo.partition('/')
+        data = self._graphql('Issue', {'owner': owner, 'name': name, 'number': num,
+                                       'statusField': self.status_field}, reading=False)
+        repository = data.get('repository')
+        issue = repository.get('issue') if isinstance(repository, dict) else None
+        if not isinstance(issue, dict):
+            raise ItemNotFound('GitHub has no issue %s#%s visible to this token' % (repo, num))
+        item = self._item_of(issue, None)
+        for node in _nodes(issue.get('projectItems')):
+            project = node.get('project') if isinstance(node.get('project'), dict) else {}
+            if project.get('number') == self.project and (self._project_id is None or project.get('id') == self._project_id):
+                value = node.get('fieldValueByName')
+                item.status = value.get('name') or '' if isinstance(value, dict) else ''
+                self._project_items[(item.repo, item.number)] = (node.get('id'), item.status)
+                break
+        detail_into(item, issue)
+        self._older_comments(item, issue, reading=False)
+        return item
+
+    def _resolve(self, number) -> Tuple[str, int]:
+        """An item reference -> (owner/name, number), using the spec's ``repo`` or this project."""
+        repo, num = split_ref(number, self.default_repo)
+        if repo:
+            if repo.count('/') != 1:
+                raise BoardError('a repository is owner/name, got %r' % (repo,))
+            return repo, num
+        repos = sorted(set(r for (r, n) in self._project_items if n == num))
+        if not repos:
+            # Not seen by a read of this instance: index the whole project once (cheap pass).
+            self._index_project()
+            repos = sorted(set(r for (r, n) in self._project_items if n == num))
+        if not repos:
+            raise ItemNotFound('project %s has no issue number %s' % (self.project, num))
+        if len(repos) > 1:
+            raise BoardError('issue number %s is ambiguous on project %s (repositories %s): name it as '
+                             'owner/name#%s' % (num, self.project, ', '.join(repos), num))
+        return repos[0], num
+
+    def _index_project(self) -> None:
+        is_org = self._owner_is_org()
+        try:
+            nodes = self._pages(is_org, 'is:issue')
+        except BoardUnreadable as exc:
+            raise BoardError(str(exc))
+        for node in nodes:
+            content = node.get('content')
+            if isinstance(content, dict) and content.get('__typename') == 'Issue':
+                self._item_of(content, node)
+
+    def mentions(self, number) -> list:
+        """Unread mentions of the token's user on this item (D19), oldest first.
+
+        Each is ``{'id': thread id, 'reason', 'title', 'body', 'author', 'url', 'updated_at'}``;
+        ``body`` is the latest comment of the thread (the mention). Nothing is marked read here.
+        """
+        repo, num = self._resolve(number)
+        subject = '/repos/%s/issues/%s' % (repo, num)
+        found = []
+        page = 1
+        while True:
+            data = self._rest('GET', '/notifications', params={'participating': 'true', 'per_page': 50, 'page': page},
+                              expect=list, what='read notifications')
+            for thread in data:
+                if not isinstance(thread, dict) or thread.get('unread') is False:
+                    continue
+                if thread.get('reason') not in ('mention', 'team_mention'):
+                    continue
+                subj = thread.get('subject') if isinstance(thread.get('subject'), dict) else {}
+                if not str(subj.get('url') or '').endswith(subject):
+                    continue
+                found.append(self._mention_of(thread, subj))
+            if len(data) < 50:
+                break
+            page += 1
+        return sorted(found, key=lambda m: m['updated_at'] or '')
+
+    def _mention_of(self, thread, subj):
+        body, author, url = '', '', ''
+        latest = subj.get('latest_comment_url')
+        if isinstance(latest, str) and latest.startswith(self._http.api_url):
+            comment = self._rest('GET', latest[len(self._http.api_url):], expect=dict, what='read a mentioning comment')
+            body = comment.get('body') or ''
+            author = _login(comment.get('user'))
+            url = comment.get('html_url') or ''
+        return {'id': str(thread.get('id')), 'reason': thread.get('reason'), 'title': subj.get('title') or '',
+                'body': body, 'author': author, 'url': url, 'updated_at': thread.get('updated_at')}
+
+    def mark_read(self, ids) -> None:
+        """Mark notification threads read -- call only *after* injecting them (D19)."""
+        for tid in ids or []:
+            self._rest('PATCH', '/notifications/threads/%s' % (tid,), expect=None, what='mark a mention read')
+
+    # -- writes -----------------------------------------------------------------------------
+    def comment(self, number, body, *, author='') -> Comment:
+        """Post a comment through REST (``author`` is ignored: GitHub posts as the token's user).
+
+        D14: the body passes through ``_references.defang`` so generated text never carries a
+        live closing keyword.
+        """
+        repo, num = self._resolve(number)
+        data = self._rest('POST', '/repos/%s/issues/%s/comments' % (repo, num), body={'body': defang(body)},
+                          expect=dict, what='comment on %s#%s' % (repo, num))
+        if not isinstance(data.get('id'), int):
+            raise BoardError('GitHub accepted a comment on %s#%s but answered without its id: %s'
+                             % (repo, num, _error_text(201, data)))
+        return Comment(id=str(data['id']), body=data.get('body') or '', created_at=parse_time(data.get('created_at')),
+                       author=_login(data.get('user')))
+
+    def set_state(self, number, state) -> bool:
+        """Open or close the issue; closing a closed one is a no-op that returns False (D12)."""
+        if state not in ('open', 'closed'):
+            raise BoardError('an item state is open or closed, got %r' % (state,))
+        repo, num = self._resolve(number)
+        path = '/repos/%s/issues/%s' % (repo, num)
+        current = self._rest('GET', path, expect=dict, what='read %s#%s' % (repo, num))
+        if current.get('state') == state:
+            return False
+        after = self._rest('PATCH', path, body={'state': state}, expect=dict, what='set %s#%s %s' % (repo, num, state))
+        if after.get('state') != state:
+            raise BoardError('GitHub answered the %s of %s#%s with state %r' % (state, repo, num, after.get('state')))
+        return True
+
+    def set_status(self, number, status) -> bool:
+        """Set the status field of the issue's project item (ids resolved by name, once)."""
+        repo, num = self._resolve(number)
+        if self._field is None:
+            is_org = self._owner_is_org()
+            data = self._graphql('ProjectField', {'owner': self.owner, 'isOrg': is_org, 'number': self.project,
+                                                  'statusField': self.status_field}, reading=False)
+            try:
+                self._remember_field(self._project_of(data))
+            except BoardUnreadable as exc:
+                raise BoardError(str(exc))
+        option = self._field['options'].get(status)
+        if option is None:
+            raise BoardError('the status field %r of project %s has no option %r (options: %s)'
+                             % (self.status_field, self.project, status, ', '.join(sorted(str(k) for k in self._field['options']))))
+        known = self._project_items.get((repo, num))
+        if known is None:
+            self.get('%s#%s' % (repo, num))
+            known = self._project_items.get((repo, num))
+        if known is None or not known[0]:
+            raise BoardError('issue %s#%s is not on project %s: add it to the project first' % (repo, num, self.project))
+        item_id, current = known
+        if current == status:
+            return False
+        data = self._graphql('SetStatus', {'projectId': self._project_id, 'itemId': item_id,
+                                           'fieldId': self._field['id'], 'optionId': option}, reading=False)
+        result = data.get('updateProjectV2ItemFieldValue')
+        if not isinstance(result, dict) or not isinstance(result.get('projectV2Item'), dict):
+            raise BoardError('GitHub did not confirm the status of %s#%s' % (repo, num))
+        self._project_items[(repo, num)] = (item_id, status)
+        return True
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- REST -------------------------------------------------------------------------------
+    def _rest(self, method, path, *, body=None, params=None, expect=dict, what=''):
+        """One REST call; the answer is type-checked against ``expect`` before use (🔴 D5)."""
+        try:
+            status, _headers, data = self._http.request(method, self._http.api_url + path, body=body, params=params)
+        except RateLimited as exc:
+            raise BoardError('could not %s: %s' % (what, exc))
+        except _HttpFailure as exc:
+            raise BoardError('could not %s: %s' % (what, exc))
+        if status == 404:
+            raise ItemNotFound('could not %s: %s (no such item, or the token cannot see it)' % (what, _error_text(status, data)))
+        if status >= 300:
+            raise BoardError('could not %s: %s' % (what, _error_text(status, data)))
+        if expect is None:
+            return data
+        if not isinstance(data, expect) or isinstance(data, _NotJson):
+            raise BoardError('could not %s: GitHub answered HTTP %s with %s where a JSON %s was expected'
+                             % (what, status, _error_text(status, data), expect.__name__))
+        return data

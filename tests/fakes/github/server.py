@@ -1,0 +1,262 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fake GitHub over HTTP on loopback: ``POST /graphql`` plus the REST endpoints the board uses.
+
+REST: issues (``GET``/``PATCH /repos/O/R/issues/N``), comments (``GET``/``POST .../comments``,
+``GET /repos/O/R/issues/comments/ID``), dependencies (``GET``/``POST .../dependencies/blocked_by``,
+``DELETE .../blocked_by/ID``), notifications (``GET /notifications``,
+``PATCH /notifications/threads/ID``). Anything else is a 404 with GitHub's JSON error body.
+
+Faults are scripted with ``FakeGitHub.inject`` (status, body, headers, how many times), so tests
+can play a secondary rate limit, a 404 body or a 200 with ``errors`` exactly as GitHub sends them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, List, Optional
+from urllib.parse import parse_qs, urlsplit
+
+from . import executor as _executor
+from .store import Store, UTC, iso
+
+NOT_FOUND = {'message': 'Not Found', 'documentation_url': 'https://docs.github.com/rest', 'status': '404'}
+
+
+class FakeGitHub(object):
+    """A GitHub that answers on ``http://127.0.0.1:<ephemeral>`` from a thread.
+
+    ``with FakeGitHub(token='t') as gh: gh.store.add_issue(...); spec['api_url'] = gh.url``.
+    ``gh.log`` records every request (method, path, operation name, status).
+    """
+
+    def __init__(self, token: str = 'test-token', viewer: str = 'fleet-bot', clock=None, rate_limit: int = 5000,
+                 schema_path: Optional[str] = None):
+        self.token = token
+        self.store = Store(viewer=viewer, clock=clock)
+        self.schema = _executor.load_schema(schema_path)
+        reset = (_dt.datetime.now(UTC) + _dt.timedelta(hours=1)).replace(microsecond=0)
+        self.rate_limit = {'limit': rate_limit, 'used': 0, 'resetAt': iso(reset), 'reset_epoch': int(reset.timestamp())}
+        self.log = []  # type: List[Dict[str, Any]]
+        self._faults = []  # type: List[Dict[str, Any]]
+        self._server = None
+        self._thread = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> 'FakeGitHub':
+        handler = type('Handler', (_Handler,), {'fake': self})
+        self._server = ThreadingHTTPServer(('127.0.0.1', 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name='fake-github', daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return 'http://%s:%d' % (host, port)
+
+    # -- scripting --------------------------------------------------------------------------
+    def inject(self, status: int, body: Any = None, *, headers: Optional[Dict[str, str]] = None, method: str = '*',
+               path: str = '.*', operation: Optional[str] = None, times: int = 1) -> None:
+        """Answer the next ``times`` matching requests with this status/body/headers instead."""
+        self._faults.append({'status': status, 'body': body, 'headers': headers or {}, 'method': method,
+                             'path': re.compile(path), 'operation': operation, 'times': times})
+
+    def graphql_calls(self, operation: Optional[str] = None) -> List[Dict[str, Any]]:
+        return [e for e in self.log if e['path'] == '/graphql' and (operation is None or e['operation'] == operation)]
+
+    def _fault_for(self, method: str, path: str, operation: Optional[str]):
+        for fault in self._faults:
+            if fault['times'] <= 0:
+                continue
+            if fault['method'] not in ('*', method) or not fault['path'].fullmatch(path):
+                continue
+            if fault['operation'] is not None and fault['operation'] != operation:
+                continue
+            fault['times'] -= 1
+            return fault
+        return None
+
+    # -- request handling (called from the handler thread) -----------------------------------
+    def handle(self, method: str, raw_path: str, headers: Dict[str, str], body: Optional[bytes]):
+        parts = urlsplit(raw_path)
+        path = parts.path.rstrip('/') or '/'
+        query = dict((k, v[-1]) for k, v in parse_qs(parts.query).items())
+        payload = None
+        if body:
+            try:
+                payload = json.loads(body.decode('utf-8'))
+            except ValueError:
+                return self._record(method, path, None, 400, {'message': 'Problems parsing JSON'}, {})
+        operation = payload.get('operationName') if isinstance(payload, dict) and path == '/graphql' else None
+        fault = self._fault_for(method, path, operation)
+        if fault is not None:
+            return self._record(method, path, operation, fault['status'], fault['body'], fault['headers'])
+        auth = headers.get('authorization', '')
+        scheme, _sep, token = auth.partition(' ')
+        if scheme.lower() not in ('bearer', 'token') or token != self.token:
+            return self._record(method, path, operation, 401,
+                                {'message': 'Bad credentials', 'documentation_url': 'https://docs.github.com/rest',
+                                 'status': '401'}, {})
+        try:
+            status, out = self._route(method, path, query, payload)
+        except KeyError:
+            status, out = 404, dict(NOT_FOUND)
+        return self._record(method, path, operation, status, out, self._rate_headers())
+
+    def _rate_headers(self) -> Dict[str, str]:
+        rl = self.rate_limit
+        return {'x-ratelimit-limit': str(rl['limit']), 'x-ratelimit-remaining': str(rl['limit'] - rl['used']),
+                'x-ratelimit-used': str(rl['used']), 'x-ratelimit-reset': str(rl['reset_epoch'])}
+
+    def _record(self, method, path, operation, status, body, headers):
+        self.log.append({'method': method, 'path': path, 'operation': operation, 'status': status})
+        return status, body, headers
+
+    def _route(self, method, path, query, payload):
+        if path == '/graphql' and method == 'POST':
+            if not isinstance(payload, dict) or not isinstance(payload.get('query'), str):
+                return 400, {'message': 'A query attribute must be specified and must be a string.'}
+            return 200, _executor.execute(self.store, self.rate_limit, payload['query'], payload.get('variables'),
+                                          payload.get('operationName'), schema=self.schema)
+        m = re.fullmatch(r'/repos/([^/]+/[^/]+)/issues/comments/(\d+)', path)
+        if m and method == 'GET':
+            comment = self.store.db_ids[int(m.group(2))]
+            if comment.get('__typename') != 'IssueComment':
+                raise KeyError(path)
+            return 200, self._rest_comment(comment)
+        m = re.fullmatch(r'/repos/([^/]+/[^/]+)/issues/(\d+)(/.*)?', path)
+        if m:
+            repo, number, rest = m.group(1), int(m.group(2)), m.group(3) or ''
+            issue = self.store.issue(repo, number)
+            return self._issue_route(method, issue, rest, payload)
+        if path == '/notifications' and method == 'GET':
+            return 200, self._notifications(query)
+        m = re.fullmatch(r'/notifications/threads/(\d+)', path)
+        if m and method == 'PATCH':
+            for thread in self.store.notifications:
+                if thread['id'] == m.group(1):
+                    thread['unread'] = False
+                    return 205, None
+            raise KeyError(path)
+        raise KeyError(path)
+
+    def _issue_route(self, method, issue, rest, payload):
+        store = self.store
+        if rest == '' and method == 'GET':
+            return 200, self._rest_issue(issue)
+        if rest == '' and method == 'PATCH':
+            state = (payload or {}).get('state')
+            if state is not None:
+                if state not in ('open', 'closed'):
+                    return 422, {'message': 'Validation Failed', 'errors': [{'field': 'state', 'code': 'invalid'}]}
+                store.set_state(issue, state)
+            return 200, self._rest_issue(issue)
+        if rest == '/comments' and method == 'GET':
+            return 200, [self._rest_comment(c) for c in issue['comments']]
+        if rest == '/comments' and method == 'POST':
+            body = (payload or {}).get('body')
+            if not isinstance(body, str) or not body:
+                return 422, {'message': 'Validation Failed', 'errors': [{'field': 'body', 'code': 'missing_field'}]}
+            comment = store.add_comment(issue['repository']['nameWithOwner'], issue['number'], body)
+            return 201, self._rest_comment(comment)
+        if rest == '/dependencies/blocked_by' and method == 'GET':
+            return 200, [self._rest_issue(b) for b in issue['blocked_by']]
+        if rest == '/dependencies/blocked_by' and method == 'POST':
+            blocker = store.db_ids.get((payload or {}).get('issue_id'))
+            if blocker is None or blocker.get('__typename') != 'Issue':
+                return 422, {'message': 'Validation Failed', 'errors': [{'field': 'issue_id', 'code': 'invalid'}]}
+            store.add_blocker(issue['repository']['nameWithOwner'], issue['number'],
+                              blocker['repository']['nameWithOwner'], blocker['number'])
+            return 201, self._rest_issue(blocker)
+        m = re.fullmatch(r'/dependencies/blocked_by/(\d+)', rest)
+        if m and method == 'DELETE':
+            blocker = store.db_ids.get(int(m.group(1)))
+            if blocker is None or not store.remove_blocker(issue['repository']['nameWithOwner'], issue['number'], blocker):
+                raise KeyError(rest)
+            return 200, self._rest_issue(blocker)
+        raise KeyError(rest)
+
+    def _api(self) -> str:
+        return self.url if self._server is not None else 'http://127.0.0.1'
+
+    def _rest_issue(self, issue):
+        repo = issue['repository']['nameWithOwner']
+        return {'id': issue['databaseId'], 'node_id': issue['id'], 'number': issue['number'], 'title': issue['title'],
+                'body': issue['body'], 'state': issue['state'].lower(), 'html_url': issue['url'],
+                'url': '%s/repos/%s/issues/%d' % (self._api(), repo, issue['number']),
+                'created_at': issue['createdAt'], 'updated_at': issue['updatedAt'], 'closed_at': issue['closedAt'],
+                'user': {'login': issue['author']['login']}}
+
+    def _rest_comment(self, comment):
+        issue = comment['issue']
+        repo = issue['repository']['nameWithOwner']
+        return {'id': comment['databaseId'], 'node_id': comment['id'], 'body': comment['body'],
+                'user': {'login': comment['author']['login']}, 'created_at': comment['createdAt'],
+                'updated_at': comment['createdAt'], 'html_url': comment['url'],
+                'url': '%s/repos/%s/issues/comments/%d' % (self._api(), repo, comment['databaseId']),
+                'issue_url': '%s/repos/%s/issues/%d' % (self._api(), repo, issue['number'])}
+
+    def _notifications(self, query):
+        show_all = query.get('all') == 'true'
+        threads = [t for t in self.store.notifications if show_all or t['unread']]
+        threads.sort(key=lambda t: t['updated_at'], reverse=True)
+        per_page = min(int(query.get('per_page', 50)), 100)
+        page = int(query.get('page', 1))
+        chosen = threads[(page - 1) * per_page: page * per_page]
+        api = self._api()
+        return [{'id': t['id'], 'unread': t['unread'], 'reason': t['reason'], 'updated_at': t['updated_at'],
+                 'repository': {'full_name': t['repo']},
+                 'subject': {'title': t['title'], 'type': 'Issue',
+                             'url': '%s/repos/%s/issues/%d' % (api, t['repo'], t['number']),
+                             'latest_comment_url': '%s/repos/%s/issues/comments/%d'
+                             % (api, t['repo'], t['comment']['databaseId'])}}
+                for t in chosen]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake = None  # type: FakeGitHub
+    protocol_version = 'HTTP/1.1'
+
+    def log_message(self, *args):  # quiet: tests read FakeGitHub.log instead
+        return
+
+    def _serve(self):
+        length = int(self.headers.get('Content-Length') or 0)
+        body = self.rfile.read(length) if length else None
+        headers = dict((k.lower(), v) for k, v in self.headers.items())
+        try:
+            status, out, extra = self.fake.handle(self.command, self.path, headers, body)
+        except Exception as exc:  # a bug in the fake must show, not hang the client
+            status, out, extra = 500, {'message': 'fake github crashed: %r' % (exc,)}, {}
+        data = b'' if out is None else (out if isinstance(out, bytes) else
+                                        (out.encode() if isinstance(out, str) else json.dumps(out).encode()))
+        self.send_response(status)
+        self.send_header('Content-Type', 'application/json; charset=utf-8')
+        self.send_header('Content-Length', str(len(data)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if data:
+            self.wfile.write(data)
+
+    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve

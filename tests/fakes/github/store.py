@@ -1,0 +1,253 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""In-memory GitHub data for the fake: owners, repositories, issues, pull requests, comments,
+timelines, dependency edges, Projects v2 boards and notifications.
+
+Objects are plain dicts shaped like GitHub's GraphQL types (``__typename`` plus the schema's
+field names), so graphql-core's default resolver reads most fields directly; the executor adds
+resolvers only for fields with arguments. Builder methods are the test-facing API.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import threading
+from typing import Any, Dict, List, Optional
+
+UTC = _dt.timezone.utc
+
+
+def iso(value: Optional[_dt.datetime]) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+class Store(object):
+    """The fake's world. Every mutation goes through ``lock`` (the server is threaded)."""
+
+    def __init__(self, viewer: str = 'fleet-bot', clock=None):
+        self.lock = threading.RLock()
+        self.viewer = viewer
+        self.clock = clock or (lambda: _dt.datetime.now(UTC))
+        self.owners = {}  # type: Dict[str, Dict[str, Any]]
+        self.repos = {}  # type: Dict[str, Dict[str, Any]]
+        self.nodes = {}  # type: Dict[str, Dict[str, Any]]
+        self.db_ids = {}  # type: Dict[int, Dict[str, Any]]
+        self.notifications = []  # type: List[Dict[str, Any]]
+        self._ids = itertools.count(1001)
+
+    # -- ids ----------------------------------------------------------------------------------
+    def _register(self, prefix: str, obj: Dict[str, Any]) -> Dict[str, Any]:
+        db = next(self._ids)
+        obj['id'] = '%s_%d' % (prefix, db)
+        obj['databaseId'] = db
+        self.nodes[obj['id']] = obj
+        self.db_ids[db] = obj
+        return obj
+
+    def now(self) -> str:
+        return iso(self.clock())
+
+    # -- owners, repositories, projects -------------------------------------------------------
+    def add_owner(self, login: str, kind: str = 'Organization') -> Dict[str, Any]:
+        with self.lock:
+            if login not in self.owners:
+                self.owners[login] = self._register('O' if kind == 'Organization' else 'U', {
+                    '__typename': kind, 'login': login, 'name': login, 'projects': {}})
+            return self.owners[login]
+
+    def add_repo(self, name_with_owner: str) -> Dict[str, Any]:
+        with self.lock:
+            if name_with_owner in self.repos:
+                return self.repos[name_with_owner]
+            owner, _sep, name = name_with_owner.partition('/')
+            owner_obj = self.owners.get(owner) or self.add_owner(owner)
+            repo = self._register('R', {'__typename': 'Repository', 'name': name, 'nameWithOwner': name_with_owner,
+                                        'owner': owner_obj, 'issues': {}, 'next_number': 1,
+                                        'url': 'https://github.com/%s' % name_with_owner})
+            self.repos[name_with_owner] = repo
+            return repo
+
+    def add_project(self, owner: str, number: int, *, kind: str = 'Organization', title: str = 'Fleet',
+                    status_field: str = 'Status', options=('Backlog', 'Ready', 'In progress', 'Done')) -> Dict[str, Any]:
+        with self.lock:
+            owner_obj = self.owners.get(owner) or self.add_owner(owner, kind)
+            project = self._register('PVT', {'__typename': 'ProjectV2', 'number': number, 'title': title,
+                                             'owner': owner_obj, 'fields': [], 'items': [], 'closed': False})
+            field = self._register('PVTSSF', {'__typename': 'ProjectV2SingleSelectField', 'name': status_field,
+                                              'dataType': 'SINGLE_SELECT', 'project': project, 'options': []})
+            for name in options:
+                field['options'].append({'id': 'opt_%s' % next(self._ids), 'name': name, 'nameHTML': name,
+                                         'color': 'GRAY', 'description': '', 'descriptionHTML': ''})
+            project['fields'].append(field)
+            owner_obj['projects'][number] = project
+            return project
+
+    def project(self, owner: str, number: int) -> Dict[str, Any]:
+        return self.owners[owner]['projects'][number]
+
+    # -- issues -------------------------------------------------------------------------------
+    def _next_number(self, repo: Dict[str, Any]) -> int:
+        n = repo['next_number']
+        repo['next_number'] += 1
+        return n
+
+    def add_issue(self, repo: str, title: str = '', *, body: str = '', state: str = 'open', project=None,
+                  status: Optional[str] = None, created_at=None, number: Optional[int] = None) -> Dict[str, Any]:
+        """Add an issue (and put it on ``project`` = ``(owner, number)`` with ``status``)."""
+        with self.lock:
+            r = self.add_repo(repo)
+            n = number if number is not None else self._next_number(r)
+            r['next_number'] = max(r['next_number'], n + 1)
+            when = iso(created_at) or self.now()
+            issue = self._register('I', {
+                '__typename': 'Issue', 'number': n, 'title': title or 'issue %d' % n, 'body': body,
+                'state': 'CLOSED' if state == 'closed' else 'OPEN', 'createdAt': when, 'updatedAt': when,
+                'closedAt': None, 'url': 'https://github.com/%s/issues/%d' % (repo, n), 'repository': r,
+                'author': {'__typename': 'User', 'login': 'human'},
+                'comments': [], 'timeline': [], 'closing_prs': [], 'blocked_by': [], 'project_items': []})
+            r['issues'][n] = issue
+            if project is not None:
+                self.add_to_project(project, issue, status)
+            return issue
+
+    def issue(self, repo: str, number: int) -> Dict[str, Any]:
+        return self.repos[repo]['issues'][number]
+
+    def add_to_project(self, project, content: Dict[str, Any], status: Optional[str] = None) -> Dict[str, Any]:
+        with self.lock:
+            proj = self.project(*project) if isinstance(project, tuple) else project
+            item = self._register('PVTI', {'__typename': 'ProjectV2Item', 'project': proj, 'content': content,
+                                           'type': 'ISSUE' if content.get('__typename') == 'Issue' else 'PULL_REQUEST',
+                                           'isArchived': False, 'values': {}, 'createdAt': self.now(),
+                                           'updatedAt': self.now()})
+            proj['items'].append(item)
+            content.setdefault('project_items', []).append(item)
+            if status is not None:
+                self.set_item_status(item, status)
+            return item
+
+    def add_draft(self, project, title: str, status: Optional[str] = None) -> Dict[str, Any]:
+        with self.lock:
+            proj = self.project(*project) if isinstance(project, tuple) else project
+            draft = self._register('DI', {'__typename': 'DraftIssue', 'title': title, 'body': ''})
+            item = self._register('PVTI', {'__typename': 'ProjectV2Item', 'project': proj, 'content': draft,
+                                           'type': 'DRAFT_ISSUE', 'isArchived': False, 'values': {},
+                                           'createdAt': self.now(), 'updatedAt': self.now()})
+            proj['items'].append(item)
+            if status is not None:
+                self.set_item_status(item, status)
+            return item
+
+    def set_item_status(self, item: Dict[str, Any], status: str, field_name: Optional[str] = None) -> None:
+        field = item['project']['fields'][0] if field_name is None else \
+            [f for f in item['project']['fields'] if f['name'] == field_name][0]
+        option = [o for o in field['options'] if o['name'] == status]
+        if not option:
+            raise KeyError('no option %r on field %r' % (status, field['name']))
+        item['values'][field['id']] = option[0]['id']
+
+    def status_of(self, repo: str, number: int) -> Optional[str]:
+        issue = self.issue(repo, number)
+        for item in issue['project_items']:
+            field = item['project']['fields'][0]
+            oid = item['values'].get(field['id'])
+            for o in field['options']:
+                if o['id'] == oid:
+                    return o['name']
+        return None
+
+    def add_comment(self, repo: str, number: int, body: str, *, author: Optional[str] = None,
+                    created_at=None) -> Dict[str, Any]:
+        with self.lock:
+            issue = self.issue(repo, number)
+            comment = self._register('IC', {'__typename': 'IssueComment', 'body': body,
+                                            'createdAt': iso(created_at) or self.now(),
+                                            'author': {'__typename': 'User', 'login': author or self.viewer},
+                                            'issue': issue})
+            comment['url'] = '%s#issuecomment-%d' % (issue['url'], comment['databaseId'])
+            issue['comments'].append(comment)
+            issue['comments'].sort(key=lambda c: c['createdAt'])
+            issue['updatedAt'] = comment['createdAt']
+            return comment
+
+    def add_blocker(self, repo: str, number: int, blocker_repo: str, blocker_number: int) -> None:
+        with self.lock:
+            issue = self.issue(repo, number)
+            blocker = self.issue(blocker_repo, blocker_number)
+            if blocker not in issue['blocked_by']:
+                issue['blocked_by'].append(blocker)
+
+    def remove_blocker(self, repo: str, number: int, blocker: Dict[str, Any]) -> bool:
+        with self.lock:
+            issue = self.issue(repo, number)
+            if blocker in issue['blocked_by']:
+                issue['blocked_by'].remove(blocker)
+                return True
+            return False
+
+    def set_state(self, issue: Dict[str, Any], state: str, *, actor: Optional[str] = None, closer=None, at=None) -> bool:
+        """Close or reopen, recording the timeline event GitHub would (``closer``: PR or Commit)."""
+        with self.lock:
+            want = 'CLOSED' if state == 'closed' else 'OPEN'
+            if issue['state'] == want:
+                return False
+            when = iso(at) or self.now()
+            issue['state'] = want
+            issue['updatedAt'] = when
+            if want == 'CLOSED':
+                issue['closedAt'] = when
+                event = {'__typename': 'ClosedEvent', 'createdAt': when, 'closer': closer,
+                         'actor': {'__typename': 'User', 'login': actor or self.viewer}, 'closable': issue,
+                         'url': issue['url'], 'resourcePath': '/'}
+            else:
+                issue['closedAt'] = None
+                event = {'__typename': 'ReopenedEvent', 'createdAt': when, 'closable': issue,
+                         'actor': {'__typename': 'User', 'login': actor or self.viewer}}
+            self._register('E', event)
+            issue['timeline'].append(event)
+            return True
+
+    def close_by_commit(self, repo: str, number: int, oid: str = 'deadbeef', at=None) -> None:
+        self.set_state(self.issue(repo, number), 'closed', closer={'__typename': 'Commit', 'oid': oid,
+                                                                   'id': 'C_%s' % oid}, at=at)
+
+    def add_pr(self, repo: str, title: str = '', *, closes=(), created_at=None, merged_at=None, state: Optional[str] = None,
+               close_issues: bool = True, link: bool = True) -> Dict[str, Any]:
+        """A pull request. ``closes``: issue numbers (this repo) or ``(repo, n)`` it carries a
+        closing reference for; ``link`` adds it to their ``closedByPullRequestsReferences``.
+        A merged PR closes those issues (``close_issues``), as GitHub does on merge."""
+        with self.lock:
+            r = self.add_repo(repo)
+            n = self._next_number(r)
+            merged = merged_at is not None
+            pr = self._register('PR', {
+                '__typename': 'PullRequest', 'number': n, 'title': title or 'pr %d' % n,
+                'url': 'https://github.com/%s/pull/%d' % (repo, n), 'repository': r,
+                'createdAt': iso(created_at) or self.now(), 'merged': merged, 'mergedAt': iso(merged_at),
+                'state': state or ('MERGED' if merged else 'OPEN')})
+            for ref in closes:
+                issue = self.issue(*(ref if isinstance(ref, tuple) else (repo, ref)))
+                if link:
+                    issue['closing_prs'].append(pr)
+                if merged and close_issues:
+                    self.set_state(issue, 'closed', closer=pr, at=merged_at)
+            return pr
+
+    # -- notifications ------------------------------------------------------------------------
+    def mention(self, repo: str, number: int, body: str, *, author: str = 'human', reason: str = 'mention') -> Dict[str, Any]:
+        """A comment mentioning the viewer, and its unread notification thread."""
+        with self.lock:
+            comment = self.add_comment(repo, number, body, author=author)
+            thread = {'id': str(next(self._ids)), 'unread': True, 'reason': reason, 'updated_at': comment['createdAt'],
+                      'repo': repo, 'number': number, 'comment': comment,
+                      'title': self.issue(repo, number)['title']}
+            self.notifications.append(thread)
+            return thread
