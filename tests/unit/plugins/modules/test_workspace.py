@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+"""fleet.dispatch.workspace: exact argv through a scripted runner, then main() over real git
+(AnsibleModule.run_command unpatched) for the D10 stories."""
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.modules import workspace as mod
+
+SHA = 'c' * 40
+
+
+class Exit(Exception):
+    pass
+
+
+class Fail(Exception):
+    pass
+
+
+def run_module(args, runner=None, check=False):
+    """Run main() with ``args``; every command goes through ``runner``. Returns (kind, result, warnings)."""
+    if check:
+        args = dict(args, _ansible_check_mode=True)
+    warnings = []
+
+    def exit_json(self, **kw):
+        raise Exit(kw)
+
+    def fail_json(self, **kw):
+        raise Fail(kw)
+
+    def run_command(self, argv, **kw):
+        assert kw.get('expand_user_and_vars') is False   # board text must not be expanded
+        return runner.run(argv, env=kw.get('environ_update'), data=kw.get('data'))
+
+    patches = [mock.patch.object(basic.AnsibleModule, 'exit_json', exit_json),
+               mock.patch.object(basic.AnsibleModule, 'fail_json', fail_json),
+               mock.patch.object(basic.AnsibleModule, 'get_bin_path', lambda self, name, required=False, opt_dirs=None: name),
+               mock.patch.object(basic.AnsibleModule, 'warn', lambda self, msg: warnings.append(msg))]
+    if runner is not None:   # else: the real run_command and real git
+        patches.append(mock.patch.object(basic.AnsibleModule, 'run_command', run_command))
+    with patch_module_args(args), contextlib.ExitStack() as stack:
+        for patch in patches:
+            stack.enter_context(patch)
+        try:
+            mod.main()
+        except Exit as exc:
+            return 'exit', exc.args[0], warnings
+        except Fail as exc:
+            return 'fail', exc.args[0], warnings
+    raise AssertionError('main() neither exited nor failed')
+
+
+
+def test_present_argv_sequence(tmp_path):
+    """fetch → worktree add --detach at the fetched sha → verify inside; the physical clone path is what git sees."""
+    real = tmp_path / 'disk' / 'clone'
+    real.mkdir(parents=True)
+    (tmp_path / 'link').symlink_to(tmp_path / 'disk')
+    root = tmp_path / 'ws'
+    c, ws = str(real), str(root / 'task-5@w1')
+    r = ScriptedRunner()
+    r.add(['git', '-C', c, 'worktree', 'list', '--porcelain'], out='worktree %s\nHEAD %s\nbranch refs/heads/main\n' % (c, SHA))
+    r.add(['git', '-C', c, 'fetch', '--no-tags', 'origin', '+refs/heads/trunk:refs/remotes/origin/trunk'])
+    r.add(['git', '-C', c, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], out=SHA + '\n')
+    r.add(['git', '-C', c, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/trunk^{commit}'], out=SHA + '\n')
+    r.add(['git', '-C', c, 'worktree', 'add', '--detach', ws, SHA])
+    r.add(['git', '-C', ws, 'rev-parse', '--show-toplevel'], out=ws + '\n')
+    r.add(['git', '-C', ws, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], out=SHA + '\n')
+    kind, res, _w = run_module({'clone': str(tmp_path / 'link' / 'clone'), 'number': 5, 'host': 'W1', 'root': str(root),
+                                'branch': 'trunk'}, r)
+    assert kind == 'exit', res
+    assert r.remaining() == []
+    assert res['changed'] and res['created'] and res['path'] == ws and res['name'] == 'task-5@w1' and res['sha'] == SHA
+
+
+def _git(*args, cwd=None):
+    return subprocess.run(['git'] + list(args), cwd=cwd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    for key, value in (('GIT_AUTHOR_NAME', 't'), ('GIT_AUTHOR_EMAIL', 't@example.invalid'), ('GIT_COMMITTER_NAME', 't'),
+                       ('GIT_COMMITTER_EMAIL', 't@example.invalid'), ('GIT_CONFIG_GLOBAL', os.devnull), ('GIT_CONFIG_NOSYSTEM', '1')):
+        monkeypatch.setenv(key, value)
+    origin = tmp_path / 'origin.git'
+    _git('init', '-q', '--bare', '-b', 'main', str(origin))
+    seed = tmp_path / 'seed'
+    _git('clone', '-q', str(origin), str(seed))
+    (seed / 'f').write_text('1\n')
+    _git('add', 'f', cwd=str(seed))
+    _git('commit', '-q', '-m', '1', cwd=str(seed))
+    _git('push', '-q', 'origin', 'HEAD:main', cwd=str(seed))
+    real = tmp_path / 'srv' / 'clone'
+    real.parent.mkdir()
+    _git('clone', '-q', str(origin), str(real))
+    (tmp_path / 'clones').symlink_to(real.parent)
+    return {'clone_link': str(tmp_path / 'clones' / 'clone'), 'root': str(tmp_path / 'ws'),
+            'tip': _git('rev-parse', 'HEAD', cwd=str(seed))}
+
+
+def args(repo, **kw):
+    out = {'clone': repo['clone_link'], 'number': 8, 'host': 'w1', 'root': repo['root']}
+    out.update(kw)
+    return out
+
+
+def test_check_then_real_then_idempotent(repo):
+    """The check → real → check → real quartet (community.docker style)."""
+    path = os.path.join(repo['root'], 'task-8@w1')
+    kind, res, _w = run_module(args(repo), check=True)
+    assert kind == 'exit' and res['changed'] and res['created'] and not os.path.exists(path)
+    kind, res, _w = run_module(args(repo))
+    assert kind == 'exit' and res['changed'] and res['sha'] == repo['tip'] and res['path'] == path
+    assert res['diff'] == {'before': path + ': absent\n', 'after': path + ': present\n'}
+    assert _git('status', '--porcelain', cwd=path) == ''        # git works inside (D10 🔴 symlinked clone)
+    for check in (True, False):
+        kind, res, _w = run_module(args(repo), check=check)
+        assert kind == 'exit' and not res['changed'] and res['existing'] and res['fresh'] is True
+
+
+def test_dirty_workspace_survives_absent_and_is_named(repo):
+    """D10: keep, do not wipe — and say so."""
+    kind, res, _w = run_module(args(repo))
+    path = res['path']
+    with open(os.path.join(path, 'f'), 'w') as handle:
+        handle.write('uncommitted work\n')
+    for check in (True, False):
+        kind, res, warnings = run_module(args(repo, state='absent'), check=check)
+        assert kind == 'exit' and not res['changed'] and res['kept'] and res['dirty_files'] == [' M f']
+        assert any(path in w for w in warnings)
+    assert os.path.exists(path)
+
+
+def test_clean_workspace_is_removed(repo):
+    kind, res, _w = run_module(args(repo))
+    path = res['path']
+    kind, res, _w = run_module(args(repo, state='absent'), check=True)
+    assert res['changed'] and res['removed'] and os.path.exists(path)
+    kind, res, _w = run_module(args(repo, state='absent'))
+    assert res['changed'] and res['removed'] and not os.path.exists(path)
+    kind, res, _w = run_module(args(repo, state='absent'))
+    assert not res['changed']
+
+
+def test_two_items_two_trees(repo):
+    _k, a, _w = run_module(args(repo, number=1))
+    _k, b, _w = run_module(args(repo, number=2))
+    assert a['path'] != b['path'] and a['name'] == 'task-1@w1' and b['name'] == 'task-2@w1'
+
+
+def test_missing_branch_fails_with_gits_reason(repo):
+    kind, res, _w = run_module(args(repo, branch='nope'))
+    assert kind == 'fail' and "couldn't find remote ref" in res['msg']
