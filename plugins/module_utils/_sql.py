@@ -68,18 +68,22 @@ def redact_dsn(dsn):
     """The DSN with any password replaced by ``***`` (URL form and ``key=value`` form)."""
     text = str(dsn or '')
     text = _PW_URL.sub(lambda m: m.group('pre') + '***' + m.group('post'), text)
-    text = re.sub(r'([?&]password=)[^&\s]*', r'\1***', text, flags=re.I)
+    if '://' in text:
+        return re.sub(r'([?&]password=)[^&\s]*', r'\1***', text, flags=re.I)
     return _PW_KV.sub(lambda m: m.group('pre') + '***', text)
 
 
 def _password_of(dsn):
     if not dsn:
         return ''
-    m = _PW_URL.search(dsn) or _PW_KV.search(dsn)
-    if m:
-        return m.group('pw').strip("'")
-    m = re.search(r'[?&]password=([^&\s]*)', dsn, flags=re.I)
-    return m.group(1) if m else ''
+    if '://' in dsn:
+        m = _PW_URL.search(dsn)
+        if m:
+            return m.group('pw')
+        m = re.search(r'[?&]password=([^&\s]*)', dsn, flags=re.I)
+        return m.group(1) if m else ''
+    m = _PW_KV.search(dsn)
+    return m.group('pw').strip("'") if m else ''
 
 
 class SqlError(Exception):
