@@ -129,6 +129,36 @@ def _closes_item(entry: Any, number: int, repo: str) -> bool:
     return ref_num == number and (not ref_repo or not repo or ref_repo == repo.strip().lower())
 
 
+def artifacts_since(artifacts: Iterable[Any], number: int, run_started_at: Any, repo: str = '') -> list:
+    """Every artifact closing this item created strictly after the run started, merged OR NOT (D7 fact 4).
+
+    The retry gate's "no side effects" test: an open pull request is a side effect even though it
+    is not a success (D2). Unlike ``attribute`` this ignores turns -- for a zero-turn run
+    ``attribute`` is empty by construction, which would make the fact vacuous. An unknown start
+    (None or unparseable) cannot prove anything postdates it: every closing artifact is returned,
+    so the gate sees side effects rather than none.
+    """
+    from ._model import parse_time
+
+    try:
+        started = parse_time(run_started_at)
+    except ValueError:
+        started = None
+    found = []
+    for artifact in artifacts or ():
+        if not any(_closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
+            continue
+        if started is not None:
+            try:
+                created = parse_time(_get(artifact, 'created_at'))
+            except ValueError:
+                created = None
+            if created is not None and created <= started:
+                continue
+        found.append(artifact)
+    return found
+
+
 def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_turns: bool, repo: str = '') -> list:
     """The artifacts that may be credited to the run that started at ``run_started_at`` (D2, D16).
 

@@ -138,3 +138,24 @@ def test_attribute_accepts_dicts_and_iso_strings():
     assert attribute([artifact], 42, '2026-11-30T12:00:00Z', False) == [artifact]
     broken = dict(artifact, merged_at='yesterday')
     assert attribute([broken], 42, START, False) == []
+
+
+@pytest.mark.parametrize('name, artifacts, started, credited', [
+    ('open PR since start is a side effect', [art(60, None, merged=False)], START, [0]),
+    ('merged since start', [art(60, 120)], START, [0]),
+    ('old PR is not', [art(-60, -30)], START, []),
+    ('other item', [art(60, 120, closes=(7,))], START, []),
+    ('unknown creation time counts (cannot prove it is older)', [Artifact(ref='x', created_at=None, closes=[42])], START, [0]),
+    ('unknown start: every closing artifact counts', [art(-60, -30), art(60, None, merged=False)], None, [0, 1]),
+])
+def test_artifacts_since(name, artifacts, started, credited):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._references import artifacts_since
+    assert artifacts_since(artifacts, 42, started) == [artifacts[i] for i in credited], name
+
+
+def test_artifacts_since_ignores_turns_unlike_attribute():
+    """D7 fact 4 must not be vacuous: attribute() is empty for zero turns, artifacts_since is not."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._references import artifacts_since
+    pr = art(2, 4)
+    assert attribute([pr], 42, START, True) == []
+    assert artifacts_since([pr], 42, START) == [pr]

@@ -1,0 +1,423 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Capacity: is a master dark, why, and until when (D5, D8, D20).
+
+Pure functions, no I/O, no clock reads: ``now`` is a parameter.
+
+"The work failed" and "this worker cannot accept work" need opposite responses (D8). When a run
+dies on a provider limit the runner writes a state file (one per master,
+``~/.local/state/fleet-dispatch/capacity.json``) and posts a capacity marker (not an attempt).
+The dispatcher reads the file before starting anything and skips a dark master. The format::
+
+    {"source": "rate_limit" | "revoked",     # D20: two kinds of dark, opposite remedies
+     "reset_at": "2026-11-30T17:00:00.000000Z" | null,   # the provider's stated reset, never invented
+     "written_at": "2026-11-30T12:00:00.000000Z",
+     "message": "Claude usage limit reached ...",        # the provider's own words (trimmed)
+     "unit": "task-42"}                                  # which run wrote it
+
+* ``rate_limit`` clears by the clock at ``reset_at``. With no stated reset it clears after a
+  bounded cooldown from ``written_at`` (``DEFAULT_UNKNOWN_RESET_COOLDOWN``): otherwise no run
+  would ever reach the master again to delete the file, and the master would stay dark forever.
+* ``revoked`` (entitlement revoked/disabled, credit exhausted, key invalid) never clears by itself:
+  the remedy is a human, and telling someone to wait out a revocation is worse than silence.
+* The master's next CLEAN run deletes the file (self-healing, not a cache): clean means a zero
+  exit AND no limit signature in the capture (``is_clean_run``) -- a run that exits 0 on a
+  trailing limit notice must not delete a marker that is still true.
+* An unreadable file means "not dark" (D5: a refusal needs positive evidence); ``load_state``
+  says why so the caller can warn.
+
+Reset times (D8 property 2): ISO-8601, epoch seconds (or milliseconds), a relative duration
+("in 2h 30m"), or a bare clock time ("5pm", "17:00", "3:30 AM UTC", "5pm (Europe/Berlin)").
+A bare clock time is resolved against today in the stated timezone (else the given one, else
+UTC) and ROLLED FORWARD a day when that instant has already passed -- a reset stamped in the past
+renders a dark worker as recovered. A timezone named but not understood (``CST``: China or
+Central?) resolves to None rather than to a guess. No time stated: None, never invented.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from typing import Any, Dict, Optional, Tuple
+
+from ._model import format_time, parse_time
+
+try:
+    from zoneinfo import ZoneInfo
+except ImportError:  # pragma: no cover - Python < 3.9 is not supported; kept importable for sanity tests
+    ZoneInfo = None
+
+UTC = _dt.timezone.utc
+SOURCES = ('rate_limit', 'revoked')
+STATE_FIELDS = ('source', 'reset_at', 'written_at', 'message', 'unit')
+
+# UNMEASURED GUESS: how long a rate_limit with no stated reset keeps a master dark, counted from
+# written_at. Too short costs one wasted start per master per cooldown (it dies in seconds on a
+# capacity close-out, which refreshes the file and is not an attempt, but posts two markers on
+# an item); too long idles a master that has recovered. 30 minutes = two wasted starts per dark
+# hour. Experiment that settles it: over a month of capacity markers, take the stated resets
+# (reset_at - written_at) and the unstated ones' time-to-first-clean-run; set the cooldown near
+# the median of the latter and report wasted starts per dark hour next to the number.
+DEFAULT_UNKNOWN_RESET_COOLDOWN = _dt.timedelta(minutes=30)
+
+MESSAGE_MAX = 500  # characters of the provider's message kept in the state file (display only)
+
+# --- signatures -----------------------------------------------------------------------------
+# Hard limits only: a 429 "rate_limit_error" or "Too Many Requests" is a transient throttle
+# (_retry), not a dark master. Each pattern names one provider phrasing; keep the list narrow.
+
+_REVOKED = [
+    ('credit_exhausted', r'credit balance is too low'),
+    ('insufficient_quota', r'\binsufficient_quota\b|check your plan and billing details'),
+    ('revoked', r'\b(?:entitlement|access|subscription|api[ _-]?key|oauth token|token|plan|license)\s+'
+                r'(?:has\s+been\s+|was\s+|is\s+)?(?:revoked|disabled|suspended|cancell?ed|terminated|deactivated)\b'),
+    ('account_disabled', r'\b(?:account|organi[sz]ation|workspace)\s+(?:has\s+been\s+|was\s+|is\s+)?'
+                         r'(?:disabled|suspended|deactivated|banned)\b'),
+    ('invalid_key', r'\binvalid api[ _-]?key\b|\binvalid x-api-key\b'),
+]
+_RATE_LIMIT = [
+    ('usage_limit', r'\busage limit (?:reached|exceeded|hit)\b|\breached (?:your|the) usage limit\b'),
+    ('period_limit', r'\b(?:5[- ]hour|five[- ]hour|session|daily|weekly|monthly|opus|sonnet)\s+(?:usage\s+)?limit\s+'
+                     r'(?:reached|exceeded|hit)\b'),
+    ('hit_your_limit', u"\\byou(?:'|\u2019)?ve\\s+(?:hit|reached)\\s+your\\s+(?:\\w+\\s+)?limit\\b"),
+    ('quota_exceeded', r'\bquota\s+(?:has\s+been\s+|was\s+)?exceeded\b|\bexceeded\s+(?:your|the)\s+(?:\w+\s+)?quota\b'),
+]
+_REVOKED_RE = [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _REVOKED]
+_RATE_LIMIT_RE = [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _RATE_LIMIT]
+
+# --- reset-time phrases ------------------------------------------------------------------------
+_ISO = r'\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*(?:Z|[+-]\d{2}:?\d{2}))?'
+_EPOCH = r'\d{10}(?:\d{3})?(?:\.\d+)?'
+_CLOCK = r'\d{1,2}(?::\d{2})?\s*(?:[ap]\.?\s?m\.?)?(?![\w:])'
+# A zone after a clock time: an IANA name, UTC/GMT offsets, or an UPPER-CASE abbreviation
+# (case-sensitive even inside IGNORECASE patterns, so "5pm tomorrow" is not read as a zone).
+_TZ = (r'(?:\s*\(?\s*(?:[A-Za-z]+/[A-Za-z_]+(?:/[A-Za-z_]+)?|(?:UTC|GMT)[+-]\d{1,2}(?::?\d{2})?'
+       r'|(?-i:[A-Z]{1,5})\b|[+-]\d{2}:?\d{2})\s*\)?)?')
+_DURATION = r'(?:\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b\s*(?:and\s+)?,?\s*)+'
+_WHEN = '(?:' + _ISO + '|' + _EPOCH + '|' + _CLOCK + ')' + _TZ
+_RESET_PHRASES = [
+    # Claude Code's machine-readable form: "Claude AI usage limit reached|1764522000"
+    re.compile(r'limit reached\|(?P<when>' + _EPOCH + r')'),
+    # relative forms first, so "retry after 30 seconds" is not read as a clock time "30"
+    re.compile(r'\bretry[- ]after\s*[:=]?\s*(?P<secs>\d+)\s*(?:$|[^\w\s]|\n|s\b|sec|seconds?\b)', re.IGNORECASE),
+    re.compile(r'\b(?:resets?|will reset|try again|retry|available again)\s+(?:in|after)\s+(?P<dur>' + _DURATION + r')',
+               re.IGNORECASE),
+    re.compile(r'\b(?:resets?|will reset|renews?|available again|try again|retry|come back|back)\s*(?:at|on|after|:)?\s*'
+               r'(?P<when>' + _WHEN + r')', re.IGNORECASE),
+]
+
+# Timezone abbreviations we resolve. Ambiguous ones (CST: China or US Central; IST; BST) are
+# deliberately absent: a named zone we cannot pin down gives None, never a guess.
+_ZONES = {
+    'UTC': 'UTC', 'GMT': 'UTC', 'Z': 'UTC',
+    'PT': 'America/Los_Angeles', 'ET': 'America/New_York', 'CT': 'America/Chicago', 'MT': 'America/Denver',
+}
+_FIXED = {'PST': -8, 'PDT': -7, 'MST': -7, 'MDT': -6, 'CDT': -5, 'EST': -5, 'EDT': -4,
+          'CET': 1, 'CEST': 2, 'EET': 2, 'EEST': 3, 'JST': 9, 'KST': 9}
+_NOT_A_ZONE = frozenset(['AM', 'PM', 'A', 'P'])
+
+
+def _tzinfo(tz: Any) -> Optional[_dt.tzinfo]:
+    """A tzinfo from a tzinfo, an IANA name, an abbreviation or an offset; None if not understood."""
+    if tz is None or tz == '':
+        return UTC
+    if isinstance(tz, _dt.tzinfo):
+        return tz
+    text = str(tz).strip().strip('()').strip()
+    upper = text.upper()
+    if upper in _ZONES:
+        text = _ZONES[upper]
+        if text == 'UTC':
+            return UTC
+    if upper in _FIXED:
+        return _dt.timezone(_dt.timedelta(hours=_FIXED[upper]))
+    match = re.match(r'^(?:UTC|GMT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$', text, re.IGNORECASE)
+    if match:
+        sign = -1 if match.group(1) == '-' else 1
+        return _dt.timezone(sign * _dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3) or 0)))
+    if '/' in text and ZoneInfo is not None:
+        try:
+            return ZoneInfo(text)
+        except Exception:  # noqa: BLE001 - unknown zone or missing tzdata: not understood
+            return None
+    return None
+
+
+def _duration(text: str) -> Optional[_dt.timedelta]:
+    total = 0.0
+    units = {'s': 1, 'sec': 1, 'secs': 1, 'second': 1, 'seconds': 1,
+             'm': 60, 'min': 60, 'mins': 60, 'minute': 60, 'minutes': 60,
+             'h': 3600, 'hr': 3600, 'hrs': 3600, 'hour': 3600, 'hours': 3600,
+             'd': 86400, 'day': 86400, 'days': 86400}
+    found = False
+    for num, unit in re.findall(r'(\d+(?:\.\d+)?)\s*([a-zA-Z]+)', text):
+        if unit.lower() in units:
+            total += float(num) * units[unit.lower()]
+            found = True
+    return _dt.timedelta(seconds=total) if found else None
+
+
+def _epoch(value: float) -> Optional[_dt.datetime]:
+    if value > 1e11:  # milliseconds (13 digits)
+        value = value / 1000.0
+    if not 978307200 <= value <= 4102444800:  # 2001-01-01 .. 2100-01-01: anything else is not a reset time
+        return None
+    return _dt.datetime.fromtimestamp(value, UTC)
+
+
+def _clock(text: str, now: _dt.datetime, tz: Any) -> Optional[_dt.datetime]:
+    match = re.match(r'^\s*(\d{1,2})(?::(\d{2}))?\s*([ap])?\.?\s?(m)?\.?\s*(.*?)\s*$', text, re.IGNORECASE)
+    if not match:
+        return None
+    hour, minute = int(match.group(1)), int(match.group(2) or 0)
+    ampm = match.group(3)
+    if ampm and not match.group(4):
+        return None
+    if match.group(2) is None and not ampm:
+        return None  # a bare "5" is not a clock time
+    if ampm:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if ampm.lower() == 'p' else 0)
+    if hour > 23 or minute > 59:
+        return None
+    zone_text = match.group(5)
+    zone = _tzinfo(zone_text) if zone_text else _tzinfo(tz)
+    if zone is None:
+        return None
+    local_now = now.astimezone(zone)
+    day = local_now.date()
+    for _add in range(3):  # today, else tomorrow (a DST gap can need one more day)
+        candidate = _dt.datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
+        if candidate.astimezone(UTC) > now:
+            return candidate.astimezone(UTC)
+        day = day + _dt.timedelta(days=1)
+    return None
+
+
+def resolve_reset(value: Any, now: Any, tz: Any = None) -> Optional[_dt.datetime]:
+    """Resolve a provider's reset time to an aware UTC datetime, or None (never invented).
+
+    ``value``: datetime; int/float epoch seconds (milliseconds accepted); or text -- ISO-8601
+    (naive means ``tz``), epoch digits, ``"in 2h 30m"`` / ``"45 seconds"`` (from ``now``), or a
+    bare clock time with an optional zone. ``tz``: the zone for text that names none (a tzinfo,
+    an IANA name, ``UTC``, or an offset); default UTC. A bare clock time that already passed
+    today rolls forward to tomorrow.
+    """
+    when_now = parse_time(now)
+    if when_now is None:
+        raise ValueError('resolve_reset needs "now"')
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            zone = _tzinfo(tz)
+            if zone is None:
+                return None
+            value = value.replace(tzinfo=zone)
+        return value.astimezone(UTC)
+    if isinstance(value, (int, float)):
+        return _epoch(float(value))
+    text = str(value).strip().strip('.').strip()
+    if not text:
+        return None
+    if re.match(r'^' + _EPOCH + r'$', text):
+        return _epoch(float(text))
+    iso = re.match(r'^(' + _ISO + r')\s*(.*)$', text)
+    if iso:
+        try:
+            parsed = _dt.datetime.fromisoformat(re.sub(r'\s*Z$', '+00:00', iso.group(1).replace(' ', 'T', 1)).replace(' ', ''))
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            zone = _tzinfo(iso.group(2)) if iso.group(2) else _tzinfo(tz)
+            if zone is None:
+                return None
+            parsed = parsed.replace(tzinfo=zone)
+        return parsed.astimezone(UTC)
+    rel = re.match(r'^(?:in\s+)?(' + _DURATION + r')$', text, re.IGNORECASE)
+    if rel:
+        delta = _duration(rel.group(1))
+        return when_now + delta if delta is not None else None
+    return _clock(text, when_now, tz)
+
+
+def reset_phrase(text: Any) -> Optional[str]:
+    """The provider's stated reset, as written (``"5pm (Europe/Berlin)"``, ``"in 20 minutes"``), or None."""
+    if not isinstance(text, str):
+        return None
+    for pattern in _RESET_PHRASES:
+        match = pattern.search(text)
+        if not match:
+            continue
+        groups = match.groupdict()
+        if groups.get('when'):
+            return groups['when'].strip()
+        if groups.get('dur'):
+            return 'in ' + groups['dur'].strip().rstrip(',').strip()
+        if groups.get('secs'):
+            return 'in %s seconds' % groups['secs']
+    return None
+
+
+def _line_of(text: str, start: int, end: int) -> str:
+    head = text.rfind('\n', 0, start) + 1
+    tail = text.find('\n', end)
+    return text[head:tail if tail >= 0 else len(text)].strip()
+
+
+def classify_capacity(text: Any, now: Any = None, tz: Any = None) -> Optional[Dict[str, Any]]:
+    """Is ``text`` a provider limit, and which kind (D8, D20)? None when no limit signature.
+
+    Returns ``{'source': 'rate_limit'|'revoked', 'signature': name, 'message': the line it is on,
+    'reset_text': the stated reset or None, 'reset_at': resolved datetime or None}``. ``reset_at``
+    is resolved only when ``now`` is given, and is always None for ``revoked`` (it never clears
+    by the clock). Revoked wins when both kinds appear.
+    """
+    if not isinstance(text, str) or not text:
+        return None
+    for source, table in (('revoked', _REVOKED_RE), ('rate_limit', _RATE_LIMIT_RE)):
+        for name, pattern in table:
+            match = pattern.search(text)
+            if not match:
+                continue
+            message = _line_of(text, match.start(), match.end())
+            phrase = None
+            reset_at = None
+            if source == 'rate_limit':
+                phrase = reset_phrase(text[match.start():]) or reset_phrase(text)
+                if phrase is not None and now is not None:
+                    reset_at = resolve_reset(phrase, now, tz)
+            return {'source': source, 'signature': name, 'message': message[:MESSAGE_MAX],
+                    'reset_text': phrase, 'reset_at': reset_at}
+    return None
+
+
+# --- the state file ------------------------------------------------------------------------------
+
+def make_state(source: str, *, written_at: Any, reset_at: Any = None, message: str = '', unit: str = '') -> Dict[str, Any]:
+    """A capacity state (datetimes as aware UTC). ``revoked`` never carries a reset time."""
+    if source not in SOURCES:
+        raise ValueError('capacity source must be one of %s, not %r' % (', '.join(SOURCES), source))
+    written = parse_time(written_at)
+    if written is None:
+        raise ValueError('a capacity state needs written_at')
+    return {'source': source, 'reset_at': None if source == 'revoked' else parse_time(reset_at),
+            'written_at': written, 'message': str(message or '')[:MESSAGE_MAX], 'unit': str(unit or '')}
+
+
+def state_from(classification: Optional[Dict[str, Any]], *, now: Any, unit: str = '') -> Optional[Dict[str, Any]]:
+    """The state the runner writes for a ``classify_capacity`` result (None for None)."""
+    if not classification:
+        return None
+    return make_state(classification['source'], written_at=now, reset_at=classification.get('reset_at'),
+                      message=classification.get('message', ''), unit=unit)
+
+
+def dump_state(state: Dict[str, Any]) -> str:
+    """The state file's text: one JSON object with exactly ``STATE_FIELDS``, times as ISO ``Z``."""
+    out = {}
+    for key in STATE_FIELDS:
+        value = state.get(key)
+        if key in ('reset_at', 'written_at'):
+            value = format_time(parse_time(value)) if value is not None else None
+        elif key in ('message', 'unit'):
+            value = str(value or '')
+        out[key] = value
+    return json.dumps(out, sort_keys=True, indent=1) + '\n'
+
+
+def load_state(text: Any) -> Tuple[Optional[Dict[str, Any]], str]:
+    """Parse a state file's text: ``(state, '')``, or ``(None, why)`` -- the caller fails open (D5).
+
+    ``text`` of None means the file is missing. A state whose ``reset_at`` is unreadable is kept
+    (the source is positive evidence of dark) with ``reset_at`` None and the reason given.
+    """
+    if text is None:
+        return None, 'no capacity state file'
+    if isinstance(text, bytes):
+        try:
+            text = text.decode('utf-8')
+        except UnicodeDecodeError:
+            return None, 'capacity state is not UTF-8'
+    if not str(text).strip():
+        return None, 'capacity state file is empty'
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return None, 'capacity state is not JSON (%s)' % exc
+    if not isinstance(data, dict):  # D5: check the type before trusting it
+        return None, 'capacity state is %s, not an object' % type(data).__name__
+    source = data.get('source')
+    if source not in SOURCES:
+        return None, 'capacity state has unknown source %r' % (source,)
+    try:
+        written = parse_time(data.get('written_at'))
+    except (TypeError, ValueError):
+        written = None
+    reason = ''
+    try:
+        reset_at = parse_time(data.get('reset_at'))
+    except (TypeError, ValueError):
+        reset_at = None
+        reason = 'reset_at %r unreadable; treated as unknown' % (data.get('reset_at'),)
+    if written is None:
+        reason = (reason + '; ' if reason else '') + 'written_at missing or unreadable'
+    state = {'source': source, 'reset_at': None if source == 'revoked' else reset_at, 'written_at': written,
+             'message': str(data.get('message') or ''), 'unit': str(data.get('unit') or '')}
+    return state, reason
+
+
+def is_dark(state: Optional[Dict[str, Any]], now: Any,
+            unknown_reset_cooldown: _dt.timedelta = DEFAULT_UNKNOWN_RESET_COOLDOWN) -> Tuple[bool, Optional[str], Optional[_dt.datetime], str]:
+    """``(dark, source, reset_at, why)`` for a master whose state is ``state`` at ``now`` (D8, D20).
+
+    * None (no file, or unreadable): not dark (D5).
+    * ``revoked``: dark, whatever the clock says; ``reset_at`` None; a human must act.
+    * ``rate_limit`` with ``reset_at``: dark while ``now < reset_at``.
+    * ``rate_limit`` without: dark while ``now < written_at + unknown_reset_cooldown``; ``reset_at``
+      stays None (unknown is reported as unknown, D8) and ``why`` names the cooldown's end.
+      Without a readable ``written_at`` either, there is no evidence left to hold on: not dark.
+    """
+    when = parse_time(now)
+    if when is None:
+        raise ValueError('is_dark needs "now"')
+    if not state:
+        return False, None, None, 'no capacity state'
+    source = state.get('source')
+    message = state.get('message') or ''
+    if source == 'revoked':
+        return True, 'revoked', None, 'entitlement revoked or disabled; it does not clear by itself: a human must act (%s)' % message
+    if source != 'rate_limit':
+        return False, None, None, 'unknown capacity source %r ignored' % (source,)
+    try:
+        reset_at = parse_time(state.get('reset_at'))
+        written = parse_time(state.get('written_at'))
+    except (TypeError, ValueError):
+        reset_at, written = None, None
+    if reset_at is not None:
+        if when < reset_at:
+            return True, 'rate_limit', reset_at, 'rate limited until %s (%s)' % (format_time(reset_at), message)
+        return False, 'rate_limit', reset_at, 'rate limit reset passed at %s' % format_time(reset_at)
+    if written is None:
+        return False, 'rate_limit', None, 'rate limit with unknown reset and unreadable written_at: proceeding (D5)'
+    until = written + unknown_reset_cooldown
+    if when < until:
+        return True, 'rate_limit', None, 'rate limited, reset unknown; cooling down until %s (%s)' % (format_time(until), message)
+    return False, 'rate_limit', None, 'rate limit with unknown reset: cooldown ended at %s' % format_time(until)
+
+
+def is_clean_run(exit_code: Any, capture: Any) -> bool:
+    """"The next clean run deletes the file" (D8): zero exit AND no limit signature in the capture.
+
+    The capture is read through ``_retry.read_outcome`` -- the same parse the retry gate and the
+    close-out use (D7) -- so a success envelope that merely discusses quotas is not a limit,
+    while a trailing limit notice after a zero exit is.
+    """
+    from ._retry import read_outcome  # _retry imports this module; import here to keep one direction at import time
+
+    if isinstance(exit_code, bool) or exit_code != 0:
+        return False
+    return read_outcome(capture, exit_code=exit_code).capacity is None
