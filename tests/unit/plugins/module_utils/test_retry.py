@@ -196,3 +196,13 @@ def test_plan_retry_ladder_spent():
 
 def test_default_ladder_is_the_seeds():
     assert DEFAULT_BACKOFF == (30, 120, 480)
+
+
+@pytest.mark.parametrize('size', list(range(4040, 4110, 3)) + [40000, 300000])
+def test_large_envelopes_across_decode_windows(size):
+    """The decoder works on growing windows; objects of every size around a window edge still parse."""
+    for pad in ('', 'x' * 13):
+        env = {"type": "result", "num_turns": 12345678, "result": 'a{"b"}\\' * (size // 7) + pad, "z": [1.5e10, None, True]}
+        text = json.dumps(env)
+        assert scan_envelope('noise {"k": bad\n' + text + '\n{"tail": 1', predicate=is_envelope) == env
+        assert scan_envelope(text[:-1], predicate=is_envelope) is None          # truncated: not an object
