@@ -499,8 +499,8 @@ class _Transport(object):
                                       '(pip install requests): %s' % (REQUESTS_IMPORT_ERROR,))
             session = requests.Session()
         self.session = session
-        self.sleep = sleep or time.sleep
-        self.clock = clock or (lambda: _dt.datetime.now(UTC))
+        self.sleep = time.sleep if sleep is None else sleep
+        self.clock = (lambda: _dt.datetime.now(UTC)) if clock is None else clock
         self.max_wait = float(max_wait)
         self.retries = int(retries)
         self.waits = []  # type: List[float]
@@ -716,6 +716,8 @@ class GitHubBoard(Board):
             raise fail('GitHub GraphQL %s: %s' % (name, _error_text(status, data)))
         errors = data.get('errors')
         if errors:  # 🔴 D5/D20: HTTP 200 with an errors array is an error, whatever data says
+            if not reading and isinstance(errors, list) and all(isinstance(e, dict) and e.get('type') == 'NOT_FOUND' for e in errors):
+                fail = ItemNotFound
             raise fail('GitHub GraphQL %s answered HTTP %s with errors: %s'
                        % (name, status, '; '.join(_one_error(e) for e in (errors if isinstance(errors, list) else [errors]))))
         payload = data.get('data')
