@@ -197,6 +197,18 @@ def _clock(text: str, now: _dt.datetime, tz: Any) -> Optional[_dt.datetime]:
     return None
 
 
+def _iso(text: str) -> Optional[_dt.datetime]:
+    """``fromisoformat`` made portable to Python 3.9 (no ``Z``, ``+HHMM`` or odd fraction widths there)."""
+    text = text.strip().replace(' ', 'T', 1).replace(' ', '')
+    text = re.sub(r'[Zz]$', '+00:00', text)
+    text = re.sub(r'([+-]\d{2})(\d{2})$', r'\1:\2', text)
+    text = re.sub(r'\.(\d+)', lambda m: '.' + (m.group(1) + '000000')[:6], text)
+    try:
+        return _dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
 def resolve_reset(value: Any, now: Any, tz: Any = None) -> Optional[_dt.datetime]:
     """Resolve a provider's reset time to an aware UTC datetime, or None (never invented).
 
@@ -227,9 +239,8 @@ def resolve_reset(value: Any, now: Any, tz: Any = None) -> Optional[_dt.datetime
         return _epoch(float(text))
     iso = re.match(r'^(' + _ISO + r')\s*(.*)$', text)
     if iso:
-        try:
-            parsed = _dt.datetime.fromisoformat(re.sub(r'\s*Z$', '+00:00', iso.group(1).replace(' ', 'T', 1)).replace(' ', ''))
-        except ValueError:
+        parsed = _iso(iso.group(1))
+        if parsed is None:
             return None
         if parsed.tzinfo is None:
             zone = _tzinfo(iso.group(2)) if iso.group(2) else _tzinfo(tz)

@@ -76,6 +76,20 @@ def closing_refs(text: Optional[str]) -> List[Tuple[str, int]]:
     return found
 
 
+def closed_numbers(text: Optional[str], repo: str = '') -> List[int]:
+    """Item numbers ``text`` closes in ``repo``: same-repo references, plus ``owner/repo`` ones naming ``repo``.
+
+    What a board adapter stores in ``Artifact.closes`` from a PR body (D16 adjacency applied).
+    With ``repo`` empty, only same-repository references count.
+    """
+    want = (repo or '').strip().lower()
+    numbers = []  # type: List[int]
+    for ref_repo, number in closing_refs(text):
+        if (not ref_repo or (want and ref_repo == want)) and number not in numbers:
+            numbers.append(number)
+    return numbers
+
+
 def _defang_one(match) -> str:
     return match.group('kw') + match.group('sep').rstrip() + ' ' + _DEFANG_WORD + ' ' + match.group('ref')
 

@@ -26,6 +26,9 @@ def u(*args):
     ('2026-12-01T00:00:00Z', None, u(2026, 12, 1)),
     ('2026-12-01T02:00:00+02:00', None, u(2026, 12, 1)),
     ('2026-12-01 00:00', None, u(2026, 12, 1)),
+    ('2026-12-01T02:00:00.5+0200', None, u(2026, 12, 1, 0, 0, 0) + dt.timedelta(milliseconds=500)),
+    ('2026-12-01T00:00:00z', None, u(2026, 12, 1)),
+    ('2026-13-01T00:00:00Z', None, None),
     ('2026-12-01T01:00:00', 'Europe/Berlin', u(2026, 12, 1)),          # naive: the given zone
     (dt.datetime(2026, 12, 1, tzinfo=UTC), None, u(2026, 12, 1)),
     # epoch seconds / milliseconds

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._model import Artifact
-from ansible_collections.fleet.dispatch.plugins.module_utils._references import attribute, closing_refs, defang
+from ansible_collections.fleet.dispatch.plugins.module_utils._references import attribute, closed_numbers, closing_refs, defang
 
 UTC = dt.timezone.utc
 START = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -47,6 +47,8 @@ def at(seconds):
     # bare numbers are never references
     ('2026-11-30 12:00:01 6038 ERROR worker died', []),
     ('6038', []),
+    ('Closes #60381', [('', 60381)]),          # D16: digits are a whole number, never a prefix
+    ('see log: 6038 started; fixes #603', [('', 603)]),
     ('#6038', []),
     ('fixes #12abc', []),
     ('', []), (None, []),
@@ -159,3 +161,13 @@ def test_artifacts_since_ignores_turns_unlike_attribute():
     pr = art(2, 4)
     assert attribute([pr], 42, START, True) == []
     assert artifacts_since([pr], 42, START) == [pr]
+
+
+@pytest.mark.parametrize('text, repo, numbers', [
+    ('Closes #12 and fixes o/r#13, resolves x/y#14', 'o/r', [12, 13]),
+    ('Closes #12 and fixes o/r#13, resolves x/y#14', '', [12]),
+    ('Closes #12, closes #12', 'O/R', [12]),
+    ('This PR fixes the failing criterion from VERIFY #6038', 'o/r', []),
+])
+def test_closed_numbers(text, repo, numbers):
+    assert closed_numbers(text, repo) == numbers
