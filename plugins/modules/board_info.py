@@ -10,14 +10,14 @@ module: board_info
 short_description: Read the board once and decide, for every item, whether it may run
 version_added: 0.1.0
 description:
-  - Reads the whole board in one paginated read (D1: the board is the queue, read live every cycle; nothing is cached).
+  - Reads the whole board in one paginated read (D1 - the board is the queue, read live every cycle; nothing is cached).
   - Evaluates every item with the decision core and returns each item's eligibility, the single reason code that decides it,
     the attempt count derived from its markers, its last marker, its blockers and its artifacts, plus the eligible C(candidates).
   - The attempt count is counted from the item's own markers on every read and never stored (D1, D8).
   - An unreadable queue is the one guard that fails closed, and only when O(mode=apply); with O(mode=plan) the failure is
     reported in RV(error) and no candidates are returned (D5). An empty queue is not a failure (D20).
 author:
-  - fleet.dispatch contributors
+  - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
   - fleet.dispatch.board
   - fleet.dispatch.attributes

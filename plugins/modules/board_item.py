@@ -16,7 +16,7 @@ description:
   - A reopen is recorded as an event with its time, and it outranks every older marker (D6).
   - Dependencies are edges, evaluated at selection (D9) - never a hold written in prose.
 author:
-  - fleet.dispatch contributors
+  - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
   - fleet.dispatch.board
   - fleet.dispatch.attributes

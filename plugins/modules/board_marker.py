@@ -19,7 +19,7 @@ description:
     closed the issue it protected).
   - B(Every writer of a marker is a writer of the queue's eligibility) (D6). Refusals must not post markers; they log to stderr.
 author:
-  - fleet.dispatch contributors
+  - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
   - fleet.dispatch.board
   - fleet.dispatch.attributes
@@ -40,7 +40,7 @@ options:
   kind:
     description:
       - The marker kind. V(stopped) is for an external stop and makes no claim about the work (D12); V(capacity) is excluded from
-        the attempt count (D8); V(retry) must carry O(fields.not_before) (D7); V(left_open) keeps the item dispatchable (D6).
+        the attempt count (D8); V(retry) must carry C(not_before) in O(fields) (D7); V(left_open) keeps the item dispatchable (D6).
     type: str
     required: true
     choices: [start, success, noop, failure, stopped, capacity, retry, reset, left_open]
