@@ -83,7 +83,8 @@ def test_resolve_reset_across_dst():
     ('Weekly limit reached. Try again in 2 hours 30 minutes.', 'rate_limit', 'in 2 hours 30 minutes'),
     ('Quota exceeded for this project. Retry after 120 seconds', 'rate_limit', 'in 120 seconds'),
     ('usage limit reached, try again at 2026-12-01T00:00:00Z', 'rate_limit', '2026-12-01T00:00:00Z'),
-    ('Claude usage limit reached.', 'rate_limit', None),                     # none stated: None, never invented
+    ('Claude usage limit reached.', 'rate_limit', None),
+    (u'You\u2019ve reached your usage limit.', 'rate_limit', None),                     # none stated: None, never invented
     ('Your credit balance is too low to access the Anthropic API.', 'revoked', None),
     ('You exceeded your current quota, please check your plan and billing details.', 'revoked', None),
     ('Error: your subscription has been cancelled', 'revoked', None),
