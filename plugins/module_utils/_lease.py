@@ -582,11 +582,11 @@ class PostgresLeaseStore(LeaseStore):
         return conn
 
     def _failure(self, exc: BaseException) -> str:
-        return scrub('%s: %s' % (type(exc).__name__, str(exc).strip()), self.dsn)
+        return scrub('%s: %s' % (type(exc).__name__, ' '.join(str(exc).split())), self.dsn)
 
     def _fix(self) -> str:
         return ('check that PostgreSQL answers at %s and that this role may create and write the table fleet_leases '
-                '(the ledger role grants it)' % self.store)
+                '(grant CREATE on its schema, or create the table first)' % self.store)
 
     def _missing(self, name, owner, acquire=True):
         return degraded(name, owner, self.backend, 'psycopg is not installed (%s)' % PSYCOPG_IMPORT_ERROR,
