@@ -268,3 +268,32 @@ def test_dirty_worktree_survives_state_absent_and_clean_one_is_removed(worker, c
     removed = module(worker, 'workspace', dict(clone=clone['link'], number=23, host=worker['host'], state='absent'))
     assert removed['changed'] and removed['removed']
     assert as_master(worker, 'test -e %s && echo yes || echo no' % clean['path']).stdout.strip() == 'no'
+
+
+# -- capacity_info ----------------------------------------------------------------------------
+
+def test_capacity_info_missing_file_is_not_dark_and_says_why(worker):
+    """D5: no file means proceed; the answer still says why, and headroom is measured."""
+    as_master(worker, 'rm -f ~/.local/state/fleet-dispatch/capacity.json')
+    launch(worker, [item(31, ['sleep', '300'])])
+    try:
+        res = module(worker, 'capacity_info', check=True)
+        assert not res.get('failed'), res
+        assert res['dark'] is False and res['source'] is None and res['reset_at'] is None
+        assert 'no capacity state file' in res['why'] and res['state_file'] == HOME + '/.local/state/fleet-dispatch/capacity.json'
+        head = res['headroom']
+        assert head['live_runs'] >= 1 and head['mem_available_kb'] > 0 and head['cpus'] >= 1 and head['load1'] is not None
+    finally:
+        as_master(worker, 'systemctl --user stop task-31', check=False)
+
+
+def test_capacity_info_reads_a_revoked_state(worker):
+    state = '{"source": "revoked", "reset_at": null, "written_at": "2026-11-30T10:00:00Z", "message": "subscription cancelled", "unit": "task-9"}'
+    as_master(worker, 'mkdir -p ~/.local/state/fleet-dispatch && printf %%s %s > ~/.local/state/fleet-dispatch/capacity.json'
+              % shlex.quote(state))
+    try:
+        res = module(worker, 'capacity_info', {'now': '2026-11-30T12:00:00Z'})
+        assert res['dark'] is True and res['source'] == 'revoked' and res['reset_at'] is None
+        assert 'human' in res['why']
+    finally:
+        as_master(worker, 'rm -f ~/.local/state/fleet-dispatch/capacity.json')
