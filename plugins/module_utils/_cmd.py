@@ -77,7 +77,7 @@ class SubprocessRunner(object):
         full_env.update(merged_env(env))
         try:
             proc = subprocess.run(argv, env=full_env, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  universal_newlines=True, timeout=self.timeout, shell=False)
+                                  universal_newlines=True, timeout=self.timeout, shell=False, check=False)
         except OSError as exc:
             # The program is absent or not executable: the shell convention is 127/126, keep it so
             # callers see one vocabulary whichever runner they were given.

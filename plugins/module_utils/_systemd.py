@@ -293,7 +293,6 @@ def notifier_unit(template, unit):
     return '%s%s.service' % (template, unit)
 
 
-
 def launch(sd, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None, check=False):
     """Launch one run on ``sd`` (a ``SystemdUser``) with the D4/D20 refusals. Never raises for a refusal.
 

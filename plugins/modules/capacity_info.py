@@ -21,7 +21,7 @@ description:
     (one C(systemctl --user show) call). A figure that cannot be read is null and a warning says why.
   - Run it as the master (C(become_user)).
 author:
-  - fleet.dispatch contributors
+  - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
   - fleet.dispatch.attributes
   - fleet.dispatch.attributes.INFO_MODULE
@@ -110,6 +110,7 @@ headroom:
 '''
 
 import os
+import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -120,9 +121,17 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._model import forma
 from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SystemdError, SystemdUser
 
 
+def home_dir():
+    """The home of the user the module runs as, by uid (HOME may still name the user become started from)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return os.environ.get('HOME', '/')
+
+
 def default_state_path(environ=None):
     environ = os.environ if environ is None else environ
-    base = environ.get('XDG_STATE_HOME') or os.path.join(os.path.expanduser('~'), '.local', 'state')
+    base = environ.get('XDG_STATE_HOME') or os.path.join(home_dir(), '.local', 'state')
     return os.path.join(base, 'fleet-dispatch', 'capacity.json')
 
 

@@ -23,7 +23,7 @@ description:
   - A refusal writes nothing anywhere (D6); it is reported in RV(refused) and RV(results).
   - Run it as the master (C(become_user)). C(XDG_RUNTIME_DIR) is set to C(/run/user/<uid>) when the become method left it unset.
 author:
-  - fleet.dispatch contributors
+  - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
   - fleet.dispatch.attributes
 attributes:

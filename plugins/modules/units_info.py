@@ -18,7 +18,7 @@ description:
     a parser that silently stopped matching once emptied the live set and let one item run on two workers).
   - Run it as the master (C(become_user)). C(XDG_RUNTIME_DIR) is set to C(/run/user/<uid>) when the become method left it unset.
 author:
-  - fleet.dispatch contributors
+  - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
   - fleet.dispatch.attributes
   - fleet.dispatch.attributes.INFO_MODULE

@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - O(state=present) fetches O(branch) from O(remote) in the clone, adds a B(detached) worktree at the fetched commit, then verifies
     that git works inside it (its top level is the workspace and C(HEAD) is the fetched commit) before returning (D10). A run's
-    workspace is never shared: two items on one clone get two trees.
+    workspace is never shared; two items on one clone get two trees.
   - The clone and the workspace root are resolved physically first (D10 - through a symlinked clone, git writes a worktree pointer
     naming a path that does not exist and every git command inside the run dies with C(not a git repository)).
   - An existing workspace that verifies is returned unchanged and B(never) reset or moved - it may be a live run's checkout (D10 -
@@ -22,7 +22,7 @@ description:
   - The fetch is checked by its outcome - the remote-tracking ref must equal C(FETCH_HEAD) - not by its exit code (D11).
   - Run it as the master (C(become_user)).
 author:
-  - fleet.dispatch contributors
+  - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
   - fleet.dispatch.attributes
 attributes:
@@ -57,9 +57,8 @@ options:
     description: The worker's name in the workspace name. Defaults to this machine's host name.
     type: str
   root:
-    description: The directory that holds the workspaces.
+    description: The directory that holds the workspaces. Defaults to C(~/fleet/workspaces) of the user the module runs as.
     type: path
-    default: ~/fleet/workspaces
   branch:
     description: The branch whose fresh tip the workspace starts from.
     type: str
@@ -151,6 +150,7 @@ pruned:
 '''
 
 import os
+import pwd
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -158,6 +158,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._git import Git, GitError, Workspace
 from ansible_collections.fleet.dispatch.plugins.module_utils._naming import worktree_name
+
+
+def home_dir():
+    """The home of the user the module runs as, by uid (HOME may still name the user become started from)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return os.environ.get('HOME', '/')
 
 
 def main():
@@ -168,7 +176,7 @@ def main():
             number=dict(type='int', required=True),
             repo=dict(type='str', default=''),
             host=dict(type='str'),
-            root=dict(type='path', default='~/fleet/workspaces'),
+            root=dict(type='path'),
             branch=dict(type='str', default='main'),
             remote=dict(type='str', default='origin'),
         ),
@@ -180,7 +188,8 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     git = Git(ModuleRunner(module), git=module.get_bin_path('git', required=True), remote=p['remote'])
-    ws = Workspace(git, p['clone'], os.path.join(p['root'], name), branch=p['branch'])
+    root = p['root'] or os.path.join(home_dir(), 'fleet', 'workspaces')
+    ws = Workspace(git, p['clone'], os.path.join(root, name), branch=p['branch'])
     try:
         if p['state'] == 'present':
             res = ws.present(check=module.check_mode)

@@ -153,12 +153,15 @@ def test_check_mode_launches_nothing(worker):
 def test_setsid_grandchild_dies_with_its_unit(worker):
     """D3 property 3: the cgroup takes the whole tree, a setsid-detached grandchild included."""
     launch(worker, [item(13, ['sh', '-c', 'setsid -f sleep 1013; exec sleep 1000'])])
-    pids = wait_for('the detached grandchild', lambda: as_root(worker, 'pgrep -u %s -f "^sleep 1013$" || true' % MASTER).stdout.split())
+
+    def grandchildren():
+        return as_root(worker, 'pgrep -u %s -f "^sleep 1013$" || true' % MASTER).stdout.split()
+    pids = wait_for('the detached grandchild', grandchildren)
     main_pid = unit_prop(worker, 'task-13', 'MainPID')
     sessions = as_root(worker, 'ps -o sid= -p %s -p %s' % (pids[0], main_pid)).stdout.split()
     assert len(set(sessions)) == 2, 'the grandchild should be in its own session: %s' % sessions
     as_master(worker, 'systemctl --user stop task-13')
-    wait_for('the grandchild to be gone', lambda: not as_root(worker, 'pgrep -u %s -f "^sleep 1013$" || true' % MASTER).stdout.split())
+    wait_for('the grandchild to be gone', lambda: not grandchildren())
 
 
 def test_explicit_path_finds_the_masters_tool_and_without_it_the_run_dies_127(worker):
@@ -197,7 +200,10 @@ def test_credentials_never_show_in_show_ps_or_journal(worker):
                           setenv={'FLEET_ITEM': '17'})])
     try:
         assert secret not in json.dumps(res)
-        wait_for('the run to see its secret', lambda: as_root(worker, 'test -e %s/secret-17-seen && echo yes || true' % HOME).stdout.strip())
+
+        def seen():
+            return as_root(worker, 'test -e %s/secret-17-seen && echo yes || true' % HOME).stdout.strip()
+        wait_for('the run to see its secret', seen)
         shown = as_master(worker, 'systemctl --user show task-17').stdout
         # the show output is the real one: it names the file (EnvironmentFiles=PATH (ignore_errors=no)) and the setenv
         assert 'EnvironmentFiles=' + ENV_FILE in shown and 'FLEET_ITEM=17' in shown

@@ -136,7 +136,7 @@ def test_symlinked_clone_gives_a_working_detached_worktree_at_the_physical_path(
     assert res['clone'] == str(repo['clone'])
     # git works inside, HEAD is detached at the fetched tip
     assert _git('rev-parse', 'HEAD', cwd=res['path']) == tip
-    assert subprocess.run(['git', 'symbolic-ref', '-q', 'HEAD'], cwd=res['path']).returncode == 1
+    assert subprocess.run(['git', 'symbolic-ref', '-q', 'HEAD'], cwd=res['path'], check=False).returncode == 1
     _git('status', cwd=res['path'])
     # the pointer names paths that exist (the D10 broken-pointer failure)
     pointer = open(os.path.join(res['path'], '.git')).read().split('gitdir:', 1)[1].strip()

@@ -59,7 +59,6 @@ def run_module(args, runner, check=False):
     raise AssertionError('main() neither exited nor failed')
 
 
-
 def units_ok():
     return ScriptedRunner([{'argv': ARGV, 'out': LIVE}])
 

@@ -56,7 +56,6 @@ def run_module(args, runner, check=False):
     raise AssertionError('main() neither exited nor failed')
 
 
-
 def block(name, active, mono, inv, sub='running'):
     return ('MainPID=7\nExecMainStartTimestamp=Mon 2026-11-30 01:01:48.705688 UTC\nExecMainStartTimestampMonotonic=%d\n'
             'Id=%s.service\nLoadState=loaded\nActiveState=%s\nSubState=%s\nActiveEnterTimestamp=\n'

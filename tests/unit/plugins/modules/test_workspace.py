@@ -61,7 +61,6 @@ def run_module(args, runner=None, check=False):
     raise AssertionError('main() neither exited nor failed')
 
 
-
 def test_present_argv_sequence(tmp_path):
     """fetch → worktree add --detach at the fetched sha → verify inside; the physical clone path is what git sees."""
     real = tmp_path / 'disk' / 'clone'
