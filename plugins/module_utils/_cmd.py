@@ -33,6 +33,11 @@ from __future__ import annotations
 import os
 import subprocess
 
+try:
+    from typing import Protocol
+except ImportError:  # pragma: no cover - Python < 3.8
+    Protocol = object
+
 C_LOCALE = {'LANGUAGE': 'C', 'LC_ALL': 'C'}
 
 
@@ -45,6 +50,13 @@ class CommandError(Exception):
         self.rc = rc
         self.stdout = stdout
         self.stderr = stderr
+
+
+class Runner(Protocol):
+    """What every adapter is given: run an argv list, return ``(rc, stdout, stderr)`` as text."""
+
+    def run(self, argv, env=None, data=None):
+        """``argv``: list of str (no shell). ``env``: additions to the environment. ``data``: stdin text."""
 
 
 def _check_argv(argv):
