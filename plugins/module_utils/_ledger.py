@@ -138,8 +138,22 @@ class LedgerBoard(Board):
             raise BoardError('the ledger clock must return an aware datetime, got %r' % (now,))
         return now.astimezone(_dt.timezone.utc)
 
-    def _at(self, at):
-        return parse_time(at) if at is not None else self._now()
+    @staticmethod
+    def _fixed(at):
+        """A time passed in (``at=``), validated before any transaction; ``None`` means "the clock"."""
+        try:
+            return parse_time(at)
+        except (TypeError, ValueError) as exc:
+            raise BoardError('not a time: %r (%s); give ISO-8601 such as 2026-03-01T09:00:00Z' % (at, exc))
+
+    def _stamp(self, fixed):
+        """The time of a write: the one passed in, or the clock read now.
+
+        Called inside the write transaction, after the row lock is held, so the times of the
+        writes to one item follow the order in which they committed (a time read before
+        waiting for the lock once put a ``reopened`` event before the ``closed`` it followed).
+        """
+        return format_time(fixed if fixed is not None else self._now())
 
     def _tx(self, body, write=False, dry_run=False, unreadable=False):
         try:
@@ -244,16 +258,17 @@ class LedgerBoard(Board):
         number = _number(number)
         if body is None or str(body) == '':
             raise BoardError('a comment needs a body')
-        when = format_time(self._at(at))
+        fixed = self._fixed(at)
 
         def write(tx):
             self._require(tx, number)
+            write.when = when = self._stamp(fixed)
             cid = tx.insert('INSERT INTO comments (item, author, body, created_at) VALUES (?, ?, ?, ?)',
                             (number, author or '', str(body), when))
             tx.run('UPDATE items SET updated_at = ? WHERE number = ? AND updated_at < ?', (when, number, when))
             return cid
         cid = self._tx(write, write=True)
-        return Comment(id=str(cid), body=str(body), created_at=parse_time(when), author=author or '')
+        return Comment(id=str(cid), body=str(body), created_at=parse_time(write.when), author=author or '')
 
     @staticmethod
     def _set_state(tx, number, state, when, actor):
@@ -272,22 +287,22 @@ class LedgerBoard(Board):
         """
         number = _number(number)
         state = _state(state)
-        when = format_time(self._at(at))
+        fixed = self._fixed(at)
 
         def write(tx):
             self._require(tx, number)
-            return self._set_state(tx, number, state, when, actor)
+            return self._set_state(tx, number, state, self._stamp(fixed), actor)
         return self._tx(write, write=True)
 
     def set_status(self, number, status, *, at=None):
         """Set the status field; returns whether it changed."""
         number = _number(number)
-        when = format_time(self._at(at))
+        fixed = self._fixed(at)
 
         def write(tx):
             self._require(tx, number)
             return bool(tx.run('UPDATE items SET status = ?, updated_at = ? WHERE number = ? AND status <> ?',
-                               (status or '', when, number, status or '')))
+                               (status or '', self._stamp(fixed), number, status or '')))
         return self._tx(write, write=True)
 
     def post_marker(self, number, body, *, close=False, author='', at=None):
@@ -295,14 +310,15 @@ class LedgerBoard(Board):
 
         The comment is committed on its own before the close is attempted, so neither a close
         that finds the item already closed (the merged artifact's close got there first) nor a
-        close that fails can drop it. Returns ``{'comment', 'closed', 'state'}`` as
+        close that fails can drop it. Each write takes its own time (``at`` if given, else the
+        clock inside its transaction), so the close is never before the comment. Returns ``{'comment', 'closed', 'state'}`` as
         ``Board.post_marker`` documents.
         """
-        when = self._at(at)
-        posted = self.comment(number, body, author=author, at=when)
+        fixed = self._fixed(at)
+        posted = self.comment(number, body, author=author, at=fixed)
         result = {'comment': posted, 'closed': False, 'state': None}
         if close:
-            result['closed'] = self.set_state(number, 'closed', at=when, actor=author)
+            result['closed'] = self.set_state(number, 'closed', at=fixed, actor=author)
             result['state'] = 'closed'
         return result
 
@@ -329,13 +345,13 @@ class LedgerBoard(Board):
             blockers = sorted(set(_number(b, 'blocker number') for b in blocked_by))
             if number is not None and number in blockers:
                 raise BoardError('item #%d cannot block itself' % number)
-        when = format_time(self._at(at))
+        fixed = self._fixed(at)
 
         def write(tx):
             num = number
             row = self._require_or_none(tx, num) if num is not None else None
             if row is None:
-                tx.lock_table('items')
+                tx.lock('items.number')
                 if num is None:
                     num = tx.one('SELECT COALESCE(MAX(number), 0) + 1 FROM items')[0]
                 else:
@@ -349,6 +365,7 @@ class LedgerBoard(Board):
                 if missing:
                     raise ItemNotFound('blocker item(s) %s do not exist on the ledger: create them first'
                                        % ', '.join('#%d' % b for b in missing))
+            when = self._stamp(fixed)
             if row is None:
                 if not title:
                     raise BoardError('a new item needs a title')
@@ -423,16 +440,15 @@ class LedgerBoard(Board):
         """
         if not ref:
             raise BoardError('an artifact needs a ref')
-        now = self._now() if created_at is None or (merged and merged_at is None) else None
-        created = parse_time(created_at) if created_at is not None else now
-        merged = bool(merged)
-        merged_when = (parse_time(merged_at) if merged_at is not None else now) if merged else None
+        created, merged_fixed, merged = self._fixed(created_at), self._fixed(merged_at), bool(merged)
         numbers = sorted(set(_number(n) for n in (closes or ())))
-        created_text, merged_text = format_time(created), format_time(merged_when)
 
         def write(tx):
             for n in numbers:
                 self._require(tx, n)
+            now = self._now() if created is None or (merged and merged_fixed is None) else None
+            created_text = format_time(created or now)
+            merged_text = format_time(merged_fixed or now) if merged else None
             row = tx.one('SELECT id FROM artifacts WHERE ref = ?' + tx.dialect.for_update, (ref,))
             if row is None:
                 aid = tx.insert('INSERT INTO artifacts (ref, title, url, created_at, merged, merged_at) VALUES (?, ?, ?, ?, ?, ?)',

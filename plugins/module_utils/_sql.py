@@ -13,8 +13,9 @@ tiny:
   older than 3.35 still works) or ``RETURNING id`` (PostgreSQL);
 * upsert: ``INSERT ... ON CONFLICT (...) DO NOTHING|DO UPDATE SET col = excluded.col`` is the
   same text in both (SQLite >= 3.24);
-* locking: SQLite serialises writers with ``BEGIN IMMEDIATE``; PostgreSQL takes row locks,
-  ``LOCK TABLE`` where a new number is minted, and an advisory lock around migrations.
+* locking: SQLite serialises writers with ``BEGIN IMMEDIATE``; PostgreSQL takes row locks
+  (``FOR NO KEY UPDATE``), an advisory lock where a new number is minted, and one around
+  migrations.
 
 Times are stored as ``_model.format_time`` text (``YYYY-MM-DDTHH:MM:SS.ffffffZ``): fixed width
 UTC, so text order is time order on both backends, and ``parse_time`` brings them back aware.
@@ -35,6 +36,7 @@ import re
 import sqlite3
 import time
 import traceback
+import zlib
 
 try:
     import psycopg
@@ -125,8 +127,13 @@ class Dialect(object):
 
     @property
     def for_update(self):
-        """Row-lock suffix for a SELECT in a write transaction (SQLite's BEGIN IMMEDIATE already serialises)."""
-        return '' if self.name == 'sqlite' else ' FOR UPDATE'
+        """Row-lock suffix for a SELECT in a write transaction (SQLite's BEGIN IMMEDIATE already serialises).
+
+        ``FOR NO KEY UPDATE``, not ``FOR UPDATE``: the ledger never changes a key, and this lock
+        does not conflict with the ``KEY SHARE`` lock a foreign-key check takes, so writers of
+        comments/edges that reference a row do not queue behind a writer of that row.
+        """
+        return '' if self.name == 'sqlite' else ' FOR NO KEY UPDATE'
 
 
 class Tx(object):
@@ -158,14 +165,28 @@ class Tx(object):
         self._cur.execute(self.dialect.sql(sql) + ' RETURNING id', tuple(params))
         return self._cur.fetchone()[0]
 
-    def lock_table(self, table):
-        """Serialise writers of ``table`` for this transaction (PostgreSQL; SQLite already is).
+    def lock(self, name):
+        """Serialise, until this transaction ends, every transaction that takes the lock ``name``.
 
-        SHARE ROW EXCLUSIVE conflicts with itself and with row writes, not with plain reads
-        nor with foreign-key checks, so readers never wait on it.
+        PostgreSQL: a transaction-scoped advisory lock (``advisory_key(name)``); it blocks only
+        other holders of the same lock, never readers or row writers. Used where a value is
+        minted from the table's contents (the next item number), so two creators cannot mint
+        the same one. SQLite: nothing to do, ``BEGIN IMMEDIATE`` already serialises writers.
+
+        (A ``LOCK TABLE ... SHARE ROW EXCLUSIVE`` was tried first and deadlocked against a
+        comment writer: the comment held the item's row lock and waited for the table lock to
+        update it, while the creator held the table lock and its foreign-key check waited for
+        that row. The concurrency test found it as one-second stalls -- PostgreSQL's
+        deadlock_timeout -- and retries.)
         """
         if self.dialect.name != 'sqlite':
-            self._cur.execute('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE' % table)
+            self._cur.execute('SELECT pg_advisory_xact_lock(%s)', (advisory_key(name),))
+
+
+def advisory_key(name):
+    """A stable 63-bit advisory-lock key for a lock name (CRC-32 of ``fleet.dispatch:<name>``, offset
+    away from ``MIGRATION_LOCK_KEY``)."""
+    return (1 << 40) + zlib.crc32(('fleet.dispatch:%s' % name).encode('utf-8'))
 
 
 class _Rollback(Exception):

@@ -170,13 +170,26 @@ def test_times_are_stored_as_sortable_text(board):
     assert parse_time(stored) == t(5)
 
 
-def test_the_clock_is_read_once_per_write(board, clock):
+def test_the_clock_is_read_once_per_write_transaction(board, clock):
     board.upsert_item(title='a')
     before = clock.reads
-    board.post_marker(1, 'marker', close=True)
+    board.comment(1, 'one')
     assert clock.reads == before + 1
+    board.post_marker(1, 'marker', close=True)  # two transactions: the comment, then the close (D12)
+    assert clock.reads == before + 3
     item = board.get(1)
-    assert item.comments[-1].created_at == item.events[-1].at
+    assert item.comments[-1].created_at < item.events[-1].at
+    board.post_marker(1, 'again', close=True, at=t(50))  # a time passed in is used as is, by both
+    assert clock.reads == before + 3
+
+
+@pytest.mark.parametrize('at', ['yesterday', 42, '2026-13-01T00:00:00Z'])
+def test_a_bad_time_is_refused_before_writing(board, at):
+    board.upsert_item(title='a')
+    with pytest.raises(BoardError) as err:
+        board.comment(1, 'x', at=at)
+    assert 'ISO-8601' in str(err.value)
+    assert board.get(1).comments == []
 
 
 def test_empty_comment_is_refused(board):
