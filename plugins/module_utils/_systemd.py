@@ -20,6 +20,12 @@ Decisions implemented here:
 * **D3 OnFailure.** ``-p OnFailure=<template><unit>.service`` with the literal unit name: specifiers
   such as ``%n`` are *not* expanded in transient-unit properties (systemd 252 rejects
   ``fleet-notify@%n.service`` as an invalid unit name — test-bed README).
+* **Type=exec.** With systemd-run's default Type=simple the start job completes at fork, so a run
+  whose working directory, EnvironmentFile or executable is missing is reported as started and
+  dies a moment later. ``-p Type=exec`` makes the start job wait for the ``execve()``: those
+  failures become a failed systemd-run (read on the test bed, systemd 252: a missing
+  ``--working-directory`` gives rc 0 with Type=simple, rc 1 "Job for task-50.service failed" with
+  Type=exec). ``launched`` then means the run's program is running.
 * **D4 the name is the lock.** No entropy is ever added to the unit name here; the name comes from
   ``_naming.unit_name`` and a live name makes systemd refuse the second start.
 * **D20 🔴 live vs unloading.** After a failed ``systemd-run`` the unit's state is *read* and
@@ -253,7 +259,7 @@ class SystemdUser(object):
             raise ValueError('the working directory must be an absolute path: %r' % (workdir,))
         if not argv:
             raise ValueError('the run needs a command')
-        out = [self.systemd_run, '--user', '--unit=%s' % unit, '--collect', '--setenv=PATH=%s' % path]
+        out = [self.systemd_run, '--user', '--unit=%s' % unit, '--collect', '-p', 'Type=exec', '--setenv=PATH=%s' % path]
         for key in sorted(setenv or {}):
             out.append('--setenv=%s=%s' % (key, setenv[key]))
         if environment_file:

@@ -19,6 +19,8 @@ description:
   - The run gets the explicit O(path) (D3 - the unit does not inherit the caller's environment, so tools under C(~/.local/bin)
     are otherwise absent and the run dies with exit 127). Secrets reach the run only through O(environment_file); O(items[].setenv)
     is for non-secret values and refuses names that look like secrets.
+  - The unit is C(Type=exec), so systemd-run returns only once the run's program has been executed; a missing working directory,
+    credentials file or program is a V(failed-to-launch), not a run reported as started that dies a moment later.
   - One call takes the whole list of items for this master, so a dispatcher needs one call per worker per cycle.
   - A refusal writes nothing anywhere (D6); it is reported in RV(refused) and RV(results).
   - Run it as the master (C(become_user)). C(XDG_RUNTIME_DIR) is set to C(/run/user/<uid>) when the become method left it unset.

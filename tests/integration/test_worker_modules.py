@@ -303,3 +303,53 @@ def test_capacity_info_reads_a_revoked_state(worker):
         assert 'human' in res['why']
     finally:
         as_master(worker, 'rm -f ~/.local/state/fleet-dispatch/capacity.json')
+
+
+# -- D20 on a real user manager ---------------------------------------------------------------
+
+def test_collision_with_an_unloading_unit_is_named_unloading_not_live(worker):
+    """D20 🔴: systemd prints the same "already loaded" for a live unit and a stopping one; the state tells them apart."""
+    as_master(worker, 'systemd-run --user --unit=task-41 --collect -p TimeoutStopSec=60 -- '
+                      'sh -c \'trap "" TERM; while :; do sleep 1; done\'')
+    try:
+        as_master(worker, 'systemctl --user stop --no-block task-41')
+        wait_for('task-41 to be stopping', lambda: unit_prop(worker, 'task-41', 'ActiveState') == 'deactivating')
+        res = launch(worker, [item(41, ['true'])])
+        entry = res['results'][0]
+        assert entry['reason'] == 'unloading' and not entry['launched'] and res['refused'] == ['task-41']
+        assert 'already loaded' in entry['stderr']          # the very text that is NOT used to decide
+        assert entry['active_state'] == 'deactivating'
+    finally:
+        as_master(worker, 'systemctl --user kill -s KILL task-41', check=False)
+
+
+def test_two_concurrent_launches_of_one_item_start_one_unit(worker):
+    """D4: two dispatchers both pass the pre-flight read; the zero-entropy name lets only one start."""
+    import threading
+    results = []
+
+    def go():
+        results.append(module(worker, 'launch', dict(items=[item(42, ['sleep', '300'])], path=USER_PATH)))
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        reasons = sorted(r['results'][0]['reason'] for r in results)
+        assert reasons == ['launched', 'live'], results
+        ids = set(r['results'][0]['invocation_id'] for r in results)
+        assert len(ids) == 1                                  # the refused call names the winner's run
+        info = module(worker, 'units_info')
+        assert len([u for u in info['units'] if u['item'] and u['item']['number'] == 42]) == 1
+    finally:
+        as_master(worker, 'systemctl --user stop task-42', check=False)
+
+
+def test_a_run_that_cannot_start_is_failed_to_launch_not_launched(worker):
+    """Type=exec: a missing working directory fails systemd-run itself, so "launched" is never claimed for it."""
+    res = module(worker, 'launch', dict(items=[item(43, ['true'], workdir=HOME + '/no-such-dir')], path=USER_PATH))
+    assert not res.get('failed'), res
+    entry = res['results'][0]
+    assert entry['reason'] == 'failed-to-launch' and not entry['launched'] and res['failed'] == ['task-43']
+    assert entry['stderr'] and any('task-43' in w for w in res.get('warnings', []))

@@ -163,7 +163,7 @@ def test_transient_argv_is_exact():
         'task-42', ['runner', '--item', '42', '$(rm -rf ~)'], PATH, environment_file='/home/m/.config/fleet-dispatch/credentials.env',
         on_failure='fleet-notify@task-42.service', workdir='/home/m/fleet/workspaces/task-42@w1', setenv={'B': '2', 'A': '1'})
     assert argv == [
-        'systemd-run', '--user', '--unit=task-42', '--collect', '--setenv=PATH=' + PATH,
+        'systemd-run', '--user', '--unit=task-42', '--collect', '-p', 'Type=exec', '--setenv=PATH=' + PATH,
         '--setenv=A=1', '--setenv=B=2',
         '-p', 'EnvironmentFile=/home/m/.config/fleet-dispatch/credentials.env',
         '-p', 'OnFailure=fleet-notify@task-42.service',

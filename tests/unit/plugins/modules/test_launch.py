@@ -71,7 +71,7 @@ def absent(unit):
 
 
 def run_argv(unit, command, workdir, env_file=None, setenv=None, notifier=True):
-    argv = ['systemd-run', '--user', '--unit=%s' % unit, '--collect', '--setenv=PATH=' + PATH]
+    argv = ['systemd-run', '--user', '--unit=%s' % unit, '--collect', '-p', 'Type=exec', '--setenv=PATH=' + PATH]
     for key in sorted(setenv or {}):
         argv.append('--setenv=%s=%s' % (key, setenv[key]))
     if env_file:
