@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -31,7 +30,8 @@ import time
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / 'tests'))
 
-import conftest  # noqa: E402,F401  (makes ansible_collections.fleet.dispatch importable)
+# conftest makes ansible_collections.fleet.dispatch importable (a symlink to this checkout).
+import conftest  # noqa: E402,F401  pylint: disable=unused-import
 from fakes.github import FakeGitHub, analyse, load_schema  # noqa: E402
 
 from ansible_collections.fleet.dispatch.plugins.module_utils import _github  # noqa: E402
@@ -69,7 +69,7 @@ def naive_page_cost(schema):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--sizes', default='100,1000,5000')
     parser.add_argument('--eligible', type=float, default=0.05)
     args = parser.parse_args(argv)

@@ -62,7 +62,7 @@ def run_playbook(tmp_path, playbook, extra_vars, env=None):
     environ.update(env or {})
     proc = subprocess.run([str(ANSIBLE_PLAYBOOK), '-i', 'localhost,', '-c', 'local', str(playbook), '-e', '@%s' % vars_file],
                           cwd=str(tmp_path), env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=300)
+                          universal_newlines=True, timeout=300, check=False)
     return proc
 
 
