@@ -48,12 +48,13 @@ except ImportError:  # pragma: no cover - depends on the host
     PSYCOPG_IMPORT_ERROR = traceback.format_exc()
 
 DEFAULT_TIMEOUT = 30.0
-"""Seconds a transaction may wait for a lock (SQLite ``busy_timeout`` and the retry deadline)
-and a connection may take to open. Unmeasured guess, chosen to be far above the waits seen:
-``benchmarks``-style figures printed by tests/unit/plugins/module_utils/test_ledger_concurrency.py
-(4 processes x 60 writes on 2 cores) are the experiment that settles it; its reading is the max
-per-write wait it prints, which was well under one second on this machine (see the changelog
-fragment ledger-board.yml for the figures of the run that shipped this)."""
+"""Seconds a transaction may wait for locks (SQLite ``busy_timeout`` and the retry deadline) and a
+connection may take to open. Reading behind it: tests/unit/plugins/module_utils/
+test_ledger_concurrency.py (4 processes x 60 write transactions on one store, 2 cores, load
+average ~20 from other jobs) printed per-write max waits of 0.64-1.46 s on SQLite and
+0.05-0.62 s on PostgreSQL (p50 3-7 ms / 10-22 ms). 30 s is ~20x the worst reading: a wait that
+long means a stuck writer, not contention, and the error then names it. Re-run that test with
+``-s`` on a real controller to re-measure."""
 
 MIGRATION_LOCK_KEY = 0x666C656574
 """PostgreSQL advisory-lock key held while migrations run ("fleet" in ASCII). Any fixed 64-bit
@@ -277,8 +278,9 @@ class SqlStore(object):
         SQLite's busy handler already waits ``busy_timeout``; a few paths bypass it (WAL
         recovery, switching journal mode while another connection opens the file), and
         PostgreSQL reports deadlocks/serialization failures that a retry resolves. Backoff
-        starts at 10 ms and doubles to 0.5 s: an unmeasured guess, small against the
-        per-write waits the concurrency test prints.
+        starts at 10 ms and doubles to 0.5 s: an unmeasured guess (the busy handler does
+        the waiting in the common case; no retry path was needed to pass the concurrency test,
+        which is the experiment that would show a better ladder).
         """
         deadline = time.monotonic() + self.timeout
         delay = 0.01

@@ -22,6 +22,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import MIGR
 PROCESSES = 4   # twice the cores of the CI machine (2), so writers really contend
 WRITES = 60     # per process; each write is one transaction
 SHARED_COMMENTS, SHARED_TOGGLE = 1, 2
+POOL_SIZE = PROCESSES + 2
 
 
 def storm(url, proc, writes, start):
@@ -58,35 +59,45 @@ def storm(url, proc, writes, start):
     return out
 
 
-def first_open(url, start, results):
+def first_open(url, start):
     start.wait()
     try:
         board = LedgerBoard(create=True, timeout=60, **url)
-        results.put(('ok', board.migrated))
+        migrated = board.migrated
         board.close()
+        return ('ok', migrated)
     except Exception:
-        results.put(('error', traceback.format_exc()))
+        return ('error', traceback.format_exc())
 
 
-def _run(target, args_of, count):
+def _task(job):
+    """Runs in a pool process: wait at the barrier with the others, then do the job."""
+    name, args, start = job
+    if name == 'storm':
+        return storm(*args, start=start)
+    return first_open(*args, start=start)
+
+
+@pytest.fixture(scope='module')
+def pool():
+    """One spawn pool for the module: processes start once (spawn costs ~1 s each here), and each
+    task is one writer. ``POOL_SIZE`` >= the tasks of any test, so every task of a round gets
+    its own process and the barrier can be met."""
     ctx = multiprocessing.get_context('spawn')
-    start = ctx.Barrier(count)
-    results = ctx.Queue()
-    procs = [ctx.Process(target=_wrap, args=(target, args_of(n), start, results)) for n in range(count)]
-    for p in procs:
-        p.start()
-    got = [results.get(timeout=300) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-    assert [p.exitcode for p in procs] == [0] * count
-    return got
+    manager = ctx.Manager()
+    workers = ctx.Pool(POOL_SIZE)
+    try:
+        yield manager, workers
+    finally:
+        workers.close()
+        workers.join()
+        manager.shutdown()
 
 
-def _wrap(target, args, start, results):
-    if target == 'storm':
-        results.put(storm(*args, start=start))
-    else:
-        first_open(*args, start=start, results=results)
+def _run(pool, name, args, count):
+    manager, workers = pool
+    start = manager.Barrier(count, timeout=120)
+    return workers.map(_task, [(name, args(n), start) for n in range(count)], chunksize=1)
 
 
 def _figures(label, waits, seconds):
@@ -96,14 +107,14 @@ def _figures(label, waits, seconds):
           % (label, len(waits), PROCESSES, seconds, pick(0.5), pick(0.9), pick(0.99), waits[-1] * 1000))
 
 
-def test_concurrent_writers_lose_nothing(ledger_url):
+def test_concurrent_writers_lose_nothing(pool, ledger_url):
     setup = LedgerBoard(create=True, **ledger_url)
     setup.upsert_item(title='shared comments')
     setup.upsert_item(title='shared toggle')
     setup.close()
 
     began = time.monotonic()
-    outs = _run('storm', lambda n: (ledger_url, n, WRITES), PROCESSES)
+    outs = _run(pool, 'storm', lambda n: (ledger_url, n, WRITES), PROCESSES)
     seconds = time.monotonic() - began
     errors = [e for o in outs for e in o['errors']]
     assert errors == []  # no "database is locked", no deadlock, nothing escaped
@@ -138,24 +149,24 @@ def test_concurrent_writers_lose_nothing(ledger_url):
     _figures('sqlite' if 'path' in ledger_url else 'postgres', [w for o in outs for w in o['waits']], seconds)
 
 
-def test_concurrent_first_open_migrates_exactly_once(ledger_url):
-    count = PROCESSES + 2
-    outs = _run('first_open', lambda n: (ledger_url,), count)
-    assert [o for o in outs if o[0] != 'ok'] == []
-    migrated = sorted((o[1] for o in outs), key=len)
-    assert migrated == [[]] * (count - 1) + [[m[0] for m in MIGRATIONS]]
-    board = LedgerBoard(**ledger_url)
-    recorded = board._store.transaction(lambda tx: tx.all('SELECT version FROM schema_version ORDER BY version'))
-    assert [r[0] for r in recorded] == [m[0] for m in MIGRATIONS]
-    assert board.read().items == []
-    board.close()
-
-
-@pytest.mark.parametrize('rounds', [3])
-def test_concurrent_first_open_of_a_new_sqlite_file(tmp_path, rounds):
-    """The file does not exist yet: every process races to create it, set WAL and migrate."""
-    for r in range(rounds):
-        url = {'path': str(tmp_path / ('ledger-%d.sqlite3' % r))}
-        outs = _run('first_open', lambda n: (url,), PROCESSES)
+def test_concurrent_first_open_migrates_exactly_once(pool, ledger_url):
+    """Every process opens a store nobody initialised, at once (SQLite: the file does not even
+    exist yet, so they also race to create it and switch it to WAL). Three rounds."""
+    count = POOL_SIZE
+    for r in range(3):
+        url = dict(ledger_url)
+        if 'path' in url:
+            url['path'] = '%s.%d' % (url['path'], r)
+        elif r:
+            with LedgerBoard(**url) as board:  # empty the database again
+                board._store.transaction(lambda tx: [tx.run('DROP TABLE %s' % t) for t in (
+                    'artifact_closes', 'artifacts', 'dependencies', 'events', 'comments', 'items', 'schema_version')],
+                    write=True)
+        outs = _run(pool, 'first_open', lambda n: (url,), count)
         assert [o for o in outs if o[0] != 'ok'] == []
-        assert sorted(len(o[1]) for o in outs) == [0] * (PROCESSES - 1) + [len(MIGRATIONS)]
+        migrated = sorted((o[1] for o in outs), key=len)
+        assert migrated == [[]] * (count - 1) + [[m[0] for m in MIGRATIONS]]
+        with LedgerBoard(**url) as board:
+            recorded = board._store.transaction(lambda tx: tx.all('SELECT version FROM schema_version ORDER BY version'))
+            assert [row[0] for row in recorded] == [m[0] for m in MIGRATIONS]
+            assert board.read().items == []
