@@ -16,6 +16,8 @@ D1 -- the board *is* the queue, read live, one paginated GraphQL query a cycle:
 * **The detail pass** (``DETAILS``) fetches the fields that cost real points -- comments (the
   markers), the closed/reopened timeline, closing pull requests, the dependency edges -- only for
   those items, batched through ``nodes(ids:)`` (one request for many issues, not one per item).
+  ``nodes(ids:)`` does what a document of aliases (``i1: node(id: ...) ...``) would, with one
+  constant document that the tests validate against the schema, instead of one generated per batch.
   Items the summary says are blocked get only their blocker edges (``BLOCKERS``), so the
   eligibility decision sees positive evidence of the open blocker (D9); if the edges show no open
   blocker after all, the item is promoted to the detail pass rather than judged on missing data.

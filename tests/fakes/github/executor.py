@@ -78,7 +78,8 @@ def connection(seq: List[Any], first=None, last=None, after=None, before=None, *
 
 # -- the project filter (items(query:)) ---------------------------------------------------------
 
-_TOKEN = re.compile(r'(-?)(?:("[^"]*"|[^\s:"]+):("[^"]*"|\S+)|("[^"]*"|\S+))')
+_VALUE = r'(?:"[^"]*"|[^\s,"]+)'
+_TOKEN = re.compile(r'(-?)(?:("[^"]*"|[^\s:"]+):(%s(?:,%s)*)|("[^"]*"|\S+))' % (_VALUE, _VALUE))
 
 
 def parse_filter(text: str) -> List[tuple]:
@@ -88,7 +89,7 @@ def parse_filter(text: str) -> List[tuple]:
         neg = m.group(1) == '-'
         if m.group(2) is not None:
             key = m.group(2).strip('"').lower()
-            values = [v.strip('"') for v in re.findall(r'"[^"]*"|[^,]+', m.group(3))]
+            values = [v.strip('"') for v in re.findall(_VALUE, m.group(3))]
             out.append((neg, key, values))
         else:
             out.append((neg, None, [m.group(4).strip('"')]))
