@@ -62,7 +62,9 @@ STATE_FIELDS = ('source', 'reset_at', 'written_at', 'message', 'unit')
 # the median of the latter and report wasted starts per dark hour next to the number.
 DEFAULT_UNKNOWN_RESET_COOLDOWN = _dt.timedelta(minutes=30)
 
-MESSAGE_MAX = 500  # characters of the provider's message kept in the state file (display only)
+# Characters of the provider's message kept in the state file. Display only (no decision reads
+# it); unmeasured guess: the provider limit notices in the tests are all under 120 characters.
+MESSAGE_MAX = 500
 
 # --- signatures -----------------------------------------------------------------------------
 # Hard limits only: a 429 "rate_limit_error" or "Too Many Requests" is a transient throttle

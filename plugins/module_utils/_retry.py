@@ -74,7 +74,11 @@ _TRANSIENT_RE = [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _TRANSIEN
 # the lines before the error), which made a 2 MB capture with 20,000 stray braces take seconds.
 _OBJECT_START = re.compile(r'\{\s*["}]')
 _DECODER = json.JSONDecoder()
-_WINDOW = 4096  # first decode window, characters; grows x8 while a failure may be the window's cut
+# First decode window, characters; grows x8 while a failure may be the window's cut. Reading
+# (this machine, Python 3.11): 300 kB capture with 12,000 broken '{"key": x' fragments around
+# one envelope -- whole-capture decoding 1.90 s, windowed 0.07 s. 4096 is an unmeasured choice
+# within that: any window that holds a typical broken fragment gives the same order of cost.
+_WINDOW = 4096
 
 
 def json_objects(capture: Any) -> List[Tuple[dict, int, int]]:
