@@ -166,6 +166,13 @@ class LedgerBoard(Board):
             if unreadable:
                 raise BoardUnreadable(str(exc))
             raise BoardError(str(exc))
+        except ValueError as exc:
+            if not unreadable:
+                raise
+            # A row the model cannot hold (a time that does not parse): the queue is not readable
+            # as a whole, and guessing around the row could misread eligibility (D5).
+            raise BoardUnreadable('the ledger at %s holds a value that does not parse (%s): repair the row by hand'
+                                  % (self.location, exc))
 
     def close(self):
         self._store.close()

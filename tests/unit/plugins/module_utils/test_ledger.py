@@ -452,6 +452,15 @@ def test_a_store_broken_after_open_reads_as_unreadable_not_empty(board):
         board.get(1)
 
 
+def test_a_row_that_does_not_parse_makes_the_queue_unreadable(board):
+    board.upsert_item(title='a')
+    board._store.transaction(lambda tx: tx.run(
+        "INSERT INTO comments (item, author, body, created_at) VALUES (1, '', 'x', 'last tuesday')"), write=True)
+    with pytest.raises(BoardUnreadable) as err:
+        board.read()
+    assert 'last tuesday' in str(err.value)
+
+
 def test_a_lost_postgres_connection_reads_as_unreadable(pg_dsn):
     import psycopg
     board = LedgerBoard(dsn=pg_dsn, create=True)
