@@ -160,7 +160,8 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
 
     since = all_markers
     if reopen_at is not None:
-        since = [m for m in all_markers if m.at is not None and m.at > reopen_at]
+        # a marker at the very instant of the reopen stands (see above), so it also counts
+        since = [m for m in all_markers if m.at is not None and m.at >= reopen_at]
     attempts = count_attempts(since, uncounted=uncounted)
 
     blockers = open_blockers(item)

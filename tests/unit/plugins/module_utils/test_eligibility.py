@@ -141,6 +141,11 @@ def test_reopen_tie_does_not_outrank():
     assert verdict.reason == 'tombstone'
 
 
+def test_reopen_tie_start_is_running_and_counted():
+    verdict = evaluate(mk(('start', 0), ('failure', 1), ('start', 10), reopen_at=10), now=NOW)
+    assert verdict.reason == 'running' and verdict.attempts == 1
+
+
 def test_reopen_outranks_a_start():
     assert evaluate(mk(('start', 0), reopen_at=10), now=NOW).reason == 'eligible'
 
