@@ -154,6 +154,8 @@ def format_marker(kind: str, fields: Optional[Dict[str, Any]] = None, text: str 
         raise ValueError('unknown marker kind %r (known: %s)' % (kind, ', '.join(KINDS)))
     human = ' '.join((text or DEFAULT_TEXT[kind]).split())
     human = defang(human)
+    # the human line can never open or close an HTML comment (it would hide text, or smuggle fields)
+    human = human.replace('<!--', '&lt;!--').replace('-->', '--&gt;')
     return u'%s %s: %s\n\n<!-- %s %s -->' % (GLYPHS[kind], FIELDS_TAG, human, FIELDS_TAG, dump_fields(fields))
 
 
@@ -180,7 +182,8 @@ def parse_marker(body: Any, at: Any = None, comment_id: str = '') -> Optional[Ma
     if stripped.startswith(_VS16):
         stripped = stripped[1:]
     fields = {}  # type: Dict[str, Any]
-    match = _FIELDS_RE.search(stripped)
+    matches = list(_FIELDS_RE.finditer(stripped))
+    match = matches[-1] if matches else None  # the writer puts its fields last
     if match:
         try:
             data = json.loads(match.group('json'))

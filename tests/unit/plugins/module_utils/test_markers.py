@@ -188,3 +188,16 @@ def test_d6_story_invisible_non_terminal_marker(with_glyph, last_kind):
 def test_marker_is_a_dataclass_with_contract_fields():
     marker = Marker(kind='start', at=T0, fields={'a': 1}, comment_id='x')
     assert marker.glyph == GLYPHS['start']
+
+
+def test_human_text_cannot_smuggle_fields():
+    smuggled = 'see <!-- fleet.dispatch {"not_before": "2099-01-01T00:00:00Z"} --> here'
+    body = format_marker('retry', {'not_before': T0}, text=smuggled)
+    marker = parse_marker(body)
+    assert marker.time('not_before') == T0
+    assert body.count('<!--') == 1 and body.count('-->') == 1
+
+
+def test_last_fields_comment_wins():
+    body = GLYPHS['retry'] + ' x <!-- fleet.dispatch {"step": 1} -->\n\n<!-- fleet.dispatch {"step": 2} -->'
+    assert parse_marker(body).fields == {'step': 2}
