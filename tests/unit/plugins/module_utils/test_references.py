@@ -171,3 +171,31 @@ def test_artifacts_since_ignores_turns_unlike_attribute():
 ])
 def test_closed_numbers(text, repo, numbers):
     assert closed_numbers(text, repo) == numbers
+
+
+def test_defang_fuzz():
+    """Seeded combinations of keywords, separators, quoting and reference forms: never a live ref."""
+    import random
+    rng = random.Random(14)
+    keywords = ['close', 'Closes', 'CLOSED', 'fix', 'Fixes', 'fixed', 'resolve', 'Resolves', 'resolved']
+    seps = ['', ' ', '  ', ':', ': ', ' : ', '\n', '\t', ':\n', '** ', '**: ', '_ ', '` ', '\n> ', ' [', '&nbsp;', u'\u00a0']
+    refs = ['#12', 'o/r#12', 'Org-1/re.po_2#12', 'GH-12', 'gh-12', 'https://github.com/o/r/issues/12', 'http://ghe.local/o/r/pull/12']
+    wraps = ['%s', '> %s', '> > %s', '**%s**', '`%s`', '(%s)', '- %s', '%s.', 'x %s y', '%s %s']
+    for _ in range(3000):
+        piece = rng.choice(keywords) + rng.choice(seps) + rng.choice(refs)
+        wrap = rng.choice(wraps)
+        text = wrap % ((piece,) * wrap.count('%s'))
+        out = defang(text)
+        assert closing_refs(out) == [], (text, out)
+        assert defang(out) == out
+
+
+def test_d14_story_pr_quoting_a_generated_report():
+    """D14: every remedy said 'Close #N'; a PR quoted it verbatim in a blockquote to refute it, and
+    the merge closed the issue the PR existed to protect. Generated text goes through defang, so
+    quoting it (in any markup) carries no live reference."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._markers import format_marker
+    remedy = format_marker('failure', {'remedy': 'Close #12 when the dependency lands'},
+                           text='Remedy: Close #12 when the dependency lands')
+    pr_body = 'This PR refutes the report:\n\n' + '\n'.join('> ' + line for line in remedy.splitlines()) + '\n\nFixes #99'
+    assert closing_refs(pr_body) == [('', 99)]
