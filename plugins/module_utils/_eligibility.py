@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from ._markers import Marker, markers_of
 from ._model import parse_time
@@ -190,3 +190,52 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     reason = holds[0] if holds else 'eligible'
     return Verdict(eligible=(reason == 'eligible'), reason=reason, attempts=attempts, last_marker=last,
                    open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds)
+
+
+def run_durations(markers: List[Marker]) -> List[float]:
+    """Seconds from each start to its run's ending (the next non-start marker), for finished runs.
+
+    The reaper's threshold is set from these (D13: "2x the longest run ever observed"), read from
+    the board's own timestamps rather than a state file (D14). Starts without an ending, and
+    markers without times, are skipped.
+    """
+    markers = list(markers or [])
+    found = []
+    for index, marker in enumerate(markers):
+        if marker.kind != 'start' or marker.at is None or index + 1 >= len(markers):
+            continue
+        ending = markers[index + 1]
+        if ending.kind == 'start' or ending.at is None:
+            continue
+        found.append((ending.at - marker.at).total_seconds())
+    return found
+
+
+def orphaned(markers: List[Marker], *, now: Any, live: Optional[bool], threshold: Any) -> Tuple[bool, str]:
+    """Should the reaper reset this item (post a reset marker)? ``(reap, why)`` (D12, D14).
+
+    All three must hold: the last marker is a start; the unit probe of EVERY master on every
+    worker positively found no live unit for the item (``live is False``; ``None`` -- a probe that
+    failed or did not reach every worker -- is not evidence, and reaping a live run would let a
+    second one launch); and the start is older than ``threshold`` (a ``timedelta`` or seconds).
+    The probe is the real signal; the clock only stops a blinked probe from reaping a live run.
+    """
+    when = _time(now)
+    if when is None:
+        raise ValueError('orphaned needs an aware "now"')
+    if not isinstance(threshold, _dt.timedelta):
+        threshold = _dt.timedelta(seconds=float(threshold))
+    markers = list(markers or [])
+    last = markers[-1] if markers else None
+    if last is None or last.kind != 'start':
+        return False, 'last marker is not a start'
+    if live is None:
+        return False, 'the unit probe did not answer for every worker: no evidence'
+    if live:
+        return False, 'a live unit runs this item'
+    if last.at is None:
+        return False, 'the start marker has no time'
+    age = when - last.at
+    if age <= threshold:
+        return False, 'start is %ds old, not older than the %ds threshold' % (age.total_seconds(), threshold.total_seconds())
+    return True, 'start is %ds old, no live unit on any worker' % age.total_seconds()

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import (
-    PRECEDENCE, REASONS, count_attempts, evaluate)
+    PRECEDENCE, REASONS, count_attempts, evaluate, orphaned, run_durations)
 from ansible_collections.fleet.dispatch.plugins.module_utils._markers import format_marker, markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._model import Blocker, Comment, Event, Item
 
@@ -223,3 +223,27 @@ def test_dict_items_accepted():
     item = {'state': 'open', 'status': 'Ready', 'comments': [], 'events': [], 'blockers': [{'number': 3, 'state': 'open'}]}
     verdict = evaluate(item, now=NOW)
     assert verdict.reason == 'blocked' and verdict.open_blockers == [3]
+
+
+def test_run_durations():
+    item = mk(('start', 0), ('failure', 10), ('start', 20), ('capacity', 21), ('start', 30))
+    assert run_durations(markers_of(item)) == [600.0, 60.0]
+
+
+@pytest.mark.parametrize('steps, live, minutes_later, reap', [
+    ([('start', 0)], False, 121, True),
+    ([('start', 0)], False, 119, False),          # the clock stops a blinked probe from reaping a live run
+    ([('start', 0)], True, 600, False),           # live: never
+    ([('start', 0)], None, 600, False),           # probe incomplete: no evidence (D5)
+    ([('start', 0), ('failure', 1)], False, 600, False),
+    ([], False, 600, False),
+])
+def test_orphaned(steps, live, minutes_later, reap):
+    item = mk(*steps)
+    got, why = orphaned(markers_of(item), now=t(minutes_later), live=live, threshold=dt.timedelta(hours=2))
+    assert got is reap and why
+
+
+def test_orphaned_threshold_in_seconds():
+    item = mk(('start', 0))
+    assert orphaned(markers_of(item), now=t(3), live=False, threshold=120)[0] is True
