@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: mutex
 author:
-  - fleet.dispatch contributors
+  - fleet.dispatch contributors (@fleet-dispatch)
 version_added: 0.1.0
 short_description: Acquire or release a named lease held across the probe and the launch
 description:

@@ -253,7 +253,7 @@ def test_seed_story_lock_held_across_probe_and_launch(bed):
 def test_ttl_and_names_are_caller_errors(bed):
     for name, owner, ttl in [('', 'a', 10), ('  ', 'a', 10), (None, 'a', 10), ('task-1', '', 10),
                              ('task-1', None, 10), ('task-1', 'a', 0), ('task-1', 'a', -5), ('task-1', 'a', 'ten'),
-                             ('task-1', 'a', True)]:
+                             ('task-1', 'a', True), ('task-1', 'a', float('nan')), ('task-1', 'a', float('inf'))]:
         with pytest.raises(LeaseError):
             bed.acquire(name, owner, ttl)
 
