@@ -448,8 +448,7 @@ def artifact_of(pr: Dict[str, Any], issue_number: int) -> Artifact:
 def detail_into(item: Item, issue: Dict[str, Any]) -> None:
     """Fill ``item`` from an ``IssueDetail``/``BlockerEdges`` selection (what was selected only)."""
     if 'comments' in issue:
-        item.comments = sorted((comment_of(n) for n in _nodes(issue.get('comments'))),
-                               key=lambda c: c.created_at)
+        item.comments = sorted((comment_of(n) for n in _nodes(issue.get('comments'))), key=_when)
     artifacts = {}  # type: Dict[str, Artifact]
     if 'timelineItems' in issue:
         events = []
@@ -471,11 +470,20 @@ def detail_into(item: Item, issue: Dict[str, Any]) -> None:
         for pr in _nodes(issue.get('closedByPullRequestsReferences')):
             art = artifact_of(pr, item.number)
             artifacts[art.ref] = art
-        item.artifacts = sorted(artifacts.values(), key=lambda a: (a.created_at or _dt.datetime.min.replace(tzinfo=UTC), a.ref))
+    if 'timelineItems' in issue or 'closedByPullRequestsReferences' in issue:
+        item.artifacts = sorted(artifacts.values(), key=lambda a: (_EPOCH if a.created_at is None else a.created_at, a.ref))
     if 'blockedBy' in issue:
         item.blockers = [Blocker(number=int(n.get('number')), state=_lower(n.get('state')),
                                  repo=(n.get('repository') or {}).get('nameWithOwner', ''))
                          for n in _nodes(issue.get('blockedBy')) if isinstance(n.get('number'), int)]
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _when(comment: Comment) -> _dt.datetime:
+    """Sort key: GitHub's own time; a comment without one sorts first (never crashes the read)."""
+    return _EPOCH if comment.created_at is None else comment.created_at
 
 
 def _summary_open_blockers(issue: Dict[str, Any]) -> int:
@@ -763,7 +771,19 @@ class GitHubBoard(Board):
 
     # -- reads ------------------------------------------------------------------------------
     def read(self, *, now=None) -> BoardRead:
-        """One board read (D1): the page pass, the cheap filter, then batched detail passes."""
+        """One board read (D1): the page pass, the cheap filter, then batched detail passes.
+
+        Raises ``BoardUnreadable`` when any part of the queue cannot be read or parsed: a read
+        is whole or it is not a read (D5, D20). ``now`` is accepted for the protocol; GitHub's
+        own timestamps are what the items carry.
+        """
+        try:
+            return self._read()
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise BoardUnreadable('GitHub answered the board read with data this board cannot parse (%s: %s)'
+                                  % (type(exc).__name__, exc))
+
+    def _read(self) -> BoardRead:
         self._rate_limits = []
         is_org = self._owner_is_org()
         query = project_query(self.status_field, self.ready)
@@ -887,10 +907,17 @@ class GitHubBoard(Board):
                 break
             info = new_info
         if older:
-            item.comments = sorted(older + item.comments, key=lambda c: c.created_at)
+            item.comments = sorted(older + item.comments, key=_when)
 
     def get(self, number) -> Item:
         """One item in full: comments, events, blockers, artifacts and its status on this project."""
+        try:
+            return self._get(number)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise BoardError('GitHub answered for item %s with data this board cannot parse (%s: %s)'
+                             % (number, type(exc).__name__, exc))
+
+    def _get(self, number) -> Item:
         repo, num = self._resolve(number)
         owner, _sep, name = repo.partition('/')
         data = self._graphql('Issue', {'owner': owner, 'name': name, 'number': num,

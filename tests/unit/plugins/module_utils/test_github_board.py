@@ -493,3 +493,44 @@ def test_status_filter_with_a_spaced_value_reaches_the_right_items(gh):
     ready(gh, 'waiting')
     with board_for(gh, ready='In progress') as board:
         assert [i.title for i in board.read().items] == ['moving']
+
+
+def test_garbage_in_a_well_formed_answer_is_unreadable_not_a_crash(gh):
+    ready(gh)
+    page = {'data': {'rateLimit': {'cost': 1, 'remaining': 1, 'resetAt': '2026-01-01T00:00:00Z'},
+                     'organization': {'projectV2': {
+                         'id': 'P', 'title': 't',
+                         'field': {'__typename': 'ProjectV2SingleSelectField', 'id': 'F', 'name': 'Status',
+                                   'options': [{'id': 'o', 'name': 'Ready'}]},
+                         'items': {'totalCount': 1, 'pageInfo': {'hasNextPage': False, 'endCursor': None},
+                                   'nodes': [{'id': 'PVTI', 'type': 'ISSUE', 'isArchived': False,
+                                              'fieldValueByName': {'__typename': 'ProjectV2ItemFieldSingleSelectValue',
+                                                                   'name': 'Ready', 'optionId': 'o'},
+                                              'content': {'__typename': 'Issue', 'id': 'I', 'number': 1, 'title': 't',
+                                                          'state': 'OPEN', 'url': '', 'createdAt': 'yesterday',
+                                                          'updatedAt': None, 'repository': {'nameWithOwner': REPO},
+                                                          'issueDependenciesSummary': {'blockedBy': 0, 'totalBlockedBy': 0}}}]}}}}}
+    gh.inject(200, page, path='/graphql', operation='BoardPage')
+    with board_for(gh, owner_type='organization') as board:
+        with pytest.raises(BoardUnreadable, match='cannot parse'):
+            board.read()
+
+
+@pytest.mark.parametrize('timeline,expect', [
+    ([{'__typename': 'ClosedEvent', 'createdAt': '2026-03-01T12:10:00Z', 'actor': {'login': 'merger'},
+       'closer': {'__typename': 'PullRequest', 'number': 5, 'merged': True, 'mergedAt': '2026-03-01T12:10:00Z',
+                  'createdAt': '2026-03-01T12:01:00Z', 'repository': {'nameWithOwner': 'acme/app'}}}], ['acme/app#5']),
+    ([{'__typename': 'ClosedEvent', 'createdAt': '2026-03-01T12:10:00Z', 'actor': None,
+       'closer': {'__typename': 'Commit', 'oid': 'abc'}}], []),
+    ([{'__typename': 'ClosedEvent', 'createdAt': '2026-03-01T12:10:00Z', 'closer': None}], []),
+    ([{'__typename': 'ClosedEvent', 'createdAt': '2026-03-01T12:10:00Z',
+       'closer': {'__typename': 'PullRequest', 'number': 6, 'merged': False, 'mergedAt': None,
+                  'createdAt': '2026-03-01T12:01:00Z', 'repository': {'nameWithOwner': 'acme/app'}}}], []),
+])
+def test_closed_event_closers(timeline, expect):
+    """D2: only a merged pull request that closed the issue is an artifact; a commit or a hand
+    close is a closed event and nothing more."""
+    item = _github.Item(number=1, title='t', state='closed')
+    _github.detail_into(item, {'timelineItems': {'nodes': timeline}})
+    assert [a.ref for a in item.artifacts] == expect
+    assert [e.kind for e in item.events] == ['closed']
