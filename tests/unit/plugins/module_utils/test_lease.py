@@ -421,6 +421,24 @@ def test_pg_unreachable_fails_open_without_echoing_the_password(dsn):
     assert got.degraded is True and 's3cret-pw' not in json.dumps(got.as_dict())
 
 
+def test_pg_stuck_row_lock_degrades_instead_of_hanging(pg_dsn):
+    """A transaction that sits on the lease row must not hang the dispatcher (D5: fail open)."""
+    import psycopg
+    store = PostgresLeaseStore(pg_dsn, statement_timeout_ms=300)
+    try:
+        assert store.acquire('task-60', 'a', 60).acquired
+        with psycopg.connect(pg_dsn) as stuck:   # not autocommit: the lock is held until rollback
+            stuck.execute("SELECT 1 FROM fleet_leases WHERE name = 'task-60' FOR UPDATE")
+            lease = store.acquire('task-60', 'b', 60)
+            stuck.rollback()
+        assert lease.acquired is True and lease.degraded is True
+        assert 'statement timeout' in lease.why or 'QueryCanceled' in lease.why, lease.why
+        # once the lock is gone the store answers normally again: 'a' still holds it
+        assert store.acquire('task-60', 'b', 60).acquired is False
+    finally:
+        store.close()
+
+
 def test_pg_without_psycopg_fails_open(monkeypatch):
     monkeypatch.setattr(_lease, 'HAS_PSYCOPG', False)
     lease = PostgresLeaseStore('postgresql://fleet:pw@127.0.0.1/x').acquire('task-42', 'a', 60)
