@@ -190,10 +190,6 @@ def advisory_key(name):
     return (1 << 40) + zlib.crc32(('fleet.dispatch:%s' % name).encode('utf-8'))
 
 
-class _Rollback(Exception):
-    """Raised inside a dry-run transaction to undo it after the body ran."""
-
-
 class SqlStore(object):
     """One connection to a SQLite file or a PostgreSQL database.
 
@@ -305,18 +301,13 @@ class SqlStore(object):
             cur.execute('BEGIN' if write else 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
         try:
             result = body(Tx(self, cur))
-            if dry_run:
-                raise _Rollback()
-        except _Rollback:
-            cur.execute('ROLLBACK')
-            return result
         except BaseException:
             try:
                 cur.execute('ROLLBACK')
             except Exception:  # the connection may be gone; the original error matters
                 pass
             raise
-        cur.execute('COMMIT')
+        cur.execute('ROLLBACK' if dry_run else 'COMMIT')
         return result
 
     def transaction(self, body, write=False, dry_run=False):
