@@ -356,8 +356,13 @@ class FileLeaseStore(LeaseStore):
         except ValueError as exc:
             raise _Corrupt('%s is not JSON (%s)' % (data_path, exc))
         # D5's type check: trust the content only when it has the shape of a lease.
-        if not isinstance(data, dict) or not isinstance(data.get('token', 0), int):
+        if not isinstance(data, dict) or not isinstance(data.get('token', 0), int) \
+                or not isinstance(data.get('owner') or '', str):
             raise _Corrupt('%s does not hold a lease object' % data_path)
+        try:
+            parse_time(data.get('expires_at'))
+        except (TypeError, ValueError):
+            raise _Corrupt('%s has an unreadable expiry %r' % (data_path, data.get('expires_at')))
         return data
 
     def _write(self, data_path: str, record: Dict[str, Any]) -> None:

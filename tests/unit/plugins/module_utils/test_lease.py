@@ -329,6 +329,8 @@ def test_file_read_only_directory_fails_open(tmp_path):
     '{"owner": "sweep-a", "tok',                                  # torn/garbage
     '["not", "a", "lease"]',                                      # JSON of the wrong type (D5's type check)
     '{"message": "Not Found", "token": "abc"}',                   # an error body where a lease should be
+    '{"owner": "sweep-a", "token": 3, "expires_at": "soon"}',      # an expiry that is not a time
+    '{"owner": ["x"], "token": 3, "expires_at": null}',            # an owner that is not a string
 ])
 def test_file_corrupt_lease_is_replaced_not_a_blocker(tmp_path, content):
     bed = FileBed(tmp_path)
