@@ -605,7 +605,8 @@ class _Transport(object):
                 return max(0.0, (reset_at - now).total_seconds()) + 1.0, 'primary', reset_at
         message = data.get('message', '') if isinstance(data, dict) else ''
         if graphql_limited or 'rate limit' in str(message).lower():
-            return SECONDARY_DEFAULT_WAIT, 'secondary', now + _dt.timedelta(seconds=SECONDARY_DEFAULT_WAIT)
+            return (SECONDARY_DEFAULT_WAIT, 'primary' if graphql_limited else 'secondary',
+                    now + _dt.timedelta(seconds=SECONDARY_DEFAULT_WAIT))
         return None  # a plain 403: permissions, not a rate limit
 
 

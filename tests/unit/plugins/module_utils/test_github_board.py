@@ -534,3 +534,36 @@ def test_closed_event_closers(timeline, expect):
     _github.detail_into(item, {'timelineItems': {'nodes': timeline}})
     assert [a.ref for a in item.artifacts] == expect
     assert [e.kind for e in item.events] == ['closed']
+
+
+def test_a_runs_board_sequence_against_github(gh):
+    """What the runner does on the board (D12, D16, D19), through the shipped decision core: the
+    start marker first, mentions injected then marked read, the artifact attributed by time, the
+    close-out comment before the close -- and the next read says the item is done."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._markers import format_marker, markers_of
+
+    gh.store.clock = lambda: T0  # the fake's comments and events are stamped at T0
+    item = ready(gh, 'run me')
+    number = item['number']
+    gh.store.mention(REPO, number, '@fleet-bot mind the migration', author='alice')
+    with board_for(gh) as board:
+        verdict = evaluate(by_number(board.read())[number], now=T0, ready='Ready', max_attempts=3)
+        assert (verdict.eligible, verdict.reason, verdict.attempts) == (True, 'eligible', 0)
+    with board_for(gh) as board:  # the runner: a fresh board, a bare item number
+        started = board.post_marker(number, format_marker('start', {'unit': 'task-%d' % number}))['comment']
+        brief = [m['body'] for m in board.mentions(number)]
+        board.mark_read([m['id'] for m in board.mentions(number)])
+        assert brief == ['@fleet-bot mind the migration'] and board.mentions(number) == []
+        pr = gh.store.add_pr(REPO, 'the work', closes=[number], merged_at=T0 + _dt.timedelta(hours=1),
+                             created_at=T0 + _dt.timedelta(minutes=10), close_issues=False)
+        run = board.get(number)
+        credited = attribute(run.artifacts, number, started.created_at, zero_turns=False)
+        assert [a.ref for a in credited] == ['%s#%d' % (REPO, pr['number'])]
+        board.post_marker(number, format_marker('success', {'pr': credited[0].ref}, 'Merged the work'), close=True)
+    issue = gh.store.issue(REPO, number)
+    assert issue['state'] == 'CLOSED'
+    with board_for(gh) as board:
+        got = board.get(number)
+    assert [m.kind for m in markers_of(got)] == ['start', 'success']
+    assert evaluate(got, now=T0 + _dt.timedelta(hours=2), ready='Ready', max_attempts=3).eligible is False
