@@ -27,7 +27,7 @@ def test_unit_name(number, repo, expected):
 
 def test_unit_name_has_zero_entropy():
     """D4: the same identity always gives the same name -- no timestamp, attempt or random part."""
-    names = set(unit_name(42) for _ in range(50)) | set(unit_name('42') for _ in range(50))
+    names = set(unit_name(42) for _dummy in range(50)) | set(unit_name('42') for _dummy in range(50))
     assert names == {'task-42'}
     assert unit_name(42, 'a/b') == unit_name(42, 'A/B')
 

@@ -181,7 +181,7 @@ def test_defang_fuzz():
     seps = ['', ' ', '  ', ':', ': ', ' : ', '\n', '\t', ':\n', '** ', '**: ', '_ ', '` ', '\n> ', ' [', '&nbsp;', u'\u00a0']
     refs = ['#12', 'o/r#12', 'Org-1/re.po_2#12', 'GH-12', 'gh-12', 'https://github.com/o/r/issues/12', 'http://ghe.local/o/r/pull/12']
     wraps = ['%s', '> %s', '> > %s', '**%s**', '`%s`', '(%s)', '- %s', '%s.', 'x %s y', '%s %s']
-    for _ in range(3000):
+    for _dummy in range(3000):
         piece = rng.choice(keywords) + rng.choice(seps) + rng.choice(refs)
         wrap = rng.choice(wraps)
         text = wrap % ((piece,) * wrap.count('%s'))
