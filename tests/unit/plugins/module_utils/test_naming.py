@@ -150,3 +150,13 @@ def test_oldest_wins_across_workers_uses_wall_clock():
     assert oldest_wins([b, a])[0] is a
     # an explicit key wins
     assert oldest_wins([b, a], key='start_wall_us')[0] is b
+
+
+def test_d20_story_every_name_we_mint_is_extracted():
+    """D20: entropy added to the unit name silently broke the scheduler's parser -- eleven live
+    units, zero extracted, and one issue ran on two workers. Whatever unit_name mints,
+    item_of_unit must extract; this fails the moment the two drift apart."""
+    minted = [unit_name(n) for n in range(1, 12)] + [unit_name(n, 'my-org/my.repo') for n in range(1, 12)]
+    extracted = [item_of_unit(name + '.service') for name in minted]
+    assert None not in extracted
+    assert len(set((e['repo'], e['number']) for e in extracted)) == 22
