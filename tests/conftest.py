@@ -41,6 +41,13 @@ if str(COLLECTIONS_ROOT) not in sys.path:
 os.environ['ANSIBLE_COLLECTIONS_PATH'] = str(COLLECTIONS_ROOT)
 os.environ.setdefault('ANSIBLE_COLLECTIONS_SCAN_SYS_PATH', 'false')
 
+# Ansible's own collection finder serves every ``ansible_collections.*`` import from here on, as
+# it does in a real run: plugins then load through ``lookup_loader``/``filter_loader`` by FQCN,
+# and modules and tests share one copy of each module_utils file.
+from ansible.plugins.loader import init_plugin_loader  # noqa: E402  (needs the path set above)
+
+init_plugin_loader([str(COLLECTIONS_ROOT)])
+
 DEFAULT_PG = 'postgresql://fleet:fleet@127.0.0.1:5432/postgres'
 
 

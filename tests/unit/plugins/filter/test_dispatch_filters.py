@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+"""The table filters format what board_info returned, loaded the way Ansible loads them."""
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible.plugins.loader import filter_loader
+
+
+def filt(name):
+    plugin = filter_loader.get('fleet.dispatch.%s' % name)
+    return getattr(plugin, 'j2_function', plugin)
+
+
+ITEMS = [
+    {'number': 1, 'title': 'one', 'state': 'open', 'status': 'Ready', 'eligible': True, 'reason': 'eligible',
+     'attempts': 0, 'max_attempts': 3, 'last_marker': None},
+    {'number': 4, 'title': 'x' * 80, 'state': 'open', 'status': 'Ready', 'eligible': False, 'reason': 'blocked',
+     'open_blockers': [1, 2], 'attempts': 1, 'max_attempts': 3,
+     'last_marker': {'kind': 'failure', 'age_s': 7500}},
+    {'number': 7, 'title': 'r', 'state': 'open', 'status': 'Ready', 'eligible': False, 'reason': 'retry_wait',
+     'not_before': '2026-11-30T12:30:00Z', 'attempts': 1, 'max_attempts': 3,
+     'last_marker': {'kind': 'retry', 'age_s': 30}},
+]
+
+
+def test_status_table_one_line_per_item_with_reason_and_age():
+    lines = filt('status_table')(ITEMS).splitlines()
+    assert len(lines) == 2 + len(ITEMS)
+    assert lines[3].split()[:2] == ['#4', 'x' * 39 + '…'] and 'blocked' in lines[3] and '2h' in lines[3]
+    assert 'retry' in lines[4] and '30s' in lines[4]
+
+
+def test_plan_table_says_where_and_why_not():
+    plan = filt('place')([ITEMS[0]], [{'worker': 'w1', 'master': 'a'},
+                                      {'worker': 'w2', 'master': 'b', 'dark': True, 'source': 'revoked'}])
+    text = filt('plan_table')(plan, ITEMS)
+    assert '#1    launch    w1/a' in text
+    assert 'blocked by #1, #2' in text
+    assert 'retry_wait until 2026-11-30T12:30:00Z' in text
+    assert 'revoked until unknown' in text
+
+
+@pytest.mark.parametrize('name,arg', [('status_table', 'nope'), ('plan_table', [])])
+def test_wrong_input_names_the_expected_one(name, arg):
+    with pytest.raises(AnsibleFilterError):
+        filt(name)(arg)

@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+"""board_info, board_item and board_marker on the real ledger (SQLite and PostgreSQL)."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of, parse_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._references import closing_refs
+from ansible_collections.fleet.dispatch.plugins.modules import board_info, board_item, board_marker
+
+NOW = '2026-11-30T12:00:00Z'
+
+
+@pytest.fixture
+def board(ledger_url):
+    return dict(kind='ledger', **ledger_url)
+
+
+def make(run_module, board, **kw):
+    kind, res, warns = run_module(board_item, dict(board=board, **kw))
+    assert kind == 'exit', res
+    return res
+
+
+def mark(run_module, board, number, kind, **kw):
+    out, res, warns = run_module(board_marker, dict(board=board, number=number, kind=kind, **kw))
+    assert out == 'exit', res
+    return res
+
+
+def info(run_module, board, **kw):
+    return run_module(board_info, dict(board=board, **kw))
+
+
+def by_number(res):
+    return dict((i['number'], i) for i in res['items'])
+
+
+def test_missing_sqlite_board_is_unreadable_not_empty(run_module, tmp_path):
+    """D5/D20: a plan reports an unreadable queue; apply fails; neither reads it as 'no work'."""
+    spec = dict(kind='ledger', path=str(tmp_path / 'typo.sqlite3'))
+    kind, res, warns = info(run_module, spec)
+    assert kind == 'exit'
+    assert res['readable'] is False and res['candidates'] == [] and res['error']
+    assert any('cannot be read' in w for w in warns)
+    kind, res, warns = info(run_module, spec, mode='apply')
+    assert kind == 'fail' and 'cannot be read' in res['msg']
+    assert not (tmp_path / 'typo.sqlite3').exists(), 'a reader must not create the board'
+
+
+def test_reasons_candidates_and_hand_dispatch_refusals(run_module, board):
+    make(run_module, board, number=1, title='free', status='Ready')
+    make(run_module, board, number=2, title='backlog', status='Backlog')
+    make(run_module, board, number=3, title='blocked', status='Ready', blocked_by=[1])
+    make(run_module, board, number=4, title='running', status='Ready')
+    mark(run_module, board, 4, 'start', fields={'unit': 'task-4'})
+    make(run_module, board, number=5, title='tombstone', status='Ready')
+    mark(run_module, board, 5, 'start')
+    mark(run_module, board, 5, 'success')
+    kind, res, warns = info(run_module, board)
+    assert kind == 'exit' and res['readable'] is True
+    items = by_number(res)
+    assert {n: items[n]['reason'] for n in items} == {
+        1: 'eligible', 2: 'not_ready', 3: 'blocked', 4: 'running', 5: 'tombstone'}
+    assert [c['number'] for c in res['candidates']] == [1]
+    assert items[3]['open_blockers'] == [1]
+    assert items[4]['last_marker']['kind'] == 'start' and items[4]['attempts'] == 1
+    assert warns == []
+    # a hand dispatch of blocked, running and tombstoned items: refused, with reasons, on stderr only
+    kind, res, warns = info(run_module, board, numbers=[3, 4, 5, 99])
+    assert [i['number'] for i in res['items']] == [3, 4, 5]
+    assert res['candidates'] == []
+    assert sorted(warns) == sorted(['#3 refused: blocked by #1', '#4 refused: running',
+                                    '#5 refused: tombstone', '#99 refused: it is not on the board'])
+
+
+def test_board_item_check_mode_idempotence_and_diff(run_module, board):
+    make(run_module, board, number=2, title='first', status='Ready')
+    make(run_module, board, number=3, title='second', status='Ready')
+    args = dict(board=board, number=7, title='Write it', status='Ready', blocked_by=[3, 2])
+    kind, res, _ = run_module(board_item, args, check=True, diff=True)
+    assert kind == 'exit' and res['changed'] and res['created']
+    assert res['diff']['after']['blocked_by'] == [2, 3]
+    with open_board(board) as b:
+        assert [i.number for i in b.read().items] == [2, 3], 'check mode wrote to the board'
+    kind, res, _ = run_module(board_item, args)
+    assert res['changed'] and res['created'] and res['number'] == 7
+    kind, res, _ = run_module(board_item, args)
+    assert not res['changed'], res
+    kind, res, _ = run_module(board_item, dict(board=board, number=7, status='Backlog'), check=True)
+    assert res['changed'] and res['before']['status'] == 'Ready' and res['after']['status'] == 'Backlog'
+    with open_board(board) as b:
+        assert b.get(7).status == 'Ready'
+
+
+def test_board_item_needs_a_title_to_create(run_module, board):
+    kind, res, _ = run_module(board_item, dict(board=board, number=8, status='Ready'))
+    assert kind == 'fail' and 'give a title' in res['msg']
+
+
+def test_reopen_outranks_the_success_before_it(run_module, board):
+    """D6: a reopen is an explicit 'not finished' written after the marker that said it was."""
+    make(run_module, board, number=1, title='t', status='Ready')
+    mark(run_module, board, 1, 'start')
+    mark(run_module, board, 1, 'success', close=True)
+    assert by_number(info(run_module, board, now=None)[1])[1]['reason'] == 'done'
+    res = make(run_module, board, number=1, state='reopened')
+    assert res['changed']
+    assert not make(run_module, board, number=1, state='reopened')['changed'], 'reopen of an open item changes nothing'
+    assert by_number(info(run_module, board)[1])[1]['reason'] == 'eligible'
+
+
+def test_merged_artifact_closes_the_item_and_counts_as_done(run_module, board):
+    """D2: the forge closes the item when the change that references it merges."""
+    make(run_module, board, number=4, title='t', status='Ready')
+    mark(run_module, board, 4, 'start')
+    res = make(run_module, board, number=4, artifact=dict(ref='PR-9', merged=True))
+    assert res['changed'] and res['after']['state'] == 'closed' and res['after']['artifacts'] == ['PR-9']
+    assert not make(run_module, board, number=4, artifact=dict(ref='PR-9', merged=True))['changed']
+    item = by_number(info(run_module, board)[1])[4]
+    assert item['state'] == 'closed' and item['artifacts'][0]['ref'] == 'PR-9'
+
+
+def test_marker_check_mode_posts_nothing(run_module, board):
+    make(run_module, board, number=2, title='t', status='Ready')
+    kind, res, _ = run_module(board_marker, dict(board=board, number=2, kind='start'), check=True)
+    assert kind == 'exit' and res['changed'] and not res['posted']
+    assert parse_marker(res['body']).kind == 'start'
+    with open_board(board) as b:
+        assert b.get(2).comments == []
+
+
+def test_marker_comment_first_then_close_even_when_already_closed(run_module, board):
+    """🔴 D12: closing an already-closed item must not drop the comment."""
+    make(run_module, board, number=3, title='t', status='Ready')
+    mark(run_module, board, 3, 'start')
+    make(run_module, board, number=3, artifact=dict(ref='PR-1', merged=True))  # the merge closed it
+    res = mark(run_module, board, 3, 'success', close=True, fields={'artifact': 'PR-1'})
+    assert res['posted'] and res['closed'] is False and res['state'] == 'closed'
+    with open_board(board) as b:
+        kinds = [m.kind for m in markers_of(b.get(3))]
+    assert kinds == ['start', 'success']
+
+
+def test_marker_text_carries_no_live_closing_keyword(run_module, board):
+    """D14: a quoted remedy once closed the issue it protected."""
+    make(run_module, board, number=5, title='t', status='Ready')
+    res = mark(run_module, board, 5, 'failure', text='> To fix: Closes #5 and fixes owner/repo#6')
+    assert closing_refs(res['body']) == []
+
+
+def test_retry_marker_with_its_time_drives_retry_wait(run_module, board):
+    make(run_module, board, number=6, title='t', status='Ready')
+    mark(run_module, board, 6, 'start')
+    mark(run_module, board, 6, 'retry', fields={'not_before': '2026-11-30T12:30:00Z', 'step': 1})
+    assert by_number(info(run_module, board, now=NOW)[1])[6]['reason'] == 'retry_wait'
+    later = (dt.datetime(2026, 11, 30, 12, 31, tzinfo=dt.timezone.utc)).isoformat()
+    assert by_number(info(run_module, board, now=later)[1])[6]['reason'] == 'eligible'
+
+
+def test_github_board_requires_owner_and_project(run_module):
+    kind, res, _ = info(run_module, dict(kind='github'))
+    assert kind == 'fail' and 'owner' in res['msg']
+
+
+def test_bad_now_names_the_format(run_module, board):
+    make(run_module, board, number=1, title='t', status='Ready')
+    kind, res, _ = info(run_module, board, now='yesterday')
+    assert kind == 'fail' and 'ISO-8601' in res['msg']
