@@ -138,6 +138,12 @@ _STATUS_VALUE = '''
         ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
       }'''
 
+# The nested connections below each cost one request per parent issue whatever their size, so
+# each asks for GitHub's maximum of 100: a Details batch of DETAIL_BATCH (25) issues is
+# 25 x 4 = 100 requests = 1 point and at most 25 x 4 x 100 = 10,000 nodes (GitHub's cap: 500,000).
+# Comments past the first 100 are paged with MORE_COMMENTS; timeline events (closed/reopened
+# only), closing PRs and blockers past 100 are not read (unmeasured: no issue in a real fleet is
+# known to carry more; a count of these per issue on a production board would settle it).
 _ISSUE_DETAIL_FRAGMENT = '''
 fragment IssueDetail on Issue {
   comments(last: 100) {

@@ -145,3 +145,9 @@ def test_closing_prs_are_asked_for_including_closed_ones():
     """D2/D16: a merged PR is a closed PR; without includeClosedPrs GitHub omits it."""
     for name in ('Details', 'Issue'):
         assert 'closedByPullRequestsReferences(first: 100, includeClosedPrs: true)' in _github.DOCUMENTS[name]
+
+
+def test_the_comment_page_size_constant_is_the_one_in_the_documents():
+    for name in ('Details', 'Issue', 'MoreComments'):
+        assert 'comments(last: %d' % _github.COMMENTS_PER_PAGE in _github.DOCUMENTS[name]
+    assert 'items(first: %d,' % _github.PAGE_SIZE in _github.DOCUMENTS['BoardPage']
