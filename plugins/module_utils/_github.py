@@ -141,6 +141,7 @@ _STATUS_VALUE = '''
 # The nested connections below each cost one request per parent issue whatever their size, so
 # each asks for GitHub's maximum of 100: a Details batch of DETAIL_BATCH (25) issues is
 # 25 x 4 = 100 requests = 1 point and at most 25 x 4 x 100 = 10,000 nodes (GitHub's cap: 500,000).
+# Comments and closing PRs are read from the newest end (last:), where this run's own are.
 # Comments past the first 100 are paged with MORE_COMMENTS; timeline events (closed/reopened
 # only), closing PRs and blockers past 100 are not read (unmeasured: no issue in a real fleet is
 # known to carry more; a count of these per issue on a production board would settle it).
@@ -165,7 +166,7 @@ fragment IssueDetail on Issue {
       ... on ReopenedEvent { createdAt actor { login } }
     }
   }
-  closedByPullRequestsReferences(first: 100, includeClosedPrs: true) {
+  closedByPullRequestsReferences(last: 100, includeClosedPrs: true) {
     nodes { ...PullFields }
   }
   ...BlockerEdges

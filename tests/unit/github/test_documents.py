@@ -144,7 +144,7 @@ def test_page_carries_no_expensive_connection(schema):
 def test_closing_prs_are_asked_for_including_closed_ones():
     """D2/D16: a merged PR is a closed PR; without includeClosedPrs GitHub omits it."""
     for name in ('Details', 'Issue'):
-        assert 'closedByPullRequestsReferences(first: 100, includeClosedPrs: true)' in _github.DOCUMENTS[name]
+        assert 'closedByPullRequestsReferences(last: 100, includeClosedPrs: true)' in _github.DOCUMENTS[name]
 
 
 def test_the_comment_page_size_constant_is_the_one_in_the_documents():
