@@ -154,8 +154,11 @@ refused:
   returned: always
   type: list
   elements: str
-failed:
-  description: Units that could not be started for another reason (see RV(results[].stderr)).
+failed_to_launch:
+  description:
+    - Units that could not be started for another reason (see RV(results[].stderr)).
+    - Not named C(failed), which Ansible reads as the task's own failure - a refusal or a failed start of one item is reported, it does
+      not fail the call for the other items.
   returned: always
   type: list
   elements: str
@@ -246,7 +249,7 @@ def main():
                 res = launch(sd, unit, item['command'], p['path'], environment_file=p['environment_file'],
                              on_failure=on_failure, workdir=item['workdir'], setenv=setenv, check=module.check_mode)
         except SystemdError as exc:
-            module.fail_json(msg='%s: %s' % (unit, exc), results=results, launched=launched, refused=refused, failed=failed)
+            module.fail_json(msg='%s: %s' % (unit, exc), results=results, launched=launched, refused=refused, failed_to_launch=failed)
         res.pop('argv', None)
         entry = dict(number=item['number'], repo=item['repo'], unit=unit, launched=res['launched'], reason=res['reason'],
                      invocation_id=res['invocation_id'], start_us=res['start_us'], active_state=res['active_state'],
@@ -260,7 +263,7 @@ def main():
         else:
             failed.append(unit)
             module.warn('%s failed to launch: %s' % (unit, res['stderr'] or 'no reason given'))
-    module.exit_json(changed=bool(launched), results=results, launched=launched, refused=refused, failed=failed)
+    module.exit_json(changed=bool(launched), results=results, launched=launched, refused=refused, failed_to_launch=failed)
 
 
 if __name__ == '__main__':

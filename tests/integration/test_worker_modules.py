@@ -349,7 +349,7 @@ def test_two_concurrent_launches_of_one_item_start_one_unit(worker):
 def test_a_run_that_cannot_start_is_failed_to_launch_not_launched(worker):
     """Type=exec: a missing working directory fails systemd-run itself, so "launched" is never claimed for it."""
     res = module(worker, 'launch', dict(items=[item(43, ['true'], workdir=HOME + '/no-such-dir')], path=USER_PATH))
-    assert not res.get('failed'), res
+    assert not res.get('failed'), json.dumps(res)
     entry = res['results'][0]
-    assert entry['reason'] == 'failed-to-launch' and not entry['launched'] and res['failed'] == ['task-43']
+    assert entry['reason'] == 'failed-to-launch' and not entry['launched'] and res['failed_to_launch'] == ['task-43']
     assert entry['stderr'] and any('task-43' in w for w in res.get('warnings', []))

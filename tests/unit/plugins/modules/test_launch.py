@@ -110,7 +110,7 @@ def test_one_call_launches_free_and_refuses_live_and_unloading(env_file):
     kind, res, warnings = run_module({'items': items(1, 2, 3), 'path': PATH, 'environment_file': env_file}, r)
     assert kind == 'exit' and r.remaining() == []
     assert res['changed'] is True
-    assert res['launched'] == ['task-1'] and res['refused'] == ['task-2', 'task-3'] and res['failed'] == []
+    assert res['launched'] == ['task-1'] and res['refused'] == ['task-2', 'task-3'] and res['failed_to_launch'] == []
     by = dict((x['unit'], x) for x in res['results'])
     assert by['task-1']['invocation_id'] == 'inv1' and by['task-1']['start_us'] == 1000
     assert by['task-2']['reason'] == 'live' and by['task-2']['invocation_id'] == 'other'
@@ -128,7 +128,7 @@ def test_failed_to_launch_is_reported_and_warned(env_file):
     ])
     kind, res, warnings = run_module({'items': items(4), 'path': PATH, 'environment_file': env_file}, r)
     assert kind == 'exit' and res['changed'] is False
-    assert res['failed'] == ['task-4'] and res['results'][0]['reason'] == 'failed-to-launch'
+    assert res['failed_to_launch'] == ['task-4'] and res['results'][0]['reason'] == 'failed-to-launch'
     assert 'No such file' in res['results'][0]['stderr'] and any('task-4' in w for w in warnings)
 
 
