@@ -259,3 +259,35 @@ def test_launch_check_mode_starts_nothing():
     assert res['reason'] == 'would-launch' and res['launched'] is False
     assert res['argv'][:3] == ['systemd-run', '--user', '--unit=task-9']
     assert [c['argv'][0] for c in r.calls] == ['systemctl']
+
+
+# -- the runner seam underneath (_cmd) ------------------------------------------------------
+
+def test_subprocess_runner_is_argv_only_and_c_locale():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import SubprocessRunner
+    r = SubprocessRunner()
+    rc, out, _err = r.run(['sh', '-c', 'echo "$LC_ALL/$LANGUAGE/$EXTRA" "$1"', 'sh', '$(echo injected); $HOME'], env={'EXTRA': 'x'})
+    assert rc == 0 and out == 'C/C/x $(echo injected); $HOME\n'   # board text arrives verbatim, never re-parsed
+    with pytest.raises(TypeError):
+        r.run('systemctl --user show task-1')
+    rc, _out, err = r.run(['/nonexistent/fleet-tool'])
+    assert rc == 127 and 'fleet-tool' in err
+
+
+def test_module_runner_does_not_expand_user_or_vars():
+    """AnsibleModule.run_command expands ~ and $VAR in every argument by default: board text must not be rewritten."""
+    from ansible.module_utils.basic import AnsibleModule
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
+    with patch_module_args({}):
+        module = AnsibleModule(argument_spec={})
+    rc, out, _err = ModuleRunner(module).run(['printf', '%s|', '$HOME', '~', '$(id)'])
+    assert rc == 0 and out == '$HOME|~|$(id)|'
+    rc, out, _err = ModuleRunner(module).run(['sh', '-c', 'echo "$LC_ALL"; cat'], data='stdin text')
+    assert out == 'C\nstdin text'
+
+
+def test_scripted_runner_refuses_unexpected_commands():
+    r = ScriptedRunner().add(['systemctl', '--user', 'stop', 'task-1'])
+    with pytest.raises(AssertionError, match='unexpected command'):
+        r.run(['systemctl', '--user', 'stop', 'task-2'])
