@@ -64,7 +64,7 @@ class CommandFailed(subprocess.CalledProcessError):
 
 def _run(argv, check=True, **kw):
     kw.setdefault('timeout', CALL_TIMEOUT)
-    proc = subprocess.run(argv, capture_output=True, text=True, **kw)
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kw)
     if check and proc.returncode != 0:
         raise CommandFailed(proc.returncode, argv, proc.stdout, proc.stderr)
     return proc
