@@ -793,6 +793,7 @@ class GitHubBoard(Board):
 
     def _read(self) -> BoardRead:
         self._rate_limits = []
+        self._http.waits = []
         is_org = self._owner_is_org()
         query = project_query(self.status_field, self.ready)
         pages = self._pages(is_org, query)
