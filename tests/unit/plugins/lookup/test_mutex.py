@@ -19,6 +19,7 @@ import pytest
 
 from ansible.errors import AnsibleError
 from ansible.plugins.loader import init_plugin_loader, lookup_loader
+from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 
 def _install_collection_loader():
@@ -30,7 +31,8 @@ def _install_collection_loader():
     three package objects are dropped so the finder re-imports them; every submodule stays the
     same object. (The clean fix is ``init_plugin_loader()`` in conftest; see the mutex report.)
     """
-    init_plugin_loader()
+    if not AnsibleCollectionConfig.collection_finder:  # a pytest plugin may have installed it already
+        init_plugin_loader()
     pkg = sys.modules.get('ansible_collections.fleet.dispatch')
     if pkg is not None and not hasattr(pkg, '_collection_meta'):
         for name in ('ansible_collections.fleet.dispatch', 'ansible_collections.fleet', 'ansible_collections'):
