@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+"""The playbooks as an operator runs them: `make demo`, status, sweep and hand dispatch (plan mode).
+
+These run the real ``ansible-playbook`` against the working tree (tests/conftest.py exposes it
+as the collection), so they exercise the shipped role and playbooks, not a copy (D15).
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._markers import format_marker
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+BIN = pathlib.Path(sys.executable).parent
+
+
+def playbook(name, tmp_path, board, *extra):
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / 'state'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
+    argv = [str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), str(REPO / 'playbooks' / name),
+            '-e', json.dumps({'dispatch_board': board})] + list(extra)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+@pytest.fixture
+def board(tmp_path):
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=1, title='free', status='Ready')
+        b.upsert_item(number=2, title='blocked', status='Ready', blocked_by=[1])
+        b.upsert_item(number=3, title='running', status='Ready')
+        b.comment(3, format_marker('start', {'unit': 'task-3'}))
+        b.upsert_item(number=4, title='tombstone; rm -rf / $(reboot) `id`', status='Ready')
+        b.comment(4, format_marker('start', {'unit': 'task-4'}))
+        b.comment(4, format_marker('success', {'unit': 'task-4'}))
+    return spec
+
+
+def test_sweep_plans_every_candidate_and_explains_the_rest(tmp_path, board):
+    res = playbook('sweep.yml', tmp_path, board)
+    assert res.returncode == 0, res.stdout + res.stderr
+    plan = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    assert [(a['number'], a['worker'], a['master']) for a in plan['assignments']] == [(1, 'localhost', 'agent1')]
+    assert sorted(plan['skipped']) == [2, 3, 4]
+    assert 'blocked by #1' in res.stdout and 'tombstone' in res.stdout
+
+
+@pytest.mark.parametrize('number,reason', [(2, 'blocked by #1'), (3, 'running'), (4, 'tombstone')])
+def test_hand_dispatch_of_an_ineligible_item_is_refused_on_stderr(tmp_path, board, number, reason):
+    """D15: the hand path runs the sweeper's own tasks, so it meets the same guards; D6: nothing is written."""
+    with open_board(board) as b:
+        before = [len(b.get(n).comments) for n in (1, 2, 3, 4)]
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=%d' % number)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert '#%d refused: %s' % (number, reason) in res.stderr
+    plan = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    assert plan['assignments'] == []
+    with open_board(board) as b:
+        assert [len(b.get(n).comments) for n in (1, 2, 3, 4)] == before
+
+
+def test_hand_dispatch_of_an_eligible_item_is_planned(tmp_path, board):
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1')
+    assert res.returncode == 0, res.stdout + res.stderr
+    plan = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    assert [a['number'] for a in plan['assignments']] == [1]
+    assert 'refused' not in res.stderr
+
+
+@pytest.mark.parametrize('issue', ['', 'abc', '0', '1;id'])
+def test_hand_dispatch_needs_a_number(tmp_path, board, issue):
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=%s' % issue)
+    assert res.returncode != 0
+    assert 'name the item to dispatch' in res.stdout
+
+
+def test_make_demo_shows_every_reason_code(tmp_path):
+    """The README's first command: a demo board with every reason code, its status table and plan."""
+    env = dict(os.environ, FLEET_DEMO_DIR=str(tmp_path / 'demo'), FLEET_VENV=str(BIN.parent))
+    res = subprocess.run([str(REPO / 'demo.sh')], env=env, capture_output=True, text=True, check=False, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    status = json.loads((tmp_path / 'demo' / 'state' / 'fleet-dispatch' / 'status.json').read_text())
+    reasons = set(i['reason'] for i in status['items'])
+    assert reasons == {'eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked'}
+    items = dict((i['number'], i) for i in status['items'])
+    assert items[10]['reason'] == 'eligible', 'a reopen outranks the success before it'
+    assert items[12]['attempts'] == 1, 'capacity deaths spend no attempt'
+    assert items[13]['reason'] == 'eligible', 'left open stays dispatchable'
+    assert items[5]['reason'] == 'eligible', 'a closed blocker does not block'
+    plan = json.loads((tmp_path / 'demo' / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    assert sorted(a['number'] for a in plan['assignments']) == [1, 5, 10, 12, 13]
+    assert 'launch' in res.stdout and 'parked after 3 attempts' in res.stdout
