@@ -332,8 +332,10 @@ class FileLeaseStore(LeaseStore):
     def _locked(self, lock_path: str):
         """Exclusive ``flock`` for the critical section only. The lock file is never deleted
         (deleting it would let two processes lock two different inodes); it holds no data, so a
-        crash leaves nothing behind that a human must clean up."""
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o664)
+        crash leaves nothing behind that a human must clean up. Opened read-only: ``flock`` needs
+        no write access, so a lock file another user created (mode reduced by their umask) still
+        locks for everyone who can read it."""
+        fd = os.open(lock_path, os.O_RDONLY | os.O_CREAT, 0o664)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:

@@ -356,6 +356,58 @@ def test_file_lock_file_holds_no_data_and_never_blocks_after_a_crash(tmp_path):
     assert bed.acquire('task-42', 'next').acquired is True
 
 
+_AS_OTHER_USER = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ansible_collections.fleet.dispatch.plugins.module_utils._lease import FileLeaseStore
+store = FileLeaseStore(sys.argv[2])
+print(json.dumps(store.acquire('task-42', sys.argv[3], 60).as_dict()))
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists('/usr/bin/python3'),
+                    reason='needs root to act as a second unix user, and a system python that user can run')
+def test_file_two_unix_users_share_one_directory():
+    """The sweeper's user and an operator share the controller's lease directory (why the default is
+    a system path). A lock file created by one user under umask 022 must still lock for the other --
+    not degrade, which would silently let both dispatch (D20)."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    root = [p for p in sys.path if p.startswith(os.environ.get('FLEET_COLLECTIONS_ROOT', '/tmp/fleet-dispatch-collections'))]
+    if not root:
+        pytest.skip('the collection root is not on sys.path')
+    shared = tempfile.mkdtemp(prefix='fleet-lease-users-')
+    os.chmod(shared, 0o777)  # production: group-writable, set by the sweeper role
+
+    def as_nobody(owner):
+        def drop():
+            os.setgid(65534)
+            os.setuid(65534)
+        out = subprocess.run(['/usr/bin/python3', '-c', _AS_OTHER_USER, root[0], shared, owner], cwd='/', preexec_fn=drop,
+                             env={'PATH': '/usr/bin:/bin'}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    old_umask = os.umask(0o022)
+    try:
+        store = FileLeaseStore(shared)
+        assert store.acquire('task-42', 'sweep-root', 60).acquired
+        refused = as_nobody('hand-nobody')
+        assert refused['degraded'] is False, refused['why']
+        assert refused['acquired'] is False and refused['holder'] == 'sweep-root'
+        assert store.release('task-42', 'sweep-root').released
+        won = as_nobody('hand-nobody')
+        assert won['acquired'] is True and won['degraded'] is False, won['why']
+        back = store.acquire('task-42', 'sweep-root', 60)
+        assert back.acquired is False and back.holder == 'hand-nobody'
+    finally:
+        os.umask(old_umask)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 def test_file_store_is_the_flock_not_the_lock_file_existence(tmp_path):
     """An exclusive flock held by someone else blocks the critical section; without it, no wait."""
     import fcntl
