@@ -78,7 +78,7 @@ options:
       - Directory of the V(file) backend, on the controller. Created if missing.
       - The default is a system path rather than one under the home directory because the sweeper's timer and an
         operator's hand dispatch usually run as different users, and two lease directories are no lock at all.
-        The C(fleet.dispatch.sweeper) role creates it group-writable.
+        Make it group-writable for every user that dispatches (the sweeper's and the operators').
     type: path
     default: /var/lib/fleet-dispatch/leases
     env:

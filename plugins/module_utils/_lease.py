@@ -376,7 +376,7 @@ class FileLeaseStore(LeaseStore):
                 handle.flush()
                 os.fsync(handle.fileno())
             # Leases hold no secret; group-readable so the sweeper's user and an operator on the
-            # same controller can share the directory (the sweeper role sets its group).
+            # same controller can share the directory (its group is shared by every dispatching user).
             os.chmod(tmp, 0o664)
             os.replace(tmp, data_path)
         except BaseException:
@@ -387,7 +387,7 @@ class FileLeaseStore(LeaseStore):
             raise
 
     def _fix(self) -> str:
-        return ('make %s a directory this user can write (the sweeper role creates it group-writable), or point '
+        return ('make %s a directory this user can read and write (group-writable for every user that dispatches), or point '
                 'the lookup elsewhere with path= / FLEET_DISPATCH_LEASE_DIR' % self.path)
 
     # -- the protocol --
