@@ -145,18 +145,23 @@ class Tx(object):
         self.dialect = store.dialect
         self._cur = cursor
 
+    def _execute(self, sql, params):
+        params = tuple(params)
+        if params or self.dialect.name == 'sqlite':
+            self._cur.execute(self.dialect.sql(sql), params)
+        else:
+            self._cur.execute(sql)  # no parameters: psycopg then leaves any literal % alone
+        return self._cur
+
     def run(self, sql, params=()):
         """Execute; returns the number of rows changed."""
-        self._cur.execute(self.dialect.sql(sql), tuple(params))
-        return self._cur.rowcount
+        return self._execute(sql, params).rowcount
 
     def all(self, sql, params=()):
-        self._cur.execute(self.dialect.sql(sql), tuple(params))
-        return list(self._cur.fetchall())
+        return list(self._execute(sql, params).fetchall())
 
     def one(self, sql, params=()):
-        self._cur.execute(self.dialect.sql(sql), tuple(params))
-        return self._cur.fetchone()
+        return self._execute(sql, params).fetchone()
 
     def insert(self, sql, params=()):
         """Run an INSERT into a table with an ``{id}`` column and return the new id."""
