@@ -244,3 +244,28 @@ def test_image_tag_follows_the_recipe(tmp_path, edit, changes):
     after = subprocess.run(tag, capture_output=True, text=True, check=True).stdout.strip()
     assert before.startswith('localhost/fleet-dispatch/testbed:')
     assert (before != after) is changes
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which('podman') is None,
+                    reason='bed setup needs root, and podman already installed (else it runs apt-get)')
+def test_setup_pins_the_runtime_and_rlimits_and_keeps_its_key(tmp_path):
+    env = dict(os.environ, FLEET_TESTBED_DIR=str(tmp_path / 'state'))
+    subprocess.run([str(BED), 'setup'], env=env, check=True, capture_output=True)
+    conf = (tmp_path / 'state' / 'containers.conf').read_text()
+    # crun refuses hybrid cgroups here; the runtime cannot raise rlimits (no CAP_SYS_RESOURCE).
+    assert 'runtime = "runc"' in conf and 'cgroup_manager = "cgroupfs"' in conf
+    hard = subprocess.run(['bash', '-c', 'echo $(ulimit -Hn) $(ulimit -Hu)'], capture_output=True, text=True,
+                          check=True).stdout.split()
+    nofile = min(int(hard[0]), 1048576) if hard[0].isdigit() else 65536
+    nproc = min(int(hard[1]), 32768) if hard[1].isdigit() else 32768
+    assert 'default_ulimits = ["nofile=%d:%d", "nproc=%d:%d"]' % (nofile, nofile, nproc, nproc) in conf
+    key = tmp_path / 'state' / 'ssh' / 'id_ed25519'
+    first = key.read_text()
+    assert oct(key.stat().st_mode & 0o777) == '0o600'
+    subprocess.run([str(BED), 'setup'], env=env, check=True, capture_output=True)
+    assert key.read_text() == first          # hosts still up hold this key: never rotated by setup
+    exports = subprocess.run([str(BED), 'env'], env=env, check=True, capture_output=True, text=True).stdout
+    shown = subprocess.run(['bash', '-c', exports + '\necho "$CONTAINERS_CONF|$FLEET_TESTBED_KEY|$FLEET_TESTBED_PUBKEY|$FLEET_TESTBED_IMAGE"'],
+                           capture_output=True, text=True, check=True).stdout.strip().split('|')
+    assert shown[:3] == [str(tmp_path / 'state' / 'containers.conf'), str(key), str(key) + '.pub']
+    assert shown[3].startswith('localhost/fleet-dispatch/testbed:')
