@@ -62,4 +62,10 @@ options:
         description: The GitHub API root (a GitHub Enterprise server, or a fake GitHub in tests).
         type: str
         default: https://api.github.com
+      repo:
+        description:
+          - For C(kind=github), the repository (C(owner/name)) of bare item numbers.
+          - Without it a write looks the number up on the whole project (about 1 point per 100 items), and a number that two
+            repositories share is refused.
+        type: str
 '''

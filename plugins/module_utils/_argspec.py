@@ -32,6 +32,7 @@ def board_argspec() -> Dict[str, Any]:
             ready=dict(type='str', default='Ready'),
             token=dict(type='str', no_log=True),
             api_url=dict(type='str', default='https://api.github.com'),
+            repo=dict(type='str'),
         ),
         mutually_exclusive=[('path', 'dsn')],
         required_if=[('kind', 'github', ('owner', 'project'))],
