@@ -387,7 +387,8 @@ def test_file_two_unix_users_share_one_directory():
             os.setgid(65534)
             os.setuid(65534)
         out = subprocess.run(['/usr/bin/python3', '-c', _AS_OTHER_USER, root[0], shared, owner], cwd='/', preexec_fn=drop,
-                             env={'PATH': '/usr/bin:/bin'}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+                             env={'PATH': '/usr/bin:/bin'}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                             check=False)
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
 
