@@ -162,6 +162,6 @@ def test_protocol_defaults():
     board = Board()
     assert board.mentions(1) == []
     assert board.mark_read(['x']) is None
-    for call in (lambda: board.read(), lambda: board.get(1), lambda: board.set_status(1, 'Ready')):
+    for call, args in ((board.read, ()), (board.get, (1,)), (board.set_status, (1, 'Ready'))):
         with pytest.raises(NotImplementedError):
-            call()
+            call(*args)

@@ -365,7 +365,7 @@ def test_read_costs_the_same_queries_for_one_item_or_thirty(board, monkeypatch):
 
     board.upsert_item(title='first')
     board.comment(1, 'c')
-    one, _ = cost()
+    one = cost()[0]
     for n in range(29):
         num = board.upsert_item(title='more %d' % n, blocked_by=[1])['number']
         board.comment(num, 'c')
@@ -388,7 +388,7 @@ def test_migrations_are_recorded_and_idempotent(ledger_url, clock):
     assert again.migrated == []
     assert again.schema_version() == MIGRATIONS[-1][0]
     recorded = rows(again, 'SELECT component, version, name FROM schema_version ORDER BY version')
-    assert recorded == [('board', v, name) for v, name, _ in MIGRATIONS]
+    assert recorded == [('board', m[0], m[1]) for m in MIGRATIONS]
     assert [i.title for i in again.read().items] == ['kept']
     again.close()
 
@@ -404,7 +404,7 @@ def test_an_older_store_migrates_forward_and_keeps_its_data(ledger_url, clock):
         # a literal % in DDL must reach the server as is (no placeholder parsing without parameters)
         "CREATE TABLE later_thing (id {id}, note TEXT NOT NULL CHECK (note NOT LIKE '%secret%'))"])]
     new = LedgerBoard(clock=clock, migrations=extra, **ledger_url)
-    assert new.migrated == [v for v, _, _ in MIGRATIONS[1:]] + [99]
+    assert new.migrated == [m[0] for m in MIGRATIONS[1:]] + [99]
     assert new.schema_version() == 99
     item = new.get(1)
     assert item.title == 'from v1' and [c.body for c in item.comments] == ['old comment']

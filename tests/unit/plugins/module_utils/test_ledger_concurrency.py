@@ -102,7 +102,9 @@ def _run(pool, name, args, count):
 
 def _figures(label, waits, seconds):
     waits = sorted(waits)
-    pick = lambda q: waits[min(len(waits) - 1, int(q * len(waits)))] * 1000  # noqa: E731
+
+    def pick(q):
+        return waits[min(len(waits) - 1, int(q * len(waits)))] * 1000
     print('\n[ledger concurrency %s] %d writes by %d processes in %.2f s; per-write ms p50 %.1f p90 %.1f p99 %.1f max %.1f'
           % (label, len(waits), PROCESSES, seconds, pick(0.5), pick(0.9), pick(0.99), waits[-1] * 1000))
 
