@@ -45,8 +45,10 @@ os.environ.setdefault('ANSIBLE_COLLECTIONS_SCAN_SYS_PATH', 'false')
 # it does in a real run: plugins then load through ``lookup_loader``/``filter_loader`` by FQCN,
 # and modules and tests share one copy of each module_utils file.
 from ansible.plugins.loader import init_plugin_loader  # noqa: E402  (needs the path set above)
+from ansible.utils.collection_loader import AnsibleCollectionConfig  # noqa: E402
 
-init_plugin_loader([str(COLLECTIONS_ROOT)])
+if not AnsibleCollectionConfig.collection_finder:
+    init_plugin_loader([str(COLLECTIONS_ROOT)])
 
 DEFAULT_PG = 'postgresql://fleet:fleet@127.0.0.1:5432/postgres'
 
