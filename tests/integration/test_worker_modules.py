@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import threading
 import time
 import uuid
 
@@ -325,12 +326,11 @@ def test_collision_with_an_unloading_unit_is_named_unloading_not_live(worker):
 
 def test_two_concurrent_launches_of_one_item_start_one_unit(worker):
     """D4: two dispatchers both pass the pre-flight read; the zero-entropy name lets only one start."""
-    import threading
     results = []
 
     def go():
         results.append(module(worker, 'launch', dict(items=[item(42, ['sleep', '300'])], path=USER_PATH)))
-    threads = [threading.Thread(target=go) for _ in range(2)]
+    threads = [threading.Thread(target=go) for _n in range(2)]
     try:
         for thread in threads:
             thread.start()
