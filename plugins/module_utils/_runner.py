@@ -1,0 +1,838 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The runner: the program a ``task-<item>`` unit executes -- it IS the run (D2, D7, D8, D11, D12, D16, D17, D19, D20).
+
+Run it as ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner --item N``
+(the worker role installs a ``fleet-runner`` wrapper that does exactly that). It imports the same
+board adapters and decisions as the modules -- one implementation, two callers (D15): the marker
+grammar (``_markers``), the single parse of the capture (``_retry.read_outcome``), the four-fact
+gate (``_retry.retry_gate``), attribution by time (``_references.attribute``), the capacity state
+(``_capacity``), the board (``_board.open_board``) and git (``_git``).
+
+One run, in order:
+
+1. **The start time is recorded before anything else** (D16), in ``main`` -- and carried across
+   the self-update's re-exec in ``FLEET_RUNNER_STARTED_AT``, so every artifact must postdate the
+   moment the unit's program began.
+2. **Self-update** (D11, ``self_update``): fetch the runner's own checkout, move it to the fetched
+   ``origin/<branch>`` when it differs, VERIFY the outcome (HEAD equals the fetched sha, and the
+   installed version equals ``FLEET_RUNNER_EXPECTED_VERSION`` when the dispatcher gave one), then
+   ``exec`` the fresh code exactly once (``FLEET_RUNNER_REEXEC=1`` stops a loop). An update whose
+   outcome does not verify posts NOTHING about the work and exits ``EXIT_UPDATE_FAILED`` (3): a
+   stale runner is not a failed run (D20), and ``fleet.dispatch.launch`` refuses to start a runner
+   whose installed version is not the expected one, naming both.
+3. **Signals** SIGTERM/SIGINT are handled from here on (D12).
+4. **The start marker** is posted before anything that can fail (D12). If even that cannot be
+   posted (retried once) the agent is not started: a run without a start marker is invisible to
+   the reaper. Exit ``EXIT_START_LOST`` (5), loudly.
+5. **The run directory** ``<state_dir>/runs/<unit>/`` is cleared and recreated (D17: a prior run's
+   state cannot leak): ``run.json`` (this run, machine-readable), ``brief.md``, ``capture.log``
+   (the agent's stdout and stderr merged, as the seed's capture was), ``out/`` (the agent's
+   structured JSON: ``result.json``, ``blocker.json``) and at the end ``closeout.json``.
+6. **Mentions** (D19) are fetched, injected into the brief, and marked read only after the agent
+   has been started with that brief: a crash before then leaves them unread for the next run
+   (at-least-once).
+7. **The agent** (``agent_command``, e.g. ``claude -p --output-format json``) runs in its own
+   process group with the brief on stdin (or as ``{brief_file}``/``{brief}`` in its argv -- never
+   through a shell; board text is data).
+8. **The close-out** (``decide``, pure): ONE parse of the capture feeds the retry gate and the
+   marker (D7). Exactly one terminal marker on every way out:
+
+   ==========  ======  ==================================================================
+   marker      exit    when
+   ==========  ======  ==================================================================
+   success     0       a merged artifact closes the item, created AND merged after this
+                       run's start, and the run consumed turns (D2, D16); posted, THEN the
+                       item is closed (🔴 D12)
+   capacity    12      a provider limit (rate limit / revoked): the master's capacity file
+                       is written first, with the provider's stated reset or null (D8)
+   retry       13      all four facts of D7 hold; ``not_before`` from the backoff ladder is
+                       written in the marker (the sweep honours it; no state file)
+   noop        10      the agent ended without failing but nothing merged since the start
+   failure     11      anything else (non-zero exit, error envelope, timeout, spent ladder,
+                       a runner error after the start marker)
+   stopped     signal  an external SIGTERM/SIGINT: the agent's group is stopped, this marker
+                       makes no claim about the work, then the signal is RE-RAISED so the
+                       unit's result is honest (D12)
+   ==========  ======  ==================================================================
+
+   A clean run (zero exit and no limit signature, ``_capacity.is_clean_run``) deletes the
+   capacity file (D8 self-healing). The close-out's own failure is retried once (after checking
+   whether the first attempt landed, so the marker is not doubled) and then logged loudly with
+   the full marker text for a human to post: exit ``EXIT_CLOSEOUT_LOST`` (4) -- never swallowed.
+   A SIGKILL cannot be handled: the start marker stays the last word, which is what the reaper
+   looks for (D14).
+
+Exit codes are distinct per outcome (D20: "no work exists" and "the write broke" must not look
+alike): see ``EXIT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+from ._board import BoardError, open_board
+from ._brief import BRIEF_VERSION, render
+from ._capacity import dump_state, state_from
+from ._cmd import SubprocessRunner
+from ._git import Git, GitError
+from ._markers import format_marker, markers_of, parse_marker
+from ._model import format_time, parse_time
+from ._naming import unit_name
+from ._references import artifacts_since, attribute
+from ._retry import DEFAULT_BACKOFF, ENVELOPE_TYPE, read_outcome, plan_retry, retry_gate
+
+MODULE = 'ansible_collections.fleet.dispatch.plugins.module_utils._runner'
+
+EXIT = {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14}
+# 'stopped' 14 only when the AGENT alone died of SIGTERM/SIGINT from outside; a stop of the unit
+# re-raises the signal instead, so systemd records the signal itself.
+EXIT_USAGE = 2            # bad arguments or configuration; nothing was posted
+EXIT_UPDATE_FAILED = 3    # the self-update did not verify (D11); nothing was posted
+EXIT_CLOSEOUT_LOST = 4    # the terminal marker could not be posted (retried once); logged loudly (D12)
+EXIT_START_LOST = 5       # the start marker could not be posted; the agent was not started
+
+REEXEC_ENV = 'FLEET_RUNNER_REEXEC'
+STARTED_ENV = 'FLEET_RUNNER_STARTED_AT'
+EXPECTED_VERSION_ENV = 'FLEET_RUNNER_EXPECTED_VERSION'
+
+DEFAULT_CONFIG = '~/.config/fleet-dispatch/runner.json'
+DEFAULT_BOARD_SPEC = '~/.config/fleet-dispatch/board.json'
+DEFAULT_STATE_DIR = '~/.local/state/fleet-dispatch'
+DEFAULT_AGENT = ['claude', '-p', '--output-format', 'json']
+
+# Seconds between SIGTERM and SIGKILL of the agent's process group when the run is stopped.
+# Unmeasured guess, bounded by the supervisor: systemd's default TimeoutStopSec is 90 s and the
+# close-out must be posted inside it, so this must stay well below 90 s minus the close-out's
+# time (two board writes). Experiment that settles it: time `claude -p` from SIGTERM to exit
+# mid-tool-call over 20 stops and take 3x the maximum.
+KILL_GRACE = 10.0
+
+# Board secrets come from the unit's EnvironmentFile, never from argv (D3): env name -> spec key.
+SECRET_ENV = (('FLEET_BOARD_DSN', 'dsn'), ('FLEET_GITHUB_TOKEN', 'token'), ('GITHUB_TOKEN', 'token'))
+
+
+def _utcnow() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+class UpdateFailed(Exception):
+    """The self-update's outcome did not verify (D11); the message names both sides."""
+
+
+class _Signalled(BaseException):
+    """An external SIGTERM/SIGINT arrived (BaseException: no ``except Exception`` may swallow it)."""
+
+    def __init__(self, signum):
+        super(_Signalled, self).__init__(signum)
+        self.signum = signum
+
+
+# --- the close-out decision (pure) ---------------------------------------------------------------
+
+@dataclass
+class Decision:
+    """The close-out: exactly one terminal marker, and what it does to the master's capacity file."""
+
+    kind: str
+    text: str
+    fields: Dict[str, Any] = field(default_factory=dict)
+    close: bool = False                       # success: close the item AFTER the comment (D12)
+    capacity_state: Optional[Dict[str, Any]] = None   # write this capacity state (D8)
+    clean: bool = False                       # a clean run: delete the capacity state (D8)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT.get(self.kind, EXIT['failure'])
+
+
+def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str = '', exit_code: Optional[int] = None,
+           capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '') -> Decision:
+    """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
+
+    ``outcome`` is ``_retry.read_outcome(capture)`` -- the ONE parse that feeds both the gate and
+    this decision (D7). ``item`` is the item as re-read from the board after the agent ended
+    (``None`` when the board could not be read: then nothing can be credited and fact 4 of the gate
+    is unproven, so the run is neither a success nor a retry).
+
+    Order: a time-attributed merged artifact is a success whatever the exit code (D2: the forge's
+    word, not the agent's); else a provider limit is capacity; else a timeout is a failure (a bare
+    timeout is never transient, D7); else the four-fact gate; else a clean end is a no-op and
+    anything else a failure.
+    """
+    artifacts = list(item.artifacts) if item is not None else None
+    markers = markers_of(item) if item is not None else []
+    credited = attribute(artifacts or [], number, started_at, outcome.zero_turns, repo)
+    base = {'exit_code': exit_code, 'turns': outcome.turns, 'envelope': outcome.envelope is not None}
+    cap = outcome.capacity
+    cap_state = state_from(cap, now=now, unit=unit) if cap else None
+    # D8 "clean": zero exit AND no limit signature -- _capacity.is_clean_run's predicate applied to the
+    # ONE parse (test_runner checks the two agree), so the capture is not parsed a second time.
+    clean = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code == 0 and cap is None
+    if credited:
+        refs = [a.ref if hasattr(a, 'ref') else a.get('ref') for a in credited]
+        fields = dict(base, artifacts=refs)
+        return Decision('success', 'done: %s merged after this run started and closes this item' % ', '.join(refs),
+                        fields, close=True, capacity_state=cap_state, clean=clean)
+    if cap:
+        fields = dict(base, source=cap['source'], signature=cap.get('signature'), reset_at=format_time(cap.get('reset_at')),
+                      reset_text=cap.get('reset_text'))
+        if cap['source'] == 'revoked':
+            text = 'the worker is dark: entitlement revoked or disabled, a human must act; not an attempt'
+        else:
+            text = 'the worker is dark: provider rate limit, reset %s; not an attempt' % (
+                format_time(cap.get('reset_at')) or 'unknown (none stated)')
+        return Decision('capacity', text, fields, capacity_state=cap_state)
+    if timed_out:
+        return Decision('failure', 'run failed: the agent exceeded the run time limit and was stopped',
+                        dict(base, cause='timeout'), clean=False)
+    since = artifacts_since(artifacts, number, started_at, repo) if artifacts is not None else None
+    gate = retry_gate(outcome, since)
+    if gate.retry:
+        plan = plan_retry(markers, now, tuple(ladder))
+        if plan is not None:
+            fields = dict(base, facts=gate.facts, signature=gate.signature, **plan)
+            return Decision('retry', 'transient failure (%s) before any turn; eligible again at %s (step %d)'
+                            % (gate.signature, plan['not_before'], plan['step']), fields, clean=clean)
+        return Decision('failure', 'run failed: transient failure (%s) again, the retry ladder is spent' % gate.signature,
+                        dict(base, cause='retries_spent', facts=gate.facts), clean=clean)
+    if exit_code == 0 and outcome.is_error is not True:
+        claim = ' although the agent reported success' if outcome.envelope is not None else ''
+        return Decision('noop', 'run ended with no merged change since its start%s (no-op)' % claim,
+                        dict(base, why=gate.why), clean=clean)
+    cause = 'error_envelope' if outcome.is_error else 'exit_code'
+    return Decision('failure', 'run failed (exit %s%s)' % (exit_code, ', %s' % outcome.subtype if outcome.subtype else ''),
+                    dict(base, cause=cause, why=gate.why), clean=clean)
+
+
+# --- the process spawner (injected) ---------------------------------------------------------------
+
+class PopenSpawner(object):
+    """Start the agent in its own process group (so a stop takes the whole tree), output to one file."""
+
+    def spawn(self, argv, *, stdin_path, capture_path, env, cwd):
+        stdin = open(stdin_path, 'rb') if stdin_path else open(os.devnull, 'rb')
+        try:
+            with open(capture_path, 'ab') as out:
+                return subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                        start_new_session=True, close_fds=True)
+        finally:
+            stdin.close()
+
+
+def stop_group(proc, grace: float = KILL_GRACE, log: Optional[Callable[[str], None]] = None) -> Optional[int]:
+    """SIGTERM the agent's process group, SIGKILL it after ``grace`` seconds; returns its exit code."""
+    if proc is None:
+        return None
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            return proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            if log:
+                log('the agent (pgid %d) outlived %s; escalating' % (proc.pid, signal.Signals(sig).name))
+    return proc.poll()
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+@dataclass
+class RunConfig:
+    """What one run needs; ``main`` builds it from argv, the config file and the environment."""
+
+    number: int
+    state_dir: str
+    agent_command: List[str] = field(default_factory=lambda: list(DEFAULT_AGENT))
+    repo: str = ''
+    workdir: str = ''
+    branch: str = 'main'
+    host: str = ''
+    master: str = ''
+    envelope_type: Optional[str] = ENVELOPE_TYPE
+    backoff: tuple = DEFAULT_BACKOFF
+    timeout: Optional[float] = None    # seconds; None: no limit here (systemd's RuntimeMaxSec= can bound a unit)
+    kill_grace: float = KILL_GRACE
+    agent_env: Dict[str, str] = field(default_factory=dict)
+    run_id: str = ''
+    runner_version: str = ''
+
+
+def _default_reraise(signum):
+    """Die of ``signum`` with the default action, so systemd records the signal (D12)."""
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    time.sleep(5)  # the default action of SIGTERM/SIGINT terminates before this returns
+    os._exit(128 + signum)
+
+
+class Run(object):
+    """One run of the runner, with everything that touches the world injected.
+
+    ``board``: an open ``Board`` (or a zero-argument factory returning one); ``clock``: returns an
+    aware UTC datetime; ``spawner``: ``PopenSpawner``-like; ``reraise(signum)``: what to do with a
+    stop signal after the close-out (default: die of it); ``log``: one line to stderr/journal.
+    """
+
+    def __init__(self, config: RunConfig, board, *, started_at: Optional[_dt.datetime] = None, clock=None, spawner=None,
+                 reraise=None, log=None, install_signals: bool = True, environ=None):
+        self.config = config
+        self._board = board
+        self.clock = clock or _utcnow
+        self.started_at = started_at or self.clock()
+        self.spawner = spawner or PopenSpawner()
+        self.reraise = reraise or _default_reraise
+        self._log = log
+        self.install_signals = install_signals
+        self.environ = dict(os.environ if environ is None else environ)
+        self.unit = unit_name(config.number, config.repo)
+        self.run_id = config.run_id or uuid.uuid4().hex
+        self.run_dir = os.path.join(config.state_dir, 'runs', self.unit)
+        self.out_dir = os.path.join(self.run_dir, 'out')
+        self.capture_path = os.path.join(self.run_dir, 'capture.log')
+        self.brief_path = os.path.join(self.run_dir, 'brief.md')
+        self.capacity_path = os.path.join(config.state_dir, 'capacity.json')
+        self.proc = None
+        self.start_posted = False
+        self.closeout_posted = False
+        self._critical = 0
+        self._pending = None
+        self._stopping = False
+        self._old_handlers = {}
+        self.result = {}
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def log(self, message: str) -> None:
+        line = 'fleet-runner[%s]: %s' % (self.unit, message)
+        if self._log is not None:
+            self._log(line)
+        else:
+            sys.stderr.write(line + '\n')
+            sys.stderr.flush()
+
+    @property
+    def board(self):
+        if callable(self._board) and not hasattr(self._board, 'post_marker'):
+            self._board = self._board()
+        return self._board
+
+    def _fields(self, **more) -> Dict[str, Any]:
+        fields = {'run': self.run_id, 'unit': self.unit, 'host': self.config.host, 'master': self.config.master,
+                  'started_at': format_time(self.started_at), 'brief_version': BRIEF_VERSION}
+        if self.config.runner_version:
+            fields['runner_version'] = self.config.runner_version
+        fields.update(more)
+        return fields
+
+    # -- signals (D12) --------------------------------------------------------------------------
+    def _on_signal(self, signum, _frame):
+        if self._pending is None:
+            self._pending = signum
+        if self._critical or self._stopping:
+            return  # recorded; raised when the critical section ends, or already stopping
+        self._stopping = True
+        raise _Signalled(signum)
+
+    def _install(self):
+        if not self.install_signals:
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+
+    def _restore(self):
+        for sig, old in self._old_handlers.items():
+            signal.signal(sig, old)
+        self._old_handlers = {}
+
+    def _enter_critical(self):
+        self._critical += 1
+
+    def _leave_critical(self):
+        self._critical -= 1
+        if not self._critical and self._pending is not None and not self._stopping and not self.closeout_posted:
+            self._stopping = True
+            raise _Signalled(self._pending)
+
+    # -- board writes with one retry (D12) ------------------------------------------------------
+    def _landed(self, kind: str) -> Optional[bool]:
+        """Did a marker of ``kind`` from this run reach the board? None when the board cannot say."""
+        try:
+            item = self.board.get(self.config.number)
+        except Exception:  # noqa: BLE001 - an unreadable board cannot say; the caller retries the write
+            return None
+        for comment in item.comments:
+            marker = parse_marker(comment.body, at=comment.created_at, comment_id=comment.id)
+            if marker is not None and marker.kind == kind and marker.fields.get('run') == self.run_id:
+                return True
+        return False
+
+    def _post(self, kind: str, body: str, close: bool = False) -> Optional[str]:
+        """Post ``body`` (then close when asked), retrying once; None when done, else the last error.
+
+        Before the retry the board is read back: when the first attempt's comment landed and only
+        the close failed, only the close is retried -- the marker is not doubled.
+        """
+        error = None
+        for attempt in (1, 2):
+            try:
+                if attempt == 2 and self._landed(kind):
+                    if close:
+                        self.board.set_state(self.config.number, 'closed')
+                    return None
+                self.board.post_marker(self.config.number, body, close=close)
+                return None
+            except Exception as exc:  # noqa: BLE001 - every board failure is retried once, then reported
+                error = '%s: %s' % (type(exc).__name__, exc)
+                self.log('posting the %s marker failed (attempt %d of 2): %s' % (kind, attempt, error))
+        return error
+
+    # -- files ----------------------------------------------------------------------------------
+    def _write_json(self, path: str, data: Dict[str, Any]) -> None:
+        tmp = '%s.%s.tmp' % (path, os.getpid())
+        with open(tmp, 'w', encoding='utf-8') as handle:
+            json.dump(data, handle, indent=1, sort_keys=True, default=str)
+            handle.write('\n')
+        os.replace(tmp, path)
+
+    def _prepare_run_dir(self) -> None:
+        """Clear and recreate the run directory (D17: a prior run's state cannot leak)."""
+        if os.path.lexists(self.run_dir):
+            if os.path.isdir(self.run_dir) and not os.path.islink(self.run_dir):
+                shutil.rmtree(self.run_dir)
+            else:
+                os.unlink(self.run_dir)
+        os.makedirs(self.out_dir, mode=0o750)
+        self._write_json(os.path.join(self.run_dir, 'run.json'), {
+            'run': self.run_id, 'unit': self.unit, 'item': self.config.number, 'repo': self.config.repo,
+            'started_at': format_time(self.started_at), 'brief_version': BRIEF_VERSION, 'pid': os.getpid(),
+            'runner_version': self.config.runner_version, 'host': self.config.host, 'master': self.config.master})
+
+    def _apply_capacity(self, decision: Decision) -> None:
+        """Write the capacity state (D8) or, after a clean run, delete it. Failures are logged, never fatal."""
+        try:
+            if decision.capacity_state is not None:
+                os.makedirs(os.path.dirname(self.capacity_path), exist_ok=True)
+                tmp = '%s.%s.tmp' % (self.capacity_path, os.getpid())
+                with open(tmp, 'w', encoding='utf-8') as handle:
+                    handle.write(dump_state(decision.capacity_state))
+                os.replace(tmp, self.capacity_path)
+                self.log('capacity state written to %s (%s, reset %s)' % (
+                    self.capacity_path, decision.capacity_state['source'],
+                    format_time(decision.capacity_state.get('reset_at')) or 'unknown'))
+            elif decision.clean and os.path.exists(self.capacity_path):
+                os.unlink(self.capacity_path)
+                self.log('clean run: capacity state %s deleted (D8 self-healing)' % self.capacity_path)
+        except OSError as exc:
+            self.log('WARNING: the capacity state %s could not be updated: %s' % (self.capacity_path, exc))
+
+    # -- the agent ------------------------------------------------------------------------------
+    def _agent_argv(self, brief: str):
+        argv, uses = [], False
+        for part in self.config.agent_command:
+            if part == '{brief_file}':
+                argv.append(self.brief_path)
+                uses = True
+            elif part == '{brief}':
+                argv.append(brief)
+                uses = True
+            else:
+                argv.append(part)
+        return argv, (None if uses else self.brief_path)
+
+    def _agent_env(self) -> Dict[str, str]:
+        env = dict(self.environ)
+        env.pop(REEXEC_ENV, None)
+        env.update(self.config.agent_env or {})
+        env.update({'FLEET_ITEM': str(self.config.number), 'FLEET_REPO': self.config.repo, 'FLEET_UNIT': self.unit,
+                    'FLEET_RUN_ID': self.run_id, 'FLEET_RUN_DIR': self.run_dir, 'FLEET_OUTPUT_DIR': self.out_dir,
+                    'FLEET_BRIEF_FILE': self.brief_path, 'FLEET_BRIEF_VERSION': BRIEF_VERSION,
+                    'FLEET_RUN_STARTED_AT': format_time(self.started_at)})
+        return env
+
+    def _brief(self, mentions) -> str:
+        try:
+            item = self.board.get(self.config.number)
+            title, body = item.title, item.body
+        except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds (D5)
+            self.log('WARNING: the item could not be read for the brief: %s' % exc)
+            title, body = '(unreadable)', '(the item could not be read when this run started: %s)' % exc
+        ref = ('%s#%d' % (self.config.repo, self.config.number)) if self.config.repo else '#%d' % self.config.number
+        return render({'unit': self.unit, 'host': self.config.host, 'master': self.config.master, 'item_ref': ref,
+                       'item_title': title, 'item_body': body, 'mentions': mentions,
+                       'workdir': self.config.workdir or os.getcwd(), 'branch': self.config.branch, 'output_dir': self.out_dir})
+
+    def _wait(self):
+        """Wait for the agent; ``(rc, timed_out)``."""
+        try:
+            return self.proc.wait(timeout=self.config.timeout), False
+        except subprocess.TimeoutExpired:
+            self.log('the agent ran longer than %ss; stopping its process group' % self.config.timeout)
+            return stop_group(self.proc, self.config.kill_grace, self.log), True
+
+    # -- close-out --------------------------------------------------------------------------------
+    def _closeout(self, decision: Decision) -> int:
+        """Post the one terminal marker (retry once, then loudly); returns the exit code."""
+        self._enter_critical()
+        try:
+            self._apply_capacity(decision)
+            fields = self._fields(ended_at=format_time(self.clock()), **decision.fields)
+            body = format_marker(decision.kind, fields, decision.text)
+            error = self._post(decision.kind, body, close=decision.close)
+            self.closeout_posted = error is None
+            record = {'kind': decision.kind, 'fields': fields, 'text': decision.text, 'close': decision.close,
+                      'posted': error is None, 'error': error, 'exit_code': decision.exit_code if error is None else EXIT_CLOSEOUT_LOST}
+            self.result = record
+            try:
+                self._write_json(os.path.join(self.run_dir, 'closeout.json'), record)
+            except OSError as exc:
+                self.log('WARNING: closeout.json not written: %s' % exc)
+            if error is not None:
+                self.log('ERROR: THE CLOSE-OUT WAS NOT POSTED (retried once): %s\n'
+                         'item %s is left with a start marker as its last word. Post this by hand:\n%s'
+                         % (error, self.config.number, body))
+                return EXIT_CLOSEOUT_LOST
+            self.log('close-out posted: %s (exit %d)' % (decision.kind, decision.exit_code))
+            return decision.exit_code
+        finally:
+            self._critical -= 1
+
+    def _stopped(self, signum: int) -> None:
+        """The external-stop path (D12): stop the agent, post ``stopped`` (no claim about the work)."""
+        self._enter_critical()
+        try:
+            name = signal.Signals(signum).name
+            self.log('%s received: stopping the agent and posting the stopped marker' % name)
+            rc = stop_group(self.proc, self.config.kill_grace, self.log) if self.proc is not None else None
+            if self.start_posted and not self.closeout_posted:
+                self._closeout(Decision('stopped', 'run stopped by %s from outside; this says nothing about the work' % name,
+                                        {'signal': name, 'exit_code': rc}))
+        finally:
+            self._critical -= 1
+
+    # -- the whole run --------------------------------------------------------------------------
+    def run(self) -> int:
+        """Run once; returns the exit code. A stop signal is re-raised after the close-out instead (D12)."""
+        self._install()
+        code, stop = None, None
+        try:
+            code = self._run()
+        except _Signalled as sig:
+            stop = sig.signum
+            try:
+                self._stopped(sig.signum)
+            except Exception as exc:  # noqa: BLE001 - the signal must still be re-raised below
+                self.log('ERROR: the stopped close-out broke: %s: %s' % (type(exc).__name__, exc))
+        finally:
+            self._restore()
+            try:
+                if hasattr(self._board, 'close'):
+                    self._board.close()
+            except Exception:  # noqa: BLE001 - closing a connection at exit cannot change the outcome
+                pass
+        # D12: a stop (or a signal that arrived during a normal close-out) is re-raised, after the
+        # close-out, so the unit's result says "signal" -- honest, never a made-up exit code.
+        signum = stop if stop is not None else self._pending
+        if signum is not None:
+            self.reraise(signum)
+            return 128 + signum
+        return code
+
+    def _run(self) -> int:
+        number = self.config.number
+        # D12: the start marker before anything that can fail (it is itself retried once).
+        self._enter_critical()
+        try:
+            body = format_marker('start', self._fields(), 'run started on %s/%s' % (self.config.host, self.config.master))
+            error = self._post('start', body)
+            self.start_posted = error is None
+        finally:
+            self._leave_critical()
+        if error is not None:
+            self.log('ERROR: the start marker could not be posted (retried once): %s; the agent is NOT started '
+                     '(a run without a start marker is invisible to the reaper)' % error)
+            return EXIT_START_LOST
+        try:
+            self._prepare_run_dir()
+            mentions = []
+            try:
+                mentions = list(self.board.mentions(number) or [])
+            except Exception as exc:  # noqa: BLE001 - D19: unread mentions stay unread for the next run
+                self.log('WARNING: mentions could not be read (they stay unread for the next run): %s' % exc)
+            brief = self._brief(mentions)
+            with open(self.brief_path, 'w', encoding='utf-8') as handle:
+                handle.write(brief)
+            argv, stdin_path = self._agent_argv(brief)
+            self.log('starting the agent: %s (brief %s, capture %s)' % (argv[0], BRIEF_VERSION, self.capture_path))
+            self.proc = self.spawner.spawn(argv, stdin_path=stdin_path, capture_path=self.capture_path,
+                                           env=self._agent_env(), cwd=self.config.workdir or None)
+            ids = [m.get('id') for m in mentions if isinstance(m, dict) and m.get('id') is not None]
+            if ids:
+                try:  # D19: only now, after injection, are they marked read (at-least-once)
+                    self.board.mark_read(ids)
+                except Exception as exc:  # noqa: BLE001 - they will be delivered again: at-least-once
+                    self.log('WARNING: mentions were injected but not marked read (delivered again next run): %s' % exc)
+            rc, timed_out = self._wait()
+        except _Signalled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a runner error after the start still earns a close-out
+            self.log('ERROR: the run broke after its start: %s: %s' % (type(exc).__name__, exc))
+            if self.proc is not None and self.proc.poll() is None:
+                stop_group(self.proc, self.config.kill_grace, self.log)
+            return self._closeout(Decision('failure', 'run failed: the runner itself broke (%s)' % type(exc).__name__,
+                                           {'cause': 'runner_error', 'error': str(exc)[:300]}))
+        return self._finish(rc, timed_out)
+
+    def _finish(self, rc, timed_out) -> int:
+        """Read the capture once, re-read the item, decide, close out (D7: one parse for both)."""
+        if isinstance(rc, int) and -rc in (signal.SIGTERM, signal.SIGINT) and not timed_out:
+            # The agent died of a stop signal the runner did not send. When the unit is stopped,
+            # systemd signals every process of the cgroup at once and the agent may be reaped
+            # before the runner's own handler has run: give that signal a moment to arrive, so a
+            # deliberate stop is never closed out as a failure (D12 item 3).
+            for _dummy in range(20):  # 20 x 50 ms: unmeasured bound; the handler normally runs in microseconds
+                if self._pending is not None:
+                    break
+                time.sleep(0.05)
+            if self._pending is not None:
+                self._stopping = True
+                raise _Signalled(self._pending)
+            name = signal.Signals(-rc).name
+            return self._closeout(Decision('stopped', 'the agent was stopped by %s from outside; this says nothing about the work'
+                                           % name, {'signal': name, 'exit_code': rc, 'who': 'agent'}))
+        try:
+            with open(self.capture_path, 'r', encoding='utf-8', errors='replace') as handle:
+                capture = handle.read()
+        except OSError as exc:
+            self.log('WARNING: the capture %s is unreadable: %s' % (self.capture_path, exc))
+            capture = ''
+        now = self.clock()
+        outcome = read_outcome(capture, exit_code=rc, envelope_type=self.config.envelope_type, now=now)
+        item = None
+        for attempt in (1, 2):
+            try:
+                item = self.board.get(self.config.number)
+                break
+            except BoardError as exc:
+                self.log('reading the item back failed (attempt %d of 2): %s' % (attempt, exc))
+        decision = decide(outcome, item, number=self.config.number, repo=self.config.repo, started_at=self.started_at,
+                          now=now, exit_code=rc, capture=capture, ladder=self.config.backoff, timed_out=timed_out,
+                          unit=self.unit)
+        if item is None:
+            decision.fields['board'] = 'unreadable at close-out: nothing could be credited'
+        return self._closeout(decision)
+
+
+# --- self-update (D11) -----------------------------------------------------------------------------
+
+_VERSION_RE = re.compile(r'^version:\s*["\']?([^"\'\s#]+)', re.MULTILINE)
+
+
+def installed_version(code_dir: str) -> Optional[str]:
+    """The collection version in ``code_dir/galaxy.yml`` (read with a regex: the worker has no PyYAML)."""
+    try:
+        with open(os.path.join(code_dir, 'galaxy.yml'), encoding='utf-8') as handle:
+            match = _VERSION_RE.search(handle.read())
+    except OSError:
+        return None
+    return match.group(1) if match else None
+
+
+def code_root() -> str:
+    """The collection checkout this file was loaded from (``.../ansible_collections/fleet/dispatch``)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Optional[str] = None, environ=None,
+                execv=None, argv=None, started_at: Optional[_dt.datetime] = None, log=None) -> Dict[str, Any]:
+    """Bring the runner's own checkout to ``origin/<branch>`` and re-exec once when it moved (D11).
+
+    🔴 Verify the OUTCOME, never the exit code: after the fetch the tracking ref must equal
+    FETCH_HEAD (``_git.Git.fetch``), after the checkout HEAD must equal the fetched sha, and the
+    installed version must equal ``expected_version`` when one is given. Anything else raises
+    ``UpdateFailed`` with both sides named. With ``FLEET_RUNNER_REEXEC=1`` in ``environ`` the fetch
+    is skipped (this process IS the re-exec) and only the version is verified: the guard that stops
+    a loop. Concurrent runs of one master serialise on a lock file in the checkout's git dir.
+
+    Returns ``{'status': 'current'|'updated'|'reexeced', 'from': sha, 'to': sha, 'version': v}``;
+    for ``updated`` the ``execv`` callable has been called (and does not return in production).
+    """
+    environ = dict(os.environ if environ is None else environ)
+    log = log or (lambda msg: sys.stderr.write(msg + '\n'))
+    code_dir = os.path.realpath(code_dir)
+
+    def _version_check():
+        version = installed_version(code_dir)
+        if expected_version and version != expected_version:
+            raise UpdateFailed('the runner at %s is version %s but the dispatcher expects %s (D11: stale runner refused)'
+                               % (code_dir, version, expected_version))
+        return version
+
+    if environ.get(REEXEC_ENV) == '1':
+        return {'status': 'reexeced', 'from': None, 'to': None, 'version': _version_check()}
+    git = Git(runner or SubprocessRunner())
+    lock = None
+    try:
+        import fcntl
+        lock = open(os.path.join(code_dir, '.git', 'fleet-runner-update.lock'), 'a')
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    except (OSError, ImportError) as exc:
+        log('fleet-runner: WARNING: no update lock (%s); updating unlocked' % exc)
+    try:
+        try:
+            sha = git.fetch(code_dir, branch)
+            head = git.rev_parse(code_dir, 'HEAD')
+            if head != sha:
+                rc, _out, err = git.runner.run([git.git, '-C', code_dir, 'checkout', '--quiet', '--detach', sha])
+                after = git.rev_parse(code_dir, 'HEAD')
+                if after != sha:
+                    raise UpdateFailed('the runner checkout %s is at %s after moving to origin/%s = %s (git checkout rc=%s: %s)'
+                                       % (code_dir, after, branch, sha, rc, (err or '').strip()))
+        except GitError as exc:
+            raise UpdateFailed('the runner could not update itself in %s: %s' % (code_dir, exc))
+    finally:
+        if lock is not None:
+            lock.close()
+    version = _version_check()
+    if head == sha:
+        return {'status': 'current', 'from': head, 'to': sha, 'version': version}
+    log('fleet-runner: updated %s from %s to %s (version %s); re-executing once' % (code_dir, head, sha, version))
+    env = dict(environ)
+    env[REEXEC_ENV] = '1'
+    if started_at is not None:
+        env[STARTED_ENV] = format_time(started_at)
+    args = [sys.executable, '-m', MODULE] + list((argv or sys.argv)[1:])
+    (execv or os.execve)(sys.executable, args, env)
+    return {'status': 'updated', 'from': head, 'to': sha, 'version': version}
+
+
+# --- main --------------------------------------------------------------------------------------------
+
+def _expand(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path)) if path else path
+
+
+def _load_json_file(path: str, what: str) -> Dict[str, Any]:
+    with open(path, encoding='utf-8') as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict):
+        raise ValueError('%s %s must hold a JSON object' % (what, path))
+    return data
+
+
+def board_spec(path: str, environ) -> Dict[str, Any]:
+    """The board spec from ``path`` plus secrets from the environment (EnvironmentFile; never argv)."""
+    spec = _load_json_file(path, 'the board spec')
+    for env_name, key in SECRET_ENV:
+        if environ.get(env_name) and not spec.get(key):
+            spec[key] = environ[env_name]
+    if spec.get('kind') == 'ledger' and spec.get('path'):
+        spec['path'] = _expand(spec['path'])
+    return spec
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.')
+    p.add_argument('--item', type=int, help='the item number')
+    p.add_argument('--repo', default=None, help='owner/name on a multi-repo board')
+    p.add_argument('--config', default=None, help='runner config JSON (default %s)' % DEFAULT_CONFIG)
+    p.add_argument('--board-spec', default=None, help='board spec JSON (default %s); secrets come from the environment' % DEFAULT_BOARD_SPEC)
+    p.add_argument('--state-dir', default=None, help='the master\'s state directory (default %s)' % DEFAULT_STATE_DIR)
+    p.add_argument('--agent-command', default=None, help='the agent argv as a JSON list (overrides the config)')
+    p.add_argument('--workdir', default=None, help='the agent\'s working directory (default: the current one)')
+    p.add_argument('--timeout', type=float, default=None, help='seconds before the agent is stopped (default: none)')
+    p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update (D11)')
+    p.add_argument('--branch', default=None, help='the branch to self-update from and to brief (default main)')
+    p.add_argument('--no-self-update', action='store_true', help='skip the self-update')
+    p.add_argument('--version', action='store_true', help='print the installed version as JSON and exit')
+    return p
+
+
+def _log_line(message: str) -> None:
+    sys.stderr.write(message + '\n')
+    sys.stderr.flush()
+
+
+def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_runner=None, reraise=None) -> int:
+    """The runner's entry point; returns the exit code (see ``EXIT`` and the module docstring)."""
+    environ = os.environ if environ is None else environ
+    # D16: the start time first. A re-exec (D11) carries the original process's start.
+    started_at = None
+    if environ.get(REEXEC_ENV) == '1':
+        try:
+            started_at = parse_time(environ.get(STARTED_ENV))
+        except ValueError:
+            started_at = None
+    if started_at is None:
+        started_at = (clock or _utcnow)()
+    argv = list(sys.argv if argv is None else argv)
+    args = _parser().parse_args(argv[1:])
+    here = code_root()
+    if args.version:
+        sys.stdout.write(json.dumps({'version': installed_version(here), 'brief_version': BRIEF_VERSION, 'code_dir': here}) + '\n')
+        return 0
+    if args.item is None or args.item < 1:
+        _log_line('fleet-runner: --item N (a positive item number) is required')
+        return EXIT_USAGE
+    try:
+        config_path = args.config or environ.get('FLEET_RUNNER_CONFIG') or _expand(DEFAULT_CONFIG)
+        conf = _load_json_file(config_path, 'the runner config') if (args.config or os.path.exists(config_path)) else {}
+        spec = board_spec(_expand(args.board_spec or conf.get('board_spec') or DEFAULT_BOARD_SPEC), environ)
+        agent = json.loads(args.agent_command) if args.agent_command else conf.get('agent_command', list(DEFAULT_AGENT))
+        if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):
+            raise ValueError('agent_command must be a non-empty JSON list of strings, got %r' % (agent,))
+        backoff = tuple(int(x) for x in conf.get('backoff', DEFAULT_BACKOFF))
+        agent_env = dict((str(k), str(v)) for k, v in (conf.get('agent_env') or {}).items())
+    except (OSError, ValueError, TypeError) as exc:
+        _log_line('fleet-runner: configuration error, nothing posted: %s' % exc)
+        return EXIT_USAGE
+    branch = args.branch or conf.get('branch') or 'main'
+    code_dir = args.code_dir or conf.get('code_dir')
+    if code_dir and not args.no_self_update and not conf.get('no_self_update'):
+        try:
+            update = self_update(_expand(code_dir), branch, runner=git_runner, expected_version=environ.get(EXPECTED_VERSION_ENV),
+                                 environ=environ, execv=execv, argv=argv, started_at=started_at, log=_log_line)
+        except UpdateFailed as exc:
+            _log_line('fleet-runner[item %d]: ERROR: self-update did not verify, nothing posted, the run does not start: %s'
+                      % (args.item, exc))
+            return EXIT_UPDATE_FAILED
+        if update['status'] == 'updated':  # only reached when an injected execv returned (tests)
+            return 0
+    version = installed_version(here) or ''
+    config = RunConfig(
+        number=args.item, repo=args.repo if args.repo is not None else conf.get('repo', ''),
+        state_dir=_expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR), agent_command=agent,
+        workdir=_expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
+        host=socket.gethostname(), master=_user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
+        timeout=args.timeout if args.timeout is not None else conf.get('timeout'), agent_env=agent_env,
+        kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version)
+    run = Run(config, lambda: open_board(spec), started_at=started_at, clock=clock, spawner=spawner, reraise=reraise,
+              environ=environ)
+    return run.run()
+
+
+def _user() -> str:
+    try:
+        import pwd
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return os.environ.get('USER', '')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A fake agent CLI that behaves like a real one (``claude -p --output-format json``), for the runner's tests.
+
+Standalone (stdlib only; the ``merge`` modes import the collection's ledger board from
+``PYTHONPATH``, as the runner itself does), so it can be copied to a test-bed worker as one file.
+
+Behaviour, chosen per test by ``--mode`` or ``FAKE_AGENT_MODE``:
+
+=========  ================================================================================
+mode       what a real agent CLI would do
+=========  ================================================================================
+merge      reach the model, "merge" a change that closes the item (a merged artifact on the
+           ledger board), print the success envelope on stdout, exit 0
+claim      print a success envelope claiming the work is done, merge NOTHING, exit 0 (D2)
+die503     die before the first request: a 503 on stderr, NO envelope, exit 1 (D7 retry case)
+ratelimit  hit a provider usage limit with a stated reset time (``FAKE_AGENT_RESET``, default
+           ``2099-01-01T00:00:00Z``): an error envelope with zero turns, exit 1 (D8)
+revoked    the entitlement is revoked: a 403 body on stderr, no envelope, exit 1 (D8, D20)
+hang       print a little, then sleep until killed (writes its pid to ``FAKE_AGENT_PIDFILE``)
+noisy      like ``merge``, but the envelope is buried in stderr noise full of stray braces and
+           a JSON API error body (D7: the capture merges stderr)
+fail       reach the model, work for some turns, fail: an error envelope, exit 1
+=========  ================================================================================
+
+What it reads: the brief on stdin (the runner's default) or from ``FLEET_BRIEF_FILE``; the item
+from ``FLEET_ITEM``; the board for ``merge``/``noisy`` from ``FAKE_AGENT_BOARD`` (a JSON spec) or
+the file ``FAKE_AGENT_BOARD_FILE`` (default ``~/.config/fleet-dispatch/board.json``).
+What it writes: ``FLEET_OUTPUT_DIR/result.json`` (structured output, D17) and, when
+``FAKE_AGENT_LOG`` is set, one JSON line per invocation (mode, argv, brief, FLEET_* env) so a test
+can check what the runner handed over.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import time
+import uuid
+
+MODES = ('merge', 'claim', 'die503', 'ratelimit', 'revoked', 'hang', 'noisy', 'fail')
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _read_brief():
+    path = os.environ.get('FLEET_BRIEF_FILE')
+    data = ''
+    if not sys.stdin.isatty():
+        try:
+            data = sys.stdin.read()
+        except (OSError, ValueError):
+            data = ''
+    if not data and path and os.path.exists(path):
+        with open(path, encoding='utf-8') as handle:
+            data = handle.read()
+    return data
+
+
+def _log(mode, brief):
+    path = os.environ.get('FAKE_AGENT_LOG')
+    if not path:
+        return
+    entry = {'mode': mode, 'argv': sys.argv, 'brief': brief, 'pid': os.getpid(), 'at': _now().isoformat(),
+             'env': dict((k, v) for k, v in os.environ.items() if k.startswith('FLEET_'))}
+    with open(path, 'a', encoding='utf-8') as handle:
+        handle.write(json.dumps(entry) + '\n')
+
+
+def _board_spec():
+    text = os.environ.get('FAKE_AGENT_BOARD')
+    if not text:
+        path = os.environ.get('FAKE_AGENT_BOARD_FILE') or os.path.expanduser('~/.config/fleet-dispatch/board.json')
+        with open(path, encoding='utf-8') as handle:
+            text = handle.read()
+    spec = json.loads(text)
+    if not isinstance(spec, dict):
+        raise SystemExit('fake agent: the board spec is not a JSON object')
+    return spec
+
+
+def _merge(item):
+    """Record a merged change closing ``item`` on the ledger, the way a forge merge would (D2)."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
+
+    spec = _board_spec()
+    board = open_board(spec)
+    try:
+        ref = 'fake-pr/%s/%s' % (item, uuid.uuid4().hex[:8])
+        board.add_artifact(ref, merged=True, closes=[int(item)], title='Fix item %s' % item)
+    finally:
+        board.close()
+    return ref
+
+
+def _write_result(payload):
+    out = os.environ.get('FLEET_OUTPUT_DIR')
+    if out and os.path.isdir(out):
+        with open(os.path.join(out, 'result.json'), 'w', encoding='utf-8') as handle:
+            json.dump(payload, handle)
+
+
+def _envelope(subtype='success', is_error=False, turns=7, result=''):
+    return json.dumps({'type': 'result', 'subtype': subtype, 'is_error': is_error, 'num_turns': turns,
+                       'duration_ms': 1234, 'result': result, 'session_id': uuid.uuid4().hex})
+
+
+def main(argv=None):
+    args = list(sys.argv[1:] if argv is None else argv)
+    mode = os.environ.get('FAKE_AGENT_MODE', '')
+    if '--mode' in args:
+        mode = args[args.index('--mode') + 1]
+    if mode not in MODES:
+        sys.stderr.write('fake agent: unknown mode %r (one of %s)\n' % (mode, ', '.join(MODES)))
+        return 64
+    brief = _read_brief()
+    _log(mode, brief)
+    item = os.environ.get('FLEET_ITEM', '0')
+    err, out = sys.stderr, sys.stdout
+
+    if mode == 'die503':
+        err.write('Retrying request to /v1/messages in 0.8 seconds\n')
+        err.write('API Error: 503 {"type":"error","error":{"type":"api_error","message":"Service Unavailable"}}\n')
+        return 1
+    if mode == 'revoked':
+        err.write('API Error: 403 {"type":"error","error":{"type":"permission_error",'
+                  '"message":"Your API key has been revoked. Contact your administrator."}}\n')
+        return 1
+    if mode == 'ratelimit':
+        reset = os.environ.get('FAKE_AGENT_RESET', '2099-01-01T00:00:00Z')
+        out.write(_envelope(is_error=True, turns=0, result='Claude AI usage limit reached. Your limit will reset at %s.' % reset) + '\n')
+        return 1
+    if mode == 'hang':
+        pidfile = os.environ.get('FAKE_AGENT_PIDFILE')
+        if pidfile:
+            with open(pidfile, 'w', encoding='utf-8') as handle:
+                handle.write('%d\n' % os.getpid())
+        err.write('thinking...\n')
+        err.flush()
+        while True:
+            time.sleep(3600)
+    if mode == 'fail':
+        err.write('tool error: the test suite does not build\n')
+        out.write(_envelope(subtype='error_during_execution', is_error=True, turns=5, result='could not make the build pass') + '\n')
+        return 1
+    if mode == 'claim':
+        _write_result({'status': 'merged', 'pull_request': None, 'evidence': []})
+        out.write(_envelope(result='All done! The change is merged (it is not).') + '\n')
+        return 0
+    # merge / noisy
+    ref = _merge(item)
+    _write_result({'status': 'merged', 'pull_request': ref, 'evidence': [{'command': 'true', 'output': ''}]})
+    envelope = _envelope(result='Merged %s; it closes the item.' % ref)
+    if mode == 'noisy':
+        err.write('[debug] {not json at all\n')
+        err.write('API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}} (retried, ok)\n')
+        err.write('{"type":"assistant","message":{"content":"I hit a usage limit earlier? no."}}\n')
+        err.write('progress {{ 3/7 }} ' + envelope + ' trailing {garbage\n')
+        err.write('[debug] } closing brace noise {\n')
+        return 0
+    out.write(envelope + '\n')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
