@@ -1,0 +1,316 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The runner as a real program against a real ledger board (SQLite and PostgreSQL) and a real fake agent.
+
+Each behaviour of the fake agent CLI must end with exactly the right terminal marker, the
+attempt count the seed says (read back through the shipped ``_eligibility.evaluate``), and the
+right capacity state file (D2, D7, D8, D12, D16). Stops are real signals to a real process.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils import _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import load_state
+from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
+
+REPO = pathlib.Path(__file__).resolve().parents[4]
+FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
+COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[5]  # the symlinked collection root, unresolved
+UTC = _dt.timezone.utc
+
+
+def _now():
+    return _dt.datetime.now(UTC)
+
+
+@pytest.fixture
+def world(ledger_url, tmp_path):
+    """A ledger with item #7 (Ready), a board spec file, a state dir, and a way to run the runner."""
+    spec = dict(ledger_url, kind='ledger')
+    board = LedgerBoard(create=True, **ledger_url)
+    board.upsert_item(number=7, title='Make the widget spin', body='It should spin. Closes nothing by itself.', status='Ready')
+    spec_file = tmp_path / 'board.json'
+    spec_file.write_text(json.dumps(spec))
+    state = tmp_path / 'state'
+
+    class World(object):
+        pass
+
+    w = World()
+    w.board, w.spec, w.spec_file, w.state, w.tmp = board, spec, spec_file, state, tmp_path
+    w.capacity = state / 'capacity.json'
+
+    def env(mode, **more):
+        e = dict(os.environ)
+        e.update({'PYTHONPATH': str(COLLECTIONS_ROOT), 'FAKE_AGENT_MODE': mode, 'FAKE_AGENT_BOARD': json.dumps(spec),
+                  'FAKE_AGENT_LOG': str(tmp_path / 'agent.log'), 'FAKE_AGENT_PIDFILE': str(tmp_path / 'agent.pid')})
+        e.pop('FLEET_RUNNER_REEXEC', None)
+        e.update(more)
+        return e
+
+    def argv(item=7):
+        return [sys.executable, '-m', _runner.MODULE, '--item', str(item), '--board-spec', str(spec_file),
+                '--state-dir', str(state), '--workdir', str(tmp_path), '--no-self-update',
+                '--config', str(tmp_path / 'runner.json'),
+                '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
+
+    (tmp_path / 'runner.json').write_text(json.dumps({}))
+
+    def run(mode, item=7, **more):
+        return subprocess.run(argv(item), env=env(mode, **more), capture_output=True, text=True, timeout=60, check=False)
+
+    def start(mode, item=7, **more):
+        return subprocess.Popen(argv(item), env=env(mode, **more), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def item(number=7):
+        return board.get(number)
+
+    def kinds(number=7):
+        return [m.kind for m in markers_of(board.get(number))]
+
+    w.run, w.start, w.item, w.kinds = run, start, item, kinds
+    try:
+        yield w
+    finally:
+        board.close()
+
+
+# mode -> (exit code, markers, item state, eligibility reason, attempts, capacity source or None)
+BEHAVIOURS = [
+    ('merge', 0, ['start', 'success'], 'closed', 'done', 1, None),
+    ('noisy', 0, ['start', 'success'], 'closed', 'done', 1, None),
+    ('claim', 10, ['start', 'noop'], 'open', 'eligible', 1, None),
+    ('fail', 11, ['start', 'failure'], 'open', 'eligible', 1, None),
+    ('die503', 13, ['start', 'retry'], 'open', 'retry_wait', 0, None),
+    ('ratelimit', 12, ['start', 'capacity'], 'open', 'eligible', 0, 'rate_limit'),
+    ('revoked', 12, ['start', 'capacity'], 'open', 'eligible', 0, 'revoked'),
+]
+
+
+@pytest.mark.parametrize('mode,code,kinds,state,reason,attempts,source', BEHAVIOURS, ids=[b[0] for b in BEHAVIOURS])
+def test_each_agent_behaviour_ends_with_the_right_marker(world, mode, code, kinds, state, reason, attempts, source):
+    proc = world.run(mode)
+    assert proc.returncode == code, proc.stderr
+    item = world.item()
+    assert [m.kind for m in markers_of(item)] == kinds
+    assert item.state == state
+    verdict = evaluate(item, now=_now())
+    assert (verdict.reason, verdict.attempts) == (reason, attempts)
+    # every marker of this run names the run and its start
+    markers = markers_of(item)
+    assert markers[0].fields['run'] == markers[-1].fields['run']
+    assert markers[-1].fields['started_at'] == markers[0].fields['started_at']
+    if source is None:
+        assert not world.capacity.exists()
+    else:
+        state_, why = load_state(world.capacity.read_text())
+        assert why == '' and state_['source'] == source and state_['unit'] == 'task-7'
+        if source == 'rate_limit':   # the provider's stated reset, never invented (D8)
+            assert state_['reset_at'] == _dt.datetime(2099, 1, 1, tzinfo=UTC)
+            assert markers[-1].fields['reset_at'] == '2099-01-01T00:00:00.000000Z'
+        else:
+            assert state_['reset_at'] is None
+    closeout = json.loads((world.state / 'runs' / 'task-7' / 'closeout.json').read_text())
+    assert closeout['kind'] == kinds[-1] and closeout['posted'] is True
+
+
+def test_success_posts_the_comment_before_the_item_is_closed(world):
+    """🔴 D12: the merge closed the item first; the success comment must still land (comment, then close)."""
+    world.run('merge')
+    item = world.item()
+    success = markers_of(item)[-1]
+    assert success.kind == 'success' and item.state == 'closed'
+    closed = [e for e in item.events if e.kind == 'closed']
+    assert len(closed) == 1          # the merge closed it; closing again is a no-op, not a second event
+    assert success.fields['artifacts'] and success.fields['artifacts'][0].startswith('fake-pr/7/')
+
+
+def test_an_older_merged_artifact_is_never_credited(world):
+    """D16: a run that merged nothing is not credited with an earlier run's merge of the same item."""
+    old = _now() - _dt.timedelta(hours=2)
+    world.board.add_artifact('pr/old-1', created_at=old, merged=True, merged_at=old + _dt.timedelta(minutes=5), closes=[7])
+    world.board.upsert_item(number=7, state='reopened')     # a human reopened it: not finished
+    proc = world.run('claim')
+    assert proc.returncode == 10, proc.stderr
+    assert world.kinds()[-1] == 'noop'
+    assert world.item().state == 'open'
+
+
+def test_a_run_that_hit_a_quota_is_not_credited_with_an_older_merge(world):
+    """D16's own story: one run merged nothing, hit a quota limit, and earned success for a previous run's PR."""
+    old = _now() - _dt.timedelta(hours=1)
+    world.board.add_artifact('pr/old-2', created_at=old, merged=True, merged_at=old, closes=[7])
+    world.board.upsert_item(number=7, state='reopened')
+    assert world.run('ratelimit').returncode == 12
+    assert world.kinds()[-1] == 'capacity'
+
+
+def test_the_next_clean_run_deletes_the_capacity_file_and_a_dirty_one_keeps_it(world):
+    """D8: self-healing -- clean means zero exit AND no limit signature."""
+    assert world.run('ratelimit').returncode == 12
+    assert world.capacity.exists()
+    assert world.run('fail').returncode == 11          # not clean: non-zero exit
+    assert world.capacity.exists()
+    assert world.run('claim').returncode == 10         # zero exit, no limit signature: clean
+    assert not world.capacity.exists()
+    evaluate_after = evaluate(world.item(), now=_now())
+    assert evaluate_after.attempts == 2                # the capacity run did not spend an attempt (D8)
+
+
+def test_capacity_deaths_do_not_spend_the_budget(world):
+    """D8: a fleet-wide outage must not burn three attempts per item and park the work."""
+    for _dummy in range(4):
+        assert world.run('ratelimit').returncode == 12
+    verdict = evaluate(world.item(), now=_now(), max_attempts=3)
+    assert verdict.attempts == 0 and verdict.reason != 'parked'
+
+
+def test_the_retry_ladder_is_written_in_the_markers_then_spent(world):
+    """D7: 30 s -> 2 min -> 8 min in the retry markers (the sweep honours not_before); then a failure."""
+    steps = []
+    for expected in (1, 2, 3):
+        proc = world.run('die503')
+        assert proc.returncode == 13, proc.stderr
+        retry = markers_of(world.item())[-1]
+        assert retry.kind == 'retry' and retry.fields['step'] == expected
+        gap = retry.time('not_before') - _runner.parse_time(retry.fields['ended_at'])
+        steps.append((retry.fields['delay_s'], round(gap.total_seconds())))
+        assert retry.fields['facts'] == {'transient': True, 'not_hard_quota': True, 'zero_turns': True, 'no_artifact': True}
+    assert [s[0] for s in steps] == list(_runner.DEFAULT_BACKOFF)
+    proc = world.run('die503')
+    assert proc.returncode == 11
+    last = markers_of(world.item())[-1]
+    assert last.kind == 'failure' and last.fields['cause'] == 'retries_spent'
+
+
+def test_the_run_directory_is_cleared_at_start(world):
+    """D17: a prior run's structured output cannot leak into this one."""
+    out = world.state / 'runs' / 'task-7' / 'out'
+    out.mkdir(parents=True)
+    (out / 'blocker.json').write_text('{"reason": "stale, from an earlier run"}')
+    world.run('claim')
+    assert not (out / 'blocker.json').exists()
+    assert json.loads((out / 'result.json').read_text())['status'] == 'merged'   # this run's own (false) claim
+    run = json.loads((world.state / 'runs' / 'task-7' / 'run.json').read_text())
+    assert run['item'] == 7 and run['brief_version'] == _runner.BRIEF_VERSION
+
+
+def test_the_brief_reaches_the_agent_on_stdin_with_the_item_text_as_data(world):
+    world.board.upsert_item(number=7, body='Use $HOME and {{item_body}} and `rm -rf /` literally')
+    world.run('claim')
+    entry = json.loads((world.tmp / 'agent.log').read_text().splitlines()[-1])
+    assert 'Use $HOME and {{item_body}} and `rm -rf /` literally' in entry['brief']
+    assert entry['env']['FLEET_ITEM'] == '7' and entry['env']['FLEET_BRIEF_VERSION'] == _runner.BRIEF_VERSION
+    assert 'FLEET_RUNNER_REEXEC' not in entry['env']
+
+
+def _wait_for(path, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text().strip())
+        time.sleep(0.05)
+    raise AssertionError('%s never appeared' % path)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie of another parent still answers kill(0): read its state
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            return handle.read().split(') ', 1)[1][0] != 'Z'
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGINT], ids=['SIGTERM', 'SIGINT'])
+def test_an_external_stop_posts_stopped_and_dies_of_the_signal(world, sig):
+    """D12: a deliberate stop is not a failure; the signal is re-raised so the result is honest."""
+    proc = world.start('hang')
+    agent = _wait_for(world.tmp / 'agent.pid')
+    assert world.kinds() == ['start']
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == -sig, err              # died of the signal, not a made-up exit code
+    markers = markers_of(world.item())
+    assert [m.kind for m in markers] == ['start', 'stopped']
+    assert markers[-1].fields['signal'] == signal.Signals(sig).name
+    assert not _alive(agent)                         # the agent's process group went with it
+    verdict = evaluate(world.item(), now=_now())
+    assert verdict.reason == 'eligible' and verdict.attempts == 1
+
+
+def test_sigkill_leaves_the_start_marker_as_the_last_word(world):
+    """D12/D14: a SIGKILL cannot be handled; the reaper looks for exactly this."""
+    proc = world.start('hang')
+    agent = _wait_for(world.tmp / 'agent.pid')
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert world.kinds() == ['start']
+    assert evaluate(world.item(), now=_now()).reason == 'running'
+    os.killpg(agent, signal.SIGKILL)   # outside a unit nothing else takes the orphaned agent
+
+
+def test_a_hung_agent_is_stopped_at_the_time_limit_and_fails(world):
+    """A bare timeout is a failure, never a transient retry (D7)."""
+    argv_env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='hang',
+                    FAKE_AGENT_PIDFILE=str(world.tmp / 'agent.pid'))
+    argv = [sys.executable, '-m', _runner.MODULE, '--item', '7', '--board-spec', str(world.spec_file), '--state-dir',
+            str(world.state), '--no-self-update', '--timeout', '1', '--config', str(world.tmp / 'runner.json'),
+            '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
+    proc = subprocess.run(argv, env=argv_env, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 11, proc.stderr
+    last = markers_of(world.item())[-1]
+    assert last.kind == 'failure' and last.fields['cause'] == 'timeout'
+    assert not _alive(int((world.tmp / 'agent.pid').read_text()))
+
+
+def test_an_unreadable_board_at_start_starts_no_agent(world, tmp_path):
+    """D12: without a start marker the run would be invisible; the agent is not started."""
+    missing = tmp_path / 'missing-board.json'
+    missing.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'nope.sqlite3')}))
+    argv = [sys.executable, '-m', _runner.MODULE, '--item', '7', '--board-spec', str(missing), '--state-dir',
+            str(world.state), '--no-self-update', '--config', str(world.tmp / 'runner.json'),
+            '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
+    env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='merge', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'))
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == _runner.EXIT_START_LOST
+    assert 'start marker could not be posted' in proc.stderr
+    assert not (tmp_path / 'agent.log').exists()
+
+
+def test_usage_errors_post_nothing(world):
+    env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT))
+    proc = subprocess.run([sys.executable, '-m', _runner.MODULE, '--board-spec', str(world.spec_file)], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == _runner.EXIT_USAGE
+    proc = subprocess.run([sys.executable, '-m', _runner.MODULE, '--item', '7', '--board-spec', str(world.spec_file),
+                           '--agent-command', '"claude -p"', '--no-self-update'], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == _runner.EXIT_USAGE and 'agent_command' in proc.stderr
+    assert world.kinds() == []
+
+
+def test_version_prints_the_installed_version():
+    env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT))
+    proc = subprocess.run([sys.executable, '-m', _runner.MODULE, '--version'], env=env, capture_output=True, text=True,
+                          timeout=60, check=True)
+    data = json.loads(proc.stdout)
+    assert data['version'] == _runner.installed_version(str(REPO)) and data['brief_version'] == _runner.BRIEF_VERSION
