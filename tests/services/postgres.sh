@@ -4,13 +4,13 @@
 # creates the role "fleet" (CREATEDB) with a password the tests know. Loopback only.
 set -euo pipefail
 log() { printf 'postgres: %s\n' "$*" >&2; }
-if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+if ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then
   [ "$(id -u)" = 0 ] || { log "PostgreSQL is not installed and this is not root: apt-get install postgresql"; exit 1; }
   log "installing Debian's postgresql package"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 fi
-ver=$(ls /usr/lib/postgresql | sort -V | tail -n1)
+ver=$(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -V | tail -n1)
 if ! pg_lsclusters -h 2>/dev/null | awk '{print $1" "$2}' | grep -qx "$ver main"; then
   pg_createcluster "$ver" main >/dev/null
 fi

@@ -81,23 +81,23 @@ def test_board_item_check_mode_idempotence_and_diff(run_module, board):
     make(run_module, board, number=2, title='first', status='Ready')
     make(run_module, board, number=3, title='second', status='Ready')
     args = dict(board=board, number=7, title='Write it', status='Ready', blocked_by=[3, 2])
-    kind, res, _ = run_module(board_item, args, check=True, diff=True)
+    kind, res, dummy = run_module(board_item, args, check=True, diff=True)
     assert kind == 'exit' and res['changed'] and res['created']
     assert res['diff']['after']['blocked_by'] == [2, 3]
     with open_board(board) as b:
         assert [i.number for i in b.read().items] == [2, 3], 'check mode wrote to the board'
-    kind, res, _ = run_module(board_item, args)
+    kind, res, dummy = run_module(board_item, args)
     assert res['changed'] and res['created'] and res['number'] == 7
-    kind, res, _ = run_module(board_item, args)
+    kind, res, dummy = run_module(board_item, args)
     assert not res['changed'], res
-    kind, res, _ = run_module(board_item, dict(board=board, number=7, status='Backlog'), check=True)
+    kind, res, dummy = run_module(board_item, dict(board=board, number=7, status='Backlog'), check=True)
     assert res['changed'] and res['before']['status'] == 'Ready' and res['after']['status'] == 'Backlog'
     with open_board(board) as b:
         assert b.get(7).status == 'Ready'
 
 
 def test_board_item_needs_a_title_to_create(run_module, board):
-    kind, res, _ = run_module(board_item, dict(board=board, number=8, status='Ready'))
+    kind, res, dummy = run_module(board_item, dict(board=board, number=8, status='Ready'))
     assert kind == 'fail' and 'give a title' in res['msg']
 
 
@@ -126,7 +126,7 @@ def test_merged_artifact_closes_the_item_and_counts_as_done(run_module, board):
 
 def test_marker_check_mode_posts_nothing(run_module, board):
     make(run_module, board, number=2, title='t', status='Ready')
-    kind, res, _ = run_module(board_marker, dict(board=board, number=2, kind='start'), check=True)
+    kind, res, dummy = run_module(board_marker, dict(board=board, number=2, kind='start'), check=True)
     assert kind == 'exit' and res['changed'] and not res['posted']
     assert parse_marker(res['body']).kind == 'start'
     with open_board(board) as b:
