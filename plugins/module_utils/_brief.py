@@ -105,11 +105,11 @@ def format_mentions(mentions: Optional[List[Dict[str, Any]]]) -> str:
 def render(values: Dict[str, Any], template: str = TEMPLATE) -> str:
     """Fill ``template`` in one pass (values are never re-scanned). Unknown or missing names raise ``KeyError``.
 
-    ``brief_version`` defaults to ``BRIEF_VERSION``; ``mentions`` may be a list (see
+    ``brief_version`` is always ``BRIEF_VERSION`` (the template's own, never a caller's); ``mentions`` may be a list (see
     ``format_mentions``) or text. Every value is turned into text with ``str``.
     """
     data = dict(values)
-    data.setdefault('brief_version', BRIEF_VERSION)
+    data['brief_version'] = BRIEF_VERSION
     if not isinstance(data.get('mentions', ''), str):
         data['mentions'] = format_mentions(data.get('mentions'))
     missing = sorted(set(_PLACEHOLDER.findall(template)) - set(data))
