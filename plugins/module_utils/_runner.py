@@ -819,7 +819,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         state_dir=_expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR), agent_command=agent,
         workdir=_expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
         host=socket.gethostname(), master=_user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
-        timeout=args.timeout if args.timeout is not None else conf.get('timeout'), agent_env=agent_env,
+        timeout=(args.timeout if args.timeout is not None else conf.get('timeout')) or None, agent_env=agent_env,
         kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version)
     run = Run(config, lambda: open_board(spec), started_at=started_at, clock=clock, spawner=spawner, reraise=reraise,
               environ=environ)
