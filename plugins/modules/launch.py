@@ -84,6 +84,13 @@ options:
         expanded in transient units). The notifier must always exit 0 (D3). An empty string disables it.
     type: str
     default: fleet-notify@
+  runner_version:
+    description:
+      - The runner version the dispatcher expects (D11). When given, C(<command[0]> --version) of every item is run with O(path)
+        before any unit is touched, and the call fails, naming both versions, when the installed runner reports another one - a
+        stale runner is refused, never launched. The answer is the runner's JSON (C({"version": "0.1.0", ...})).
+      - It is also passed to each run as C(FLEET_RUNNER_EXPECTED_VERSION), so the runner's own self-update verifies the same version.
+    type: str
 seealso:
   - module: fleet.dispatch.units_info
   - module: fleet.dispatch.workspace
@@ -164,6 +171,7 @@ failed_to_launch:
   elements: str
 '''
 
+import json
 import os
 import re
 import stat
@@ -192,6 +200,7 @@ def argument_spec():
         path=dict(type='str', required=True),
         environment_file=dict(type='path'),
         notifier=dict(type='str', default='fleet-notify@'),
+        runner_version=dict(type='str'),
     )
 
 
@@ -223,10 +232,35 @@ def _problems(module):
     return problems
 
 
+def _stale_runners(module, runner):
+    """D11: ask each distinct runner program its version; a refusal names both versions (empty list: all current)."""
+    p = module.params
+    expected = p['runner_version']
+    problems = []
+    for program in sorted(set(item['command'][0] for item in p['items'])):
+        rc, out, err = runner.run([program, '--version'], env={'PATH': p['path']})
+        found = None
+        try:
+            data = json.loads(out)
+            if isinstance(data, dict) and isinstance(data.get('version'), str):  # D5: the type before trusting it
+                found = data['version']
+        except ValueError:
+            found = None
+        if rc != 0 or found is None:
+            problems.append('cannot read the runner version from %s --version (rc=%s): %s; refusing to launch a runner of unknown '
+                            'version (expected %s)' % (program, rc, (err or out or '').strip()[:300], expected))
+        elif found != expected:
+            problems.append('stale runner refused: %s reports version %s, the dispatcher expects %s; update the worker '
+                            '(fleet.dispatch.worker, worker_runner_version) or the runner\'s checkout' % (program, found, expected))
+    return problems
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
     problems = _problems(module)
+    if not problems and p['runner_version']:
+        problems = _stale_runners(module, ModuleRunner(module))
     if problems:
         module.fail_json(msg='; '.join(problems))
     try:
@@ -240,6 +274,8 @@ def main():
     planned = set()
     for item, unit, on_failure in zip(p['items'], units, notifiers):
         setenv = dict((str(k), str(v)) for k, v in (item['setenv'] or {}).items())
+        if p['runner_version']:
+            setenv.setdefault('FLEET_RUNNER_EXPECTED_VERSION', p['runner_version'])
         try:
             if unit in planned and module.check_mode:
                 # The same item twice in one call: the first start would hold the name.
