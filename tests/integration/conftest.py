@@ -215,7 +215,8 @@ class Bed:
         return _run(argv, check=False, env=self.env)
 
     def down(self):
-        _run([str(BED), 'down-all'], check=False, env=self.env)
+        """Remove this bed's hosts (by name: other beds of the session stay up)."""
+        _run([str(BED), 'down'] + self.hosts, check=False, env=self.env)
         shutil.rmtree(str(self.workdir), ignore_errors=True)
 
 
@@ -229,15 +230,19 @@ def _used_ips(env):
     return set(out.split())
 
 
-def _boot(n, block):
-    """Boot ``n`` hosts in ``block`` (``'10.88.210'``) and return a Bed; the caller downs it."""
+def _boot(n, block, owner=None):
+    """Boot ``n`` hosts in ``block`` (``'10.88.210'``) and return a Bed; the caller downs it.
+
+    ``owner`` is the pid recorded as the hosts' owner (default: this process)."""
     tag, reason = _available()
     if tag is None:
         _skip_or_fail(reason)
     run = 'pt-%s' % uuid.uuid4().hex[:8]
     names = ['%s-%d' % (run, i + 1) for i in range(n)]
     workdir = pathlib.Path(tempfile.mkdtemp(prefix='fleet-bed-%s.' % run))
-    env = dict(_bed_env(), FLEET_TESTBED_RUN=run, FLEET_TESTBED_IMAGE=tag)
+    # The owner label is this process: if pytest dies without its finalizers, any later
+    # `bed down-all` (the CI EXIT trap) knows these hosts are leftovers.
+    env = dict(_bed_env(), FLEET_TESTBED_RUN=run, FLEET_TESTBED_IMAGE=tag, FLEET_TESTBED_OWNER=str(owner or os.getpid()))
     # Registered before anything boots, so an interrupted session still cleans up.
     atexit.register(_run, [str(BED), 'down-all'], check=False, env=env)
     # Pick free addresses and start under one lock, so concurrent sessions (xdist workers,
@@ -267,11 +272,11 @@ def _boot(n, block):
 
 @pytest.fixture(scope='session')
 def bed_factory():
-    """``bed_factory(n, block='10.88.210')`` boots ``n`` more hosts; all are downed at the end."""
+    """``bed_factory(n, block='10.88.210', owner=None)`` boots ``n`` more hosts; all are downed at the end."""
     beds = []
 
-    def factory(n=2, block=BLOCK):
-        bed = _boot(n, block)
+    def factory(n=2, block=BLOCK, owner=None):
+        bed = _boot(n, block, owner)
         beds.append(bed)
         return bed
     try:

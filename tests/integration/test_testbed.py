@@ -10,8 +10,8 @@ user manager (D4), and stopping a unit takes a setsid-detached grandchild with i
 (D3 property 3; the hybrid-cgroup bind mount). Plus the bed's own promises: hosts reach each
 other, no key material baked into the image, the image tag follows the recipe, hosts go away.
 
-Each test makes its own fresh unix user, because the session's hosts are shared with other
-test modules.
+The module boots its own two hosts (the session's are shared with other modules), and each
+test makes its own fresh unix user.
 """
 from __future__ import annotations
 
@@ -36,6 +36,17 @@ STOP_TIMEOUT_SEC = 600
 def _wait(cmd, tries=100):
     """A remote shell loop: retry ``cmd`` every 0.1 s, ``tries`` times; exit 0 once it succeeds."""
     return 'for i in $(seq %d); do %s && exit 0; sleep 0.1; done; exit 1' % (tries, cmd)
+
+
+@pytest.fixture(scope='module')
+def bed(bed_factory):
+    """This module's own two hosts, removed when the module ends. Overrides the session ``bed``:
+    acceptance checks (``is-system-running`` = running...) need hosts no other module changed."""
+    own = bed_factory(2)
+    try:
+        yield own
+    finally:
+        own.down()
 
 
 @pytest.fixture
@@ -214,6 +225,28 @@ def test_factory_boots_more_hosts_and_down_removes_them(bed_factory):
     three.down()
     for host in three.hosts:
         assert subprocess.run(['podman', 'container', 'exists', host], env=three.env, check=False).returncode == 1
+
+
+@pytest.mark.testbed
+def test_down_all_takes_only_leftovers(bed_factory, bed):
+    """The CI EXIT trap runs `bed down-all`: it must remove hosts whose owner died (pytest
+    killed before its finalizers) and never a live job's hosts (another engineer's session).
+    Read through `bed leftovers`, which removes nothing, so this test cannot harm other jobs."""
+    trap_env = {k: v for k, v in bed.env.items() if k != 'FLEET_TESTBED_RUN'}   # as the EXIT trap runs it
+    owner = subprocess.Popen(['sleep', '600'])
+    try:
+        orphan = bed_factory(1, owner=owner.pid)
+        ids = {h: subprocess.run(['podman', 'inspect', '--format', '{{.Id}}', h], env=bed.env, check=True,
+                                 capture_output=True, text=True).stdout.strip() for h in orphan.hosts + bed.hosts}
+        listed = subprocess.run([str(BED), 'leftovers'], env=trap_env, check=True, capture_output=True, text=True).stdout.split()
+        assert not set(ids.values()) & set(listed)
+    finally:
+        owner.kill()
+        owner.wait()
+    listed = subprocess.run([str(BED), 'leftovers'], env=trap_env, check=True, capture_output=True, text=True).stdout.split()
+    assert ids[orphan.hosts[0]] in listed
+    assert not {ids[h] for h in bed.hosts} & set(listed)     # this live session's hosts stay
+    orphan.down()
 
 
 @pytest.mark.testbed
