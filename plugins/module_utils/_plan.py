@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 
 from ._eligibility import evaluate
 from ._model import format_time, to_jsonable
+from ._naming import oldest_wins, unit_name
 
 
 def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
@@ -121,3 +122,272 @@ def place(cands, masters) -> Dict[str, Any]:
         head = best['headroom']
         head['live_runs'] = (head.get('live_runs') or 0) + 1
     return {'assignments': assignments, 'unplaced': unplaced, 'dark': dark}
+
+
+# --------------------------------------------------------------------------------------------
+# The guarded dispatch path (D4, D5, D6, D8, D13, D15): the pure steps between the lease, the
+# probe, the capacity read and the launch. The role runs them through the ``fleet.dispatch.guard``
+# action, so the sweep and the hand dispatch share exactly this code.
+#
+# Every step takes the candidates still admitted and returns ``{'admitted': [...], 'refused':
+# [...]}``; a refusal is ``{number, repo, unit, stage, why}`` and is only ever *logged* (D6: a
+# refusal writes nothing to the board). A refusal needs positive evidence (D5): a lease another
+# owner holds, a unit the probe saw live. A blind spot (a probe that failed) is reported, never
+# turned into a refusal.
+
+def _refusal(cand, stage, why):
+    return {'number': cand.get('number'), 'repo': cand.get('repo', '') or '', 'unit': cand.get('unit'),
+            'stage': stage, 'why': why}
+
+
+def name_candidates(cands) -> Dict[str, Any]:
+    """Give each candidate its unit name (``_naming.unit_name``, D4: zero entropy); that name is
+    also its lease name. A candidate whose identity does not make a unit name is refused."""
+    admitted, refused = [], []
+    for cand in cands or []:
+        entry = dict(cand)
+        try:
+            entry['unit'] = unit_name(cand.get('number'), cand.get('repo', '') or '')
+        except ValueError as exc:
+            refused.append(_refusal(entry, 'name', 'no unit name: %s' % exc))
+            continue
+        admitted.append(entry)
+    return {'admitted': admitted, 'refused': refused, 'warnings': []}
+
+
+def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
+    """Keep the candidates whose lease this dispatcher holds (D4, third layer).
+
+    ``leases`` are the ``fleet.dispatch.mutex`` answers (one per candidate unit, any order).
+    ``acquired: false`` is a refusal: another dispatcher holds the item from its probe to its
+    launch. A degraded lease (the store failed open, D5) is admitted and warned about. A candidate
+    with no answer at all is admitted with a warning (no positive evidence of a holder, D5).
+    ``enabled=False`` is the test flag of D15's corollary: the production path minus the lease.
+    """
+    warnings = []
+    if not enabled:
+        admitted = [dict(c, lease=None) for c in cands or []]
+        if admitted:
+            warnings.append('the lease is disabled (dispatch_lease_enabled=false): only the probe and the unit name '
+                            'guard %s against a concurrent dispatcher (D4)' % ', '.join(c['unit'] for c in admitted))
+        return {'admitted': admitted, 'refused': [], 'warnings': warnings}
+    by_name = dict((lease.get('name'), lease) for lease in leases or [] if isinstance(lease, dict))
+    admitted, refused = [], []
+    for cand in cands or []:
+        lease = by_name.get(cand['unit'])
+        if lease is None:
+            warnings.append('%s: no lease answer; proceeding without one (D5: a guard fails open)' % cand['unit'])
+            admitted.append(dict(cand, lease=None))
+        elif lease.get('acquired') is True:
+            if lease.get('degraded'):
+                warnings.append('%s: the lease store failed open, so no lock covers this launch: %s'
+                                % (cand['unit'], lease.get('why', '')))
+            admitted.append(dict(cand, lease=dict(lease)))
+        else:
+            refused.append(_refusal(cand, 'lease', 'another dispatcher holds its lease: %s' % (
+                lease.get('why') or 'held by %s until %s' % (lease.get('holder'), lease.get('expires_at')))))
+    return {'admitted': admitted, 'refused': refused, 'warnings': warnings}
+
+
+def _loop_item(result):
+    key = result.get('ansible_loop_var') or 'item'
+    return result.get(key) or {}
+
+
+def _failed(result):
+    return bool(result.get('failed') or result.get('unreachable') or result.get('skipped'))
+
+
+def survey(probes) -> Dict[str, Any]:
+    """The fleet's live runs from the ``units_info`` answers, one per master (D4, D20).
+
+    ``probes`` are registered loop results whose loop item is ``{worker, master}``. Returns
+    ``{live: {unit: [units...]}, duplicates: [{unit, number, repo, keep, stop}], blind: [...],
+    masters: {'worker/master': live count}}``. Each unit carries ``worker`` and ``host`` (the worker)
+    and ``master``. Duplicates -- one unit name live on more than one master -- are resolved by
+    ``_naming.oldest_wins`` (wall-clock start across workers, monotonic within one; D4). A unit
+    whose name does not parse as an item is still counted as live for its master (D20).
+    """
+    live, blind, counts = {}, [], {}
+    for res in probes or []:
+        where = _loop_item(res)
+        worker, master = where.get('worker'), where.get('master')
+        if _failed(res):
+            blind.append({'worker': worker, 'master': master,
+                          'why': 'probe failed: %s' % (res.get('msg') or ('unreachable' if res.get('unreachable') else 'skipped'))})
+            continue
+        units = res.get('units') or []
+        counts['%s/%s' % (worker, master)] = len(units)
+        for unit in units:
+            entry = dict(unit, worker=worker, host=worker, master=master)
+            live.setdefault(entry.get('name'), []).append(entry)
+    duplicates = []
+    for name in sorted(live):
+        units = live[name]
+        if len(units) < 2:
+            continue
+        keep, stop = oldest_wins(units)
+        item = keep.get('item') or {}
+        duplicates.append({'unit': name, 'number': item.get('number'), 'repo': item.get('repo', ''),
+                           'keep': keep, 'stop': stop})
+    return {'live': live, 'duplicates': duplicates, 'blind': blind, 'masters': counts}
+
+
+def _where(unit):
+    return '%s/%s' % (unit.get('worker'), unit.get('master'))
+
+
+def gate_probe(cands, surveyed) -> Dict[str, Any]:
+    """Drop the candidates already live anywhere (D4: the check inside the lock sees the winner's unit).
+
+    A master whose probe failed is a blind spot: it is warned about and excluded from placement
+    (``masters_from``), but it refuses nothing (D5: a refusal needs positive evidence)."""
+    warnings = ['%s/%s: %s; it gets no work this cycle and its live runs are unknown' % (b['worker'], b['master'], b['why'])
+                for b in surveyed.get('blind', [])]
+    admitted, refused = [], []
+    for cand in cands or []:
+        units = surveyed.get('live', {}).get(cand['unit']) or []
+        if units:
+            where = ', '.join('%s since %s' % (_where(u), u.get('started_at') or 'unknown') for u in units)
+            refused.append(_refusal(cand, 'probe', 'running elsewhere: %s is live on %s' % (cand['unit'], where)))
+        else:
+            admitted.append(cand)
+    return {'admitted': admitted, 'refused': refused, 'warnings': warnings}
+
+
+def repairs(surveyed, owner='', now=None) -> List[Dict[str, Any]]:
+    """The stops that repair coexisting duplicates (D4), one per unit to stop, with the note the
+    runner reads to know the stop was deliberate (D12; format in docs/dispatch.md)."""
+    out = []
+    for dup in surveyed.get('duplicates', []):
+        keep = dup['keep']
+        for unit in dup['stop']:
+            out.append({
+                'worker': unit.get('worker'), 'master': unit.get('master'), 'unit': dup['unit'],
+                'invocation_id': unit.get('invocation_id'),
+                'note': {
+                    'reason': 'duplicate',
+                    'unit': dup['unit'],
+                    'invocation_id': unit.get('invocation_id'),
+                    'kept': {'worker': keep.get('worker'), 'master': keep.get('master'),
+                             'invocation_id': keep.get('invocation_id'), 'started_at': keep.get('started_at')},
+                    'stopped_started_at': unit.get('started_at'),
+                    'by': owner,
+                    'at': format_time(now) if now is not None else None,
+                },
+            })
+    return out
+
+
+def dark_why(source, reset_at) -> str:
+    """The words for a dark master (D8, D20: two kinds of dark, opposite remedies)."""
+    if source == 'revoked':
+        return 'revoked: gets nothing until a human clears the capacity state (reset time %s)' % (reset_at or 'unknown')
+    if source == 'rate_limit':
+        return 'rate-limited: gets nothing until %s' % (reset_at or 'unknown')
+    return 'dark (%s) until %s' % (source or 'unknown source', reset_at or 'unknown')
+
+
+def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
+    """The placement input: every configured master with its capacity answer (D8) and its probed
+    live-run count (the probe's count wins: it was read inside the lease).
+
+    ``capacity`` are registered ``capacity_info`` loop results (loop item ``{worker, master}``).
+    A master whose capacity read or probe failed is left out of placement and warned about; it is
+    not dark (D5: no positive evidence), just unusable this cycle.
+    """
+    by_key = dict(('%s/%s' % (_loop_item(r).get('worker'), _loop_item(r).get('master')), r) for r in capacity or [])
+    blind = set('%s/%s' % (b['worker'], b['master']) for b in (surveyed or {}).get('blind', []))
+    counts = (surveyed or {}).get('masters', {})
+    usable, warnings = [], []
+    for m in masters or []:
+        key = '%s/%s' % (m.get('worker'), m.get('master'))
+        if key in blind:
+            continue
+        res = by_key.get(key)
+        if res is None or _failed(res):
+            warnings.append('%s: capacity not read (%s); it gets no work this cycle'
+                            % (key, (res or {}).get('msg') or 'no answer'))
+            continue
+        head = dict(res.get('headroom') or {})
+        if key in counts:
+            head['live_runs'] = counts[key]
+        entry = {'worker': m.get('worker'), 'master': m.get('master'), 'dark': bool(res.get('dark')),
+                 'source': res.get('source'), 'reset_at': res.get('reset_at'), 'headroom': head}
+        if entry['dark']:
+            entry['why'] = dark_why(entry['source'], entry['reset_at'])
+            warnings.append('%s is dark, %s' % (key, entry['why']))
+        usable.append(entry)
+    return {'masters': usable, 'warnings': warnings}
+
+
+def gate_place(cands, masters, capacity, surveyed=None) -> Dict[str, Any]:
+    """Place the admitted candidates on the master with the most measured headroom (D13, no cap);
+    dark masters get nothing (D8). A candidate no master can take is refused (logged, D6)."""
+    found = masters_from(masters, capacity, surveyed)
+    plan = place(cands or [], found['masters'])
+    by_number = dict(((c.get('number'), c.get('repo', '') or ''), c) for c in cands or [])
+    admitted, refused = [], []
+    for a in plan['assignments']:
+        cand = by_number[(a['number'], a.get('repo', '') or '')]
+        admitted.append(dict(cand, worker=a['worker'], master=a['master']))
+    for u in plan['unplaced']:
+        cand = by_number[(u['number'], u.get('repo', '') or '')]
+        refused.append(_refusal(cand, 'place', u['why']))
+    return {'admitted': admitted, 'refused': refused, 'warnings': found['warnings'], 'plan': plan,
+            'masters': found['masters']}
+
+
+def _workdirs(workspaces):
+    """unit -> workspace path from the registered ``workspace`` loop results (loop item: a placed candidate)."""
+    out, why = {}, {}
+    for res in workspaces or []:
+        cand = _loop_item(res)
+        unit = cand.get('unit')
+        if _failed(res) or not res.get('path'):
+            why[unit] = res.get('msg') or ('unreachable' if res.get('unreachable') else 'no workspace path')
+        else:
+            out[unit] = res['path']
+    return out, why
+
+
+def _fill(text, cand, workdir):
+    return (str(text).replace('{number}', str(cand.get('number'))).replace('{repo}', cand.get('repo', '') or '')
+            .replace('{unit}', cand.get('unit') or '').replace('{workdir}', workdir or ''))
+
+
+def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> Dict[str, Any]:
+    """One launch call per master with work (a user manager is per master, so a worker with two
+    busy masters gets two calls -- never one per item), each with the launch-ready items.
+
+    ``workspaces`` are the registered ``workspace`` results (D10: one per run); a candidate whose
+    workspace failed is refused here and launched nowhere. ``command`` is the run's argv with
+    ``{number}``, ``{repo}``, ``{unit}`` and ``{workdir}`` filled in per item. Each run also gets
+    ``FLEET_ITEM``, ``FLEET_REPO``, ``FLEET_UNIT``, ``FLEET_DISPATCH_OWNER`` and the lease's fencing
+    token ``FLEET_LEASE_TOKEN`` (empty without a lease) as non-secret environment.
+    """
+    workdirs, broken = _workdirs(workspaces) if workspaces is not None else ({}, {})
+    groups, index, refused = [], {}, []
+    for cand in admitted or []:
+        unit = cand.get('unit')
+        if workspaces is not None and unit not in workdirs:
+            refused.append(_refusal(cand, 'workspace', 'no workspace on %s/%s: %s' % (
+                cand.get('worker'), cand.get('master'), broken.get(unit, 'not prepared'))))
+            continue
+        workdir = workdirs.get(unit)
+        key = (cand['worker'], cand['master'])
+        if key not in index:
+            index[key] = len(groups)
+            groups.append({'worker': cand['worker'], 'master': cand['master'], 'items': [], 'launch': []})
+        lease = cand.get('lease') or {}
+        env = dict(setenv or {})
+        env.update({'FLEET_ITEM': str(cand.get('number')), 'FLEET_REPO': cand.get('repo', '') or '', 'FLEET_UNIT': unit,
+                    'FLEET_DISPATCH_OWNER': owner or '',
+                    'FLEET_LEASE_TOKEN': '' if lease.get('token') is None else str(lease.get('token'))})
+        groups[index[key]]['items'].append(dict(cand, workdir=workdir))
+        groups[index[key]]['launch'].append({
+            'number': cand.get('number'), 'repo': cand.get('repo', '') or '',
+            'command': [_fill(part, cand, workdir) for part in (command or [])],
+            'workdir': workdir, 'setenv': env,
+        })
+    return {'batches': groups, 'refused': refused, 'warnings': []}

@@ -1,0 +1,170 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: guard
+short_description: One step of the guarded dispatch path, decided on the controller
+version_added: 0.1.0
+description:
+  - The shared dispatch tasks (role C(fleet.dispatch.dispatch)) call this action between their remote steps. Each call takes the
+    candidates still admitted and returns the ones that pass this step (RV(admitted)) and the ones refused (RV(refused)).
+  - Every refusal is printed as a warning on stderr and written nowhere else - a refusal writes nothing to the board (D6).
+    A refusal needs positive evidence (D5) - a lease another dispatcher holds, a unit the probe saw live, no usable master.
+  - O(stage=batch) joins the placed candidates with their workspaces (D10) into one launch call per master with work.
+  - O(stage=name) gives each candidate its unit name (its lease name, D4). O(stage=lease) keeps the candidates whose lease this
+    dispatcher holds. O(stage=probe) drops the candidates already live on any master and lists the duplicates to repair (oldest
+    wins, D4). O(stage=place) reads the capacity answers, leaves dark masters out (D8) and places each candidate on the master with
+    the most measured headroom, without a cap (D13). O(stage=report) reads the launch results.
+  - The decisions are the pure functions of C(module_utils/_plan.py); this action only calls them and logs.
+author:
+  - fleet.dispatch contributors (@fleet-dispatch)
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Decides only; it changes nothing anywhere.
+  diff_mode:
+    support: none
+options:
+  stage:
+    description: Which step to run.
+    type: str
+    required: true
+    choices: [name, lease, probe, place, batch, report]
+  candidates:
+    description: The candidates still admitted (from RV(fleet.dispatch.board_info#module:candidates), then from the previous step).
+    type: list
+    elements: dict
+    default: []
+  leases:
+    description: The answers of the C(fleet.dispatch.mutex) lookup for the candidates' unit names (O(stage=lease)).
+    type: list
+    elements: dict
+    default: []
+  lease_enabled:
+    description:
+      - V(false) runs the production path without the lease - a test flag (D15) that lets the race harness show what the lease
+        prevents. Every admitted candidate is then named in a warning.
+    type: bool
+    default: true
+  probes:
+    description: The registered loop results of M(fleet.dispatch.units_info), one per master, loop item C({worker, master}).
+    type: list
+    elements: dict
+    default: []
+  owner:
+    description: The lease owner token of this dispatcher run, written into the note of a deliberate stop.
+    type: str
+    default: ''
+  masters:
+    description: Every configured master as C({worker, master}) (O(stage=place)).
+    type: list
+    elements: dict
+    default: []
+  capacity:
+    description: The registered loop results of M(fleet.dispatch.capacity_info), one per master (O(stage=place)).
+    type: list
+    elements: dict
+    default: []
+  survey:
+    description: RV(survey) of the probe step; its live-run counts override the capacity reading and its blind masters get nothing.
+    type: dict
+    default: {}
+  workspaces:
+    description: The registered loop results of M(fleet.dispatch.workspace), one per placed candidate (O(stage=batch)).
+    type: list
+    elements: dict
+    default: []
+  command:
+    description:
+      - The run's argv (O(stage=batch)); V({number}), V({repo}), V({unit}) and V({workdir}) are filled in per item.
+    type: list
+    elements: str
+    default: []
+  setenv:
+    description: Extra non-secret environment for every run (O(stage=batch)); C(FLEET_ITEM), C(FLEET_REPO), C(FLEET_UNIT),
+      C(FLEET_DISPATCH_OWNER) and C(FLEET_LEASE_TOKEN) are always set.
+    type: dict
+    default: {}
+  launches:
+    description: The registered loop results of M(fleet.dispatch.launch), one per master, loop item a RV(batches) entry (O(stage=report)).
+    type: list
+    elements: dict
+    default: []
+seealso:
+  - module: fleet.dispatch.units_info
+  - module: fleet.dispatch.capacity_info
+  - module: fleet.dispatch.launch
+'''
+
+EXAMPLES = r'''
+- name: Keep the candidates whose lease this run holds
+  fleet.dispatch.guard:
+    stage: lease
+    candidates: "{{ named.admitted }}"
+    leases: "{{ leases }}"
+  register: leased
+
+- name: Drop the candidates already live on any master
+  fleet.dispatch.guard:
+    stage: probe
+    candidates: "{{ leased.admitted }}"
+    probes: "{{ probe.results }}"
+  register: probed
+'''
+
+RETURN = r'''
+admitted:
+  description: The candidates that pass this step (each with C(unit); after O(stage=place) also C(worker) and C(master)).
+  returned: when O(stage) is V(name), V(lease), V(probe) or V(place)
+  type: list
+  elements: dict
+refused:
+  description: The candidates refused by this step, each with C(number), C(repo), C(unit), C(stage) and C(why). Also warned on stderr.
+  returned: always
+  type: list
+  elements: dict
+survey:
+  description: O(stage=probe) - C(live) (unit name to its live units), C(duplicates), C(blind) (masters whose probe failed), C(masters).
+  returned: when O(stage=probe)
+  type: dict
+duplicates:
+  description: O(stage=probe) - units live on more than one master, with C(keep) (the oldest) and C(stop).
+  returned: when O(stage=probe)
+  type: list
+  elements: dict
+repairs:
+  description: O(stage=probe) - the stops that repair the duplicates, each with C(worker), C(master), C(unit) and the C(note) to write.
+  returned: when O(stage=probe)
+  type: list
+  elements: dict
+plan:
+  description: O(stage=place) - C(assignments), C(unplaced) and C(dark) (as the C(fleet.dispatch.place) filter returns them).
+  returned: when O(stage=place)
+  type: dict
+masters:
+  description: O(stage=place) - the usable masters with C(dark), C(source), C(reset_at), C(why) and C(headroom).
+  returned: when O(stage=place)
+  type: list
+  elements: dict
+batches:
+  description: O(stage=batch) - one entry per master with work, C({worker, master, items, launch}) - one launch call each; C(launch)
+    is the launch-ready item list.
+  returned: when O(stage=batch)
+  type: list
+  elements: dict
+launched:
+  description: O(stage=report) - the units started (would be, in check mode).
+  returned: when O(stage=report)
+  type: list
+  elements: dict
+failed:
+  description: O(stage=report) - the units that failed to launch, with C(why).
+  returned: when O(stage=report)
+  type: list
+  elements: dict
+'''
