@@ -205,7 +205,8 @@ CONCURRENT = [
 
 
 def test_the_installed_runner_is_the_collection_checkout(worker):
-    out = worker.ssh('fleet-runner --version && git -C %s rev-parse HEAD' % CODE).stdout.splitlines()
+    # by its full path: a non-interactive ssh's PATH lacks ~/.local/bin (D3); the units get it from launch
+    out = worker.ssh('%s/.local/bin/fleet-runner --version && git -C %s rev-parse HEAD' % (HOME, CODE)).stdout.splitlines()
     assert json.loads(out[0])['version'] == VERSION
     assert out[1].strip() == subprocess.run(['git', '-C', str(REPO), 'rev-parse', 'HEAD'], capture_output=True, text=True,
                                             check=True).stdout.strip()
