@@ -119,7 +119,9 @@ existing:
   returned: always
   type: bool
 fresh:
-  description: Whether the workspace is at the remote's tip (null when it cannot be told).
+  description:
+    - Whether the workspace is at the remote's tip as the clone last fetched it (null when it cannot be told).
+    - An existing workspace is not fetched for; a new one is always made at a tip fetched by this call.
   returned: always
   type: bool
 removed:
