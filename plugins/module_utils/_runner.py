@@ -835,4 +835,4 @@ def _user() -> str:
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    raise SystemExit(main())

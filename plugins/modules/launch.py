@@ -88,7 +88,7 @@ options:
     description:
       - The runner version the dispatcher expects (D11). When given, C(<command[0]> --version) of every item is run with O(path)
         before any unit is touched, and the call fails, naming both versions, when the installed runner reports another one - a
-        stale runner is refused, never launched. The answer is the runner's JSON (C({"version": "0.1.0", ...})).
+        stale runner is refused, never launched. The answer must be a JSON object with a string C(version).
       - It is also passed to each run as C(FLEET_RUNNER_EXPECTED_VERSION), so the runner's own self-update verifies the same version.
     type: str
 seealso:

@@ -5,8 +5,11 @@
 
 The worker role installs the runner for a master from a git repository of this checkout's HEAD
 (placed on the worker); ``fleet.dispatch.launch`` starts real ``systemd-run --user`` units whose
-program is the installed ``fleet-runner``, driving the fake agent CLI; the board is a SQLite
-ledger on the worker, read back there with the installed (shipped) decision core.
+program is the installed ``fleet-runner``, driving the fake agent CLI. The board is the ledger on
+the host's PostgreSQL -- what a fleet runs: the worker reaches it through a TCP forwarder on the
+podman bridge (10.88.0.1 -> 127.0.0.1, so the server's configuration is not touched) with the
+DSN only in the master's credentials file -- and, as a second case, a SQLite ledger on the
+worker itself, read back there with the installed (shipped) decision core.
 
 Each fake-agent behaviour must end with exactly the right terminal marker, attempt count and
 capacity state; ``systemctl --user stop`` mid-run posts ``stopped``; SIGKILL leaves the start
@@ -18,11 +21,15 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import pathlib
+import socket
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
+import uuid
 
 import pytest
 
@@ -30,13 +37,7 @@ pytestmark = pytest.mark.testbed
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
-MASTER = 'frun1'
-HOME = '/home/' + MASTER
-SOURCE = HOME + '/src/fleet-dispatch.git'
-ROOT = HOME + '/.local/share/fleet-dispatch/runner'
-CODE = ROOT + '/ansible_collections/fleet/dispatch'
-STATE = HOME + '/.local/state/fleet-dispatch'
-LEDGER = HOME + '/ledger.sqlite3'
+BRIDGE = '10.88.0.1'   # the podman bridge: the host as the test-bed hosts see it (tests/testbed/README.md)
 # Polling bound only, not a speed claim: a run here takes about a second (fake agent); the
 # bound covers a loaded CI machine (load 10+ on 2 cores was seen while writing this).
 WAIT = 90
@@ -66,16 +67,25 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import Ledg
 from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
 board = LedgerBoard(path=%(ledger)r)
-out = {}
-now = datetime.datetime.now(datetime.timezone.utc)
-for number in %(numbers)r:
+print(json.dumps(dict((str(n), %(summary)s) for n in %(numbers)r)))
+'''
+
+
+def summary(board, number, now):
+    '''One item read back through the shipped decision core: markers, state, reason, attempts.'''
+    from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
     item = board.get(number)
     verdict = evaluate(item, now=now)
     markers = markers_of(item)
-    out[str(number)] = {'kinds': [m.kind for m in markers], 'state': item.state, 'reason': verdict.reason,
-                        'attempts': verdict.attempts, 'fields': [m.fields for m in markers]}
-print(json.dumps(out))
-'''
+    return {'kinds': [m.kind for m in markers], 'state': item.state, 'reason': verdict.reason,
+            'attempts': verdict.attempts, 'fields': [m.fields for m in markers]}
+
+
+# the same summary, as text for the worker's python (the SQLite case reads the ledger there)
+SUMMARY_EXPR = ("(lambda item, markers, verdict: {'kinds': [m.kind for m in markers], 'state': item.state, "
+                "'reason': verdict.reason, 'attempts': verdict.attempts, 'fields': [m.fields for m in markers]})"
+                "(board.get(n), markers_of(board.get(n)), evaluate(board.get(n), now=datetime.datetime.now(datetime.timezone.utc)))")
 
 CREATE = r'''
 from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
@@ -86,14 +96,8 @@ board.close()
 '''
 
 
-def _py(bed, host, code):
-    """Run Python on the worker as the master, with the installed collection on the path."""
-    cmd = "PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (ROOT, code)
-    return bed.ssh(host, cmd, user=MASTER).stdout
-
-
 def _bare_repo_tarball():
-    """A bare clone of this checkout's HEAD as a base64 tar.gz (the runner's 'origin')."""
+    '''A bare clone of this checkout's HEAD as a base64 tar.gz (the runner's 'origin').'''
     with tempfile.TemporaryDirectory() as tmp:
         bare = pathlib.Path(tmp) / 'fleet-dispatch.git'
         subprocess.run(['git', 'clone', '-q', '--bare', '--no-local', str(REPO), str(bare)], check=True)
@@ -104,61 +108,184 @@ def _bare_repo_tarball():
         return base64.b64encode(buf.getvalue()).decode()
 
 
-@pytest.fixture(scope='module')
-def worker(bed, tmp_path_factory):
+class Forwarder(object):
+    '''A TCP forwarder from the podman bridge to the host's loopback PostgreSQL.
+
+    The server keeps listening on loopback only and its pg_hba is untouched: the test-bed hosts
+    connect to BRIDGE:port, and the server sees a loopback client.
+    '''
+
+    def __init__(self, target):
+        self.target = target
+        self.srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind((BRIDGE, 0))
+        self.srv.listen(64)
+        self.port = self.srv.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                client, _addr = self.srv.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=10)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.closed = True
+        self.srv.close()
+
+
+def _pg_database():
+    '''A fresh database on the test PostgreSQL: (local dsn, params, drop callable), or skip.'''
+    try:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    except ImportError as exc:
+        pytest.skip('psycopg is not installed: %s' % exc)
+    admin = os.environ.get('FLEET_TEST_PG_DSN', 'postgresql://fleet:fleet@127.0.0.1:5432/postgres')
+    try:
+        conn = psycopg.connect(admin, autocommit=True, connect_timeout=3)
+    except Exception as exc:  # noqa: BLE001 - no server: the PostgreSQL case cannot run
+        if os.environ.get('FLEET_REQUIRE_PG') == '1':
+            pytest.fail('PostgreSQL is required (FLEET_REQUIRE_PG=1): %s' % exc)
+        pytest.skip('no PostgreSQL at %s: %s' % (admin, exc))
+    name = 'fleet_runner_it_' + uuid.uuid4().hex[:10]
+    conn.execute('CREATE DATABASE %s' % name)
+    params = conninfo_to_dict(admin)
+    params['dbname'] = name
+
+    def drop():
+        conn.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % name)
+        conn.close()
+    return make_conninfo(**params), params, drop
+
+
+@pytest.fixture(scope='module', params=['postgres', 'sqlite'])
+def worker(request, bed, tmp_path_factory):
+    backend = request.param
     host = bed.hosts[0]
+    master = 'frun' + ('pg' if backend == 'postgres' else 'sq')
+    home = '/home/' + master
+    root = home + '/.local/share/fleet-dispatch/runner'
+    cleanup = []
+    extra = {}
+    if backend == 'postgres':
+        local_dsn, params, drop = _pg_database()
+        cleanup.append(drop)
+        forwarder = Forwarder((params.get('host', '127.0.0.1'), int(params.get('port', 5432))))
+        cleanup.append(forwarder.close)
+        worker_dsn = 'postgresql://%s:%s@%s:%d/%s' % (params['user'], params['password'], BRIDGE, forwarder.port, params['dbname'])
+        from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
+        local_board = LedgerBoard(dsn=local_dsn)     # migrates the fresh database
+        cleanup.insert(0, local_board.close)
+        # the worker's python needs psycopg for a PostgreSQL ledger (Debian's package)
+        bed.ssh(host, 'python3 -c "import psycopg" 2>/dev/null || (sudo apt-get update -qq && '
+                      'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null)', timeout=600)
+        extra = {'worker_credentials': {'FLEET_BOARD_DSN': worker_dsn}, 'worker_runner_board': {'kind': 'ledger'}}
+    else:
+        ledger = home + '/ledger.sqlite3'
+        extra = {'worker_runner_board': {'kind': 'ledger', 'path': ledger}}
     # the master exists before the role runs, so the runner's origin can be owned by it (git refuses
     # a repository owned by another user: "dubious ownership"); production sources are URLs
-    bed.ssh(host, 'id %s >/dev/null 2>&1 || sudo useradd --create-home --shell /bin/bash %s' % (MASTER, MASTER))
-    bed.ssh(host, 'sudo -u %s mkdir -p %s/src && base64 -d | sudo -u %s tar -C %s/src -xzf -' % (MASTER, HOME, MASTER, HOME),
+    bed.ssh(host, 'id %s >/dev/null 2>&1 || sudo useradd --create-home --shell /bin/bash %s' % (master, master))
+    bed.ssh(host, 'sudo -u %s mkdir -p %s/src && base64 -d | sudo -u %s tar -C %s/src -xzf -' % (master, home, master, home),
             input=_bare_repo_tarball())
-    bed.ssh(host, 'sudo tee /usr/local/bin/fake-agent >/dev/null && sudo chmod 0755 /usr/local/bin/fake-agent',
+    bed.ssh(host, 'sudo tee /usr/local/lib/fake_agent.py >/dev/null && sudo chmod 0644 /usr/local/lib/fake_agent.py',
             input=FAKE_AGENT.read_text())
     tmp = tmp_path_factory.mktemp('runner-units')
     playbook = tmp / 'install-runner.yml'
     playbook.write_text(PLAYBOOK)
-    proc = bed.playbook(playbook, limit=host, extra_vars={
-        'worker_masters': [{'name': MASTER}],
+    proc = bed.playbook(playbook, limit=host, extra_vars=dict({
+        'worker_masters': [{'name': master}],
         'worker_packages_install': False,
         'worker_runner_install': True,
-        'worker_runner_source': SOURCE,
+        'worker_runner_source': home + '/src/fleet-dispatch.git',
         'worker_runner_version': VERSION,
-        'worker_runner_agent_command': ['/usr/local/bin/fake-agent'],
-        'worker_runner_board': {'kind': 'ledger', 'path': LEDGER},
-    })
+        'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py'],
+    }, **extra))
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    path = bed.ssh(host, 'cat %s/.config/fleet-dispatch/path' % HOME, user=MASTER).stdout.strip()
+    assert 'FLEET_BOARD_DSN' not in proc.stdout and 'fleet:fleet@' not in proc.stdout   # never logged
+    path = bed.ssh(host, 'cat %s/.config/fleet-dispatch/path' % home, user=master).stdout.strip()
 
     class Worker(object):
         pass
 
     w = Worker()
-    w.bed, w.host, w.path = bed, host, path
+    w.bed, w.host, w.path, w.backend, w.master, w.home = bed, host, path, backend, master, home
+    w.source = home + '/src/fleet-dispatch.git'
+    w.code = root + '/ansible_collections/fleet/dispatch'
+    w.state = home + '/.local/state/fleet-dispatch'
+
+    def py(code):
+        '''Python on the worker as the master, with the installed collection on the path.'''
+        return bed.ssh(host, "PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (root, code), user=master).stdout
 
     def create(numbers):
-        _py(bed, host, CREATE % {'ledger': LEDGER, 'numbers': list(numbers)})
+        if backend == 'postgres':
+            for number in numbers:
+                local_board.upsert_item(number=number, title='item %d' % number, body='Make item %d work' % number, status='Ready')
+        else:
+            py(CREATE % {'ledger': ledger, 'numbers': list(numbers)})
+
+    def reopen(number):
+        if backend == 'postgres':
+            local_board.upsert_item(number=number, state='reopened')
+        else:
+            py('from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard\n'
+               'b = LedgerBoard(path=%r)\nb.upsert_item(number=%d, state="reopened")\nb.close()' % (ledger, number))
 
     def read(numbers):
-        return json.loads(_py(bed, host, READ_BACK % {'ledger': LEDGER, 'numbers': list(numbers)}))
+        if backend == 'postgres':
+            import datetime as _dt
+            now = _dt.datetime.now(_dt.timezone.utc)
+            return json.loads(json.dumps(dict((str(n), summary(local_board, n, now)) for n in numbers)))
+        return json.loads(py(READ_BACK % {'ledger': ledger, 'numbers': list(numbers), 'summary': SUMMARY_EXPR}))
 
     def launch(runs, runner_version=VERSION):
-        """``runs``: list of (number, mode, extra setenv). One launch call for all of them."""
+        '''``runs``: list of (number, mode, extra setenv). One launch call for all of them.'''
         items = []
-        for number, mode, extra in runs:
-            setenv = dict({'FAKE_AGENT_MODE': mode, 'FAKE_AGENT_PIDFILE': '%s/agent-%d.pid' % (HOME, number),
-                           'FAKE_AGENT_LOG': '%s/agent.log' % HOME}, **extra)
-            items.append({'number': number, 'command': ['fleet-runner', '--item', str(number)], 'workdir': HOME,
+        for number, mode, more in runs:
+            setenv = dict({'FAKE_AGENT_MODE': mode, 'FAKE_AGENT_PIDFILE': '%s/agent-%d.pid' % (home, number),
+                           'FAKE_AGENT_LOG': '%s/agent.log' % home}, **more)
+            items.append({'number': number, 'command': ['fleet-runner', '--item', str(number)], 'workdir': home,
                           'setenv': setenv})
         res = bed.ansible(host, 'fleet.dispatch.launch', {
-            'items': items, 'path': path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env',
-            'runner_version': runner_version}, become_user=MASTER)
+            'items': items, 'path': path, 'environment_file': home + '/.config/fleet-dispatch/credentials.env',
+            'runner_version': runner_version}, become_user=master)
         return res[host]
 
-    def wait_terminal(numbers):
+    def wait_terminal(numbers, count=2):
         deadline = time.monotonic() + WAIT
         while True:
             data = read(numbers)
-            if all(d['kinds'] and d['kinds'][-1] != 'start' for d in data.values()):
+            if all(len(d['kinds']) >= count and d['kinds'][-1] != 'start' for d in data.values()):
                 return data
             if time.monotonic() > deadline:
                 raise AssertionError('no close-out within %ss: %s' % (WAIT, data))
@@ -167,31 +294,39 @@ def worker(bed, tmp_path_factory):
     def wait_agent(number):
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
-            out = bed.ssh(host, 'cat %s/agent-%d.pid 2>/dev/null || true' % (HOME, number), user=MASTER).stdout.strip()
+            out = bed.ssh(host, 'cat %s/agent-%d.pid 2>/dev/null || true' % (home, number), user=master).stdout.strip()
             if out:
                 return int(out)
             time.sleep(0.3)
         raise AssertionError('the agent of item %d never started' % number)
 
     def capacity():
-        out = bed.ssh(host, 'cat %s/capacity.json 2>/dev/null || echo MISSING' % STATE, user=MASTER).stdout.strip()
+        out = bed.ssh(host, 'cat %s/capacity.json 2>/dev/null || echo MISSING' % w.state, user=master).stdout.strip()
         return None if out == 'MISSING' else json.loads(out)
 
     def unit_gone(number):
+        state = None
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
-            state = bed.ssh(host, 'systemctl --user is-active task-%d || true' % number, user=MASTER).stdout.strip()
+            state = bed.ssh(host, 'systemctl --user is-active task-%d || true' % number, user=master).stdout.strip()
             if state in ('inactive', 'failed', 'unknown'):
                 return state
             time.sleep(0.3)
         raise AssertionError('task-%d still %s' % (number, state))
 
-    def ssh(cmd, user=MASTER, check=True):
-        return bed.ssh(host, cmd, user=user, check=check)
+    def ssh(cmd, user=None, check=True):
+        return bed.ssh(host, cmd, user=user or master, check=check)
 
-    w.create, w.read, w.launch, w.wait_terminal, w.wait_agent = create, read, launch, wait_terminal, wait_agent
+    w.create, w.reopen, w.read, w.launch, w.wait_terminal, w.wait_agent = create, reopen, read, launch, wait_terminal, wait_agent
     w.capacity, w.unit_gone, w.ssh = capacity, unit_gone, ssh
-    return w
+    try:
+        yield w
+    finally:
+        for step in cleanup:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - best effort teardown
+                pass
 
 
 # number, mode, terminal marker, item state, eligibility reason, attempts
@@ -206,7 +341,7 @@ CONCURRENT = [
 
 def test_the_installed_runner_is_the_collection_checkout(worker):
     # by its full path: a non-interactive ssh's PATH lacks ~/.local/bin (D3); the units get it from launch
-    out = worker.ssh('%s/.local/bin/fleet-runner --version && git -C %s rev-parse HEAD' % (HOME, CODE)).stdout.splitlines()
+    out = worker.ssh('%s/.local/bin/fleet-runner --version && git -C %s rev-parse HEAD' % (worker.home, worker.code)).stdout.splitlines()
     assert json.loads(out[0])['version'] == VERSION
     assert out[1].strip() == subprocess.run(['git', '-C', str(REPO), 'rev-parse', 'HEAD'], capture_output=True, text=True,
                                             check=True).stdout.strip()
@@ -223,12 +358,12 @@ def test_each_behaviour_in_a_real_unit_ends_with_its_marker(worker):
         got = data[str(number)]
         assert got['kinds'] == ['start', kind], (mode, got)
         assert (got['state'], got['reason'], got['attempts']) == (state, reason, attempts), (mode, got)
-        assert got['fields'][0]['unit'] == 'task-%d' % number and got['fields'][0]['master'] == MASTER
+        assert got['fields'][0]['unit'] == 'task-%d' % number and got['fields'][0]['master'] == worker.master
         assert got['fields'][-1]['runner_version'] == VERSION
     assert data['15']['fields'][-1]['delay_s'] == 30 and data['15']['fields'][-1]['step'] == 1
     assert worker.capacity() is None
     # the dispatcher's expected version reached the run (and the agent)
-    log = [json.loads(line) for line in worker.ssh('cat %s/agent.log' % HOME).stdout.splitlines()]
+    log = [json.loads(line) for line in worker.ssh('cat %s/agent.log' % worker.home).stdout.splitlines()]
     assert {e['env'].get('FLEET_RUNNER_EXPECTED_VERSION') for e in log} == {VERSION}
 
 
@@ -277,15 +412,9 @@ def test_a_run_that_merged_nothing_is_not_credited_with_an_older_merge(worker):
     worker.create([41])
     assert not worker.launch([(41, 'merge', {})]).get('failed')
     assert worker.wait_terminal([41])['41']['kinds'] == ['start', 'success']
-    _py(worker.bed, worker.host, 'from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard\n'
-        'b = LedgerBoard(path=%r)\nb.upsert_item(number=41, state="reopened")\nb.close()' % LEDGER)
+    worker.reopen(41)
     assert not worker.launch([(41, 'claim', {})]).get('failed')
-    deadline = time.monotonic() + WAIT
-    while True:
-        data = worker.read([41])['41']
-        if len(data['kinds']) == 4 or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    data = worker.wait_terminal([41], count=4)['41']
     assert data['kinds'] == ['start', 'success', 'start', 'noop'] and data['state'] == 'open'
 
 
@@ -300,10 +429,10 @@ def test_a_new_commit_on_origin_is_pulled_verified_and_re_executed_in_the_unit(w
     new = worker.ssh(
         'set -e; rm -rf /tmp/side; git clone -q %s /tmp/side; cd /tmp/side; echo doctrine > NEWS-runner-test.txt; '
         'git add .; git -c user.name=t -c user.email=t@example.invalid commit -qm "new doctrine"; '
-        'git push -q origin HEAD:main; git rev-parse HEAD' % SOURCE).stdout.strip().splitlines()[-1]
+        'git push -q origin HEAD:main; git rev-parse HEAD' % worker.source).stdout.strip().splitlines()[-1]
     worker.create([61])
     assert not worker.launch([(61, 'claim', {})]).get('failed')
     assert worker.wait_terminal([61])['61']['kinds'] == ['start', 'noop']
-    assert worker.ssh('git -C %s rev-parse HEAD' % CODE).stdout.strip() == new
+    assert worker.ssh('git -C %s rev-parse HEAD' % worker.code).stdout.strip() == new
     journal = worker.ssh('sudo journalctl --no-pager -o cat _SYSTEMD_USER_UNIT=task-61.service', user='tester').stdout
     assert journal.count('re-executing once') == 1, journal

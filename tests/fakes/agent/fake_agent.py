@@ -1,10 +1,10 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A fake agent CLI that behaves like a real one (``claude -p --output-format json``), for the runner's tests.
 
-Standalone (stdlib only; the ``merge`` modes import the collection's ledger board from
+Run it as ``python3 fake_agent.py`` (no shebang: the sanity shebang rule, and a worker has no
+``python``). Standalone (stdlib only; the ``merge`` modes import the collection's ledger board from
 ``PYTHONPATH``, as the runner itself does), so it can be copied to a test-bed worker as one file.
 
 Behaviour, chosen per test by ``--mode`` or ``FAKE_AGENT_MODE``:
@@ -27,7 +27,9 @@ fail       reach the model, work for some turns, fail: an error envelope, exit 1
 
 What it reads: the brief on stdin (the runner's default) or from ``FLEET_BRIEF_FILE``; the item
 from ``FLEET_ITEM``; the board for ``merge``/``noisy`` from ``FAKE_AGENT_BOARD`` (a JSON spec) or
-the file ``FAKE_AGENT_BOARD_FILE`` (default ``~/.config/fleet-dispatch/board.json``).
+the file ``FAKE_AGENT_BOARD_FILE`` (default ``~/.config/fleet-dispatch/board.json``), with the
+PostgreSQL DSN from ``FLEET_BOARD_DSN`` when the spec names none (the runner's secret, from the unit's
+EnvironmentFile).
 What it writes: ``FLEET_OUTPUT_DIR/result.json`` (structured output, D17) and, when
 ``FAKE_AGENT_LOG`` is set, one JSON line per invocation (mode, argv, brief, FLEET_* env) so a test
 can check what the runner handed over.
@@ -82,6 +84,9 @@ def _board_spec():
     spec = json.loads(text)
     if not isinstance(spec, dict):
         raise SystemExit('fake agent: the board spec is not a JSON object')
+    # the secret half comes from the environment, as the runner's does (EnvironmentFile=)
+    if spec.get('kind') == 'ledger' and not spec.get('path') and not spec.get('dsn') and os.environ.get('FLEET_BOARD_DSN'):
+        spec['dsn'] = os.environ['FLEET_BOARD_DSN']
     return spec
 
 

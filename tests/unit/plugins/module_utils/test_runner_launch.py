@@ -50,6 +50,14 @@ def wrapper(tmp_path):
     return bindir
 
 
+def _exit(self, **kw):
+    raise Done('exit', kw)
+
+
+def _fail(self, **kw):
+    raise Done('fail', kw)
+
+
 def _launch(args):
     ran = []
 
@@ -60,8 +68,8 @@ def _launch(args):
         raise Touched(argv)
 
     with patch_module_args(args), \
-            mock.patch.object(basic.AnsibleModule, 'exit_json', lambda self, **kw: (_ for _ in ()).throw(Done('exit', kw))), \
-            mock.patch.object(basic.AnsibleModule, 'fail_json', lambda self, **kw: (_ for _ in ()).throw(Done('fail', kw))), \
+            mock.patch.object(basic.AnsibleModule, 'exit_json', _exit), \
+            mock.patch.object(basic.AnsibleModule, 'fail_json', _fail), \
             mock.patch.object(basic.AnsibleModule, 'run_command', run_command), \
             mock.patch.object(basic.AnsibleModule, 'get_bin_path', lambda self, name, required=False, opt_dirs=None: name):
         try:
@@ -106,4 +114,3 @@ def test_without_runner_version_nothing_is_asked(wrapper, tmp_path):
     args = _args(wrapper, tmp_path, None)
     kind, argv, ran = _launch(args)
     assert kind == 'touched' and argv[0] == 'systemctl' and ['fleet-runner', '--version'] not in ran
-
