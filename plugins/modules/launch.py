@@ -64,8 +64,11 @@ options:
       setenv:
         description:
           - Non-secret environment variables for the run, passed as C(--setenv). They are visible in C(systemctl show) and in the
-            process list. Names that look like secrets (containing TOKEN, SECRET, PASSW, CREDENTIAL, API_KEY, APIKEY, PRIVATE_KEY)
-            and C(PATH) are refused.
+            process list.
+          - A name that looks like a secret (containing TOKEN, SECRET, PASSW, CREDENTIAL, API_KEY, APIKEY or PRIVATE_KEY) gets a
+            warning and its value is masked in this module's output and logs; it is still passed, because a name is not proof and a
+            false block stops the fleet (D5). Put real secrets in O(environment_file).
+          - C(PATH) is refused here; it is O(path).
         type: dict
         default: {}
   path:
@@ -182,9 +185,10 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleR
 from ansible_collections.fleet.dispatch.plugins.module_utils._naming import unit_name
 from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SystemdError, SystemdUser, launch, notifier_unit
 
-# Names that say "secret" in every credential convention we know of (GITHUB_TOKEN, *_API_KEY,
-# PGPASSWORD, AWS_SECRET_ACCESS_KEY, ...). A refusal needs positive evidence (D5), so the list is
-# of unmistakable words only; a secret under an innocent name is the caller's to keep out.
+# Names that say "secret" in the credential conventions we know of (GITHUB_TOKEN, *_API_KEY,
+# PGPASSWORD, AWS_SECRET_ACCESS_KEY, ...). A name is not proof (FLEET_LEASE_TOKEN is a lease owner
+# token, not a credential), so a match warns and masks the value in Ansible's output instead of
+# refusing: a refusal needs positive evidence and a false block stops the fleet (D5).
 SECRET_NAME = re.compile(r'TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_?KEY', re.I)
 
 
@@ -227,8 +231,11 @@ def _problems(module):
             if key == 'PATH':
                 problems.append('item %s: PATH goes in the path option, not setenv' % item['number'])
             elif SECRET_NAME.search(key):
-                problems.append('item %s: setenv %s looks like a secret; secrets go only in environment_file '
-                                '(setenv shows in systemctl show and ps)' % (item['number'], key))
+                value = str(item['setenv'][key])
+                if value:
+                    module.no_log_values.add(value)
+                module.warn('item %s: setenv %s looks like a secret; its value is masked here but is visible in systemctl show '
+                            'and ps on the worker: secrets belong in environment_file' % (item['number'], key))
     return problems
 
 

@@ -221,10 +221,19 @@ def test_credentials_never_show_in_show_ps_or_journal(worker):
         as_master(worker, 'systemctl --user stop task-17', check=False)
 
 
-def test_setenv_secret_names_are_refused_before_anything_runs(worker):
-    res = module(worker, 'launch', dict(items=[item(18, ['true'], setenv={'GITHUB_TOKEN': 'x'})], path=USER_PATH))
-    assert res.get('failed') and 'looks like a secret' in res['msg']
-    assert unit_prop(worker, 'task-18', 'LoadState') == 'not-found'
+def test_setenv_secret_looking_name_warns_and_is_masked_not_blocked(worker):
+    """D5: a name is not proof (the dispatch role passes FLEET_LEASE_TOKEN), so warn and mask, never block."""
+    value = 'looks-secret-%s' % uuid.uuid4().hex
+    res = launch(worker, [item(18, ['true'], setenv={'GITHUB_TOKEN': value})])
+    assert res['results'][0]['reason'] == 'launched'
+    assert any('GITHUB_TOKEN' in w for w in res.get('warnings', []))
+    assert value not in json.dumps(res)                   # masked in what Ansible reports
+
+
+def test_path_in_setenv_is_refused_before_anything_runs(worker):
+    res = module(worker, 'launch', dict(items=[item(19, ['true'], setenv={'PATH': '/bin'})], path=USER_PATH))
+    assert res.get('failed') and 'path option' in res['msg']
+    assert unit_prop(worker, 'task-19', 'LoadState') == 'not-found'
 
 
 # -- workspace --------------------------------------------------------------------------------

@@ -18,6 +18,9 @@ PROPS = '--property=' + ','.join(UNIT_PROPS)
 PATH = '/home/m/.local/bin:/usr/bin:/bin'
 
 
+LAST = {}
+
+
 class Exit(Exception):
     pass
 
@@ -33,6 +36,7 @@ def run_module(args, runner, check=False):
     warnings = []
 
     def exit_json(self, **kw):
+        LAST['module'] = self
         raise Exit(kw)
 
     def fail_json(self, **kw):
@@ -158,8 +162,6 @@ def test_multi_repo_unit_name_and_setenv_and_no_notifier(env_file):
 @pytest.mark.parametrize('args, message', [
     ({'path': ''}, 'explicit'),                                                         # D3 🔴
     ({'environment_file': '/nonexistent/credentials.env'}, 'does not exist'),
-    ({'items': [{'number': 1, 'command': ['x'], 'workdir': '/w', 'setenv': {'GITHUB_TOKEN': 'x'}}]}, 'looks like a secret'),
-    ({'items': [{'number': 1, 'command': ['x'], 'workdir': '/w', 'setenv': {'PGPASSWORD': 'x'}}]}, 'looks like a secret'),
     ({'items': [{'number': 1, 'command': ['x'], 'workdir': '/w', 'setenv': {'PATH': '/bin'}}]}, 'path option'),
     ({'items': [{'number': 1, 'command': [], 'workdir': '/w'}]}, 'command is empty'),
     ({'items': [{'number': 0, 'command': ['x'], 'workdir': '/w'}]}, 'positive integer'),
@@ -184,3 +186,20 @@ def test_probe_failure_fails_the_call():
     r = ScriptedRunner([dict(show_step('task-1', ''), rc=1, err='Failed to connect to bus: No medium found')])
     kind, res, _w = run_module({'items': items(1), 'path': PATH}, r)
     assert kind == 'fail' and 'No medium found' in res['msg']
+
+
+@pytest.mark.parametrize('name', ['GITHUB_TOKEN', 'PGPASSWORD', 'FLEET_LEASE_TOKEN'])
+def test_secret_looking_setenv_warns_and_masks_but_does_not_block(name):
+    """D5: a name is not proof; the dispatch role passes FLEET_LEASE_TOKEN (an owner token) this way."""
+    value = 'v-%s-123' % name.lower()
+    cmd = ['fleet-runner']
+    r = ScriptedRunner([
+        show_step('task-1', absent('task-1')),
+        {'argv': run_argv('task-1', cmd, '/w', None, {name: value})},
+        show_step('task-1', state('task-1', 'active', inv='i', mono=3)),
+    ])
+    kind, res, warnings = run_module({'items': [{'number': 1, 'command': cmd, 'workdir': '/w', 'setenv': {name: value}}], 'path': PATH}, r)
+    assert kind == 'exit' and res['launched'] == ['task-1']
+    assert any(name in w and 'environment_file' in w for w in warnings)
+    assert not any(value in w for w in warnings)
+    assert value in LAST['module'].no_log_values        # masked in Ansible's output and logs
