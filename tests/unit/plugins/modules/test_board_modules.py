@@ -162,11 +162,11 @@ def test_retry_marker_with_its_time_drives_retry_wait(run_module, board):
 
 
 def test_github_board_requires_owner_and_project(run_module):
-    kind, res, _ = info(run_module, dict(kind='github'))
+    kind, res, dummy = info(run_module, dict(kind='github'))
     assert kind == 'fail' and 'owner' in res['msg']
 
 
 def test_bad_now_names_the_format(run_module, board):
     make(run_module, board, number=1, title='t', status='Ready')
-    kind, res, _ = info(run_module, board, now='yesterday')
+    kind, res, dummy = info(run_module, board, now='yesterday')
     assert kind == 'fail' and 'ISO-8601' in res['msg']
