@@ -124,6 +124,12 @@ def test_xdg_runtime_dir_comes_only_from_a_pam_session(bed, user):
     assert lines[1] in ('running', 'degraded'), login.stdout + login.stderr
     via_sudo = bed.ssh(host, 'sudo -u %s sh -c \'echo "x$XDG_RUNTIME_DIR"\'' % name).stdout.strip()
     assert via_sudo == 'x'
+    # Ansible's become_user is sudo too: tasks that talk to the user manager must set
+    # environment XDG_RUNTIME_DIR=/run/user/<uid> themselves.
+    become = bed.ansible(host, 'ansible.builtin.shell', 'echo "x$XDG_RUNTIME_DIR"; systemctl --user is-system-running',
+                         become_user=name)[host]
+    assert become['stdout_lines'][0] == 'x'
+    assert 'No medium found' in become['stderr'], become
 
 
 @pytest.mark.testbed
