@@ -324,8 +324,11 @@ def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
 def gate_place(cands, masters, capacity, surveyed=None) -> Dict[str, Any]:
     """Place the admitted candidates on the master with the most measured headroom (D13, no cap);
     dark masters get nothing (D8). A candidate no master can take is refused (logged, D6)."""
+    if not cands:
+        return {'admitted': [], 'refused': [], 'warnings': [], 'plan': {'assignments': [], 'unplaced': [], 'dark': []},
+                'masters': []}
     found = masters_from(masters, capacity, surveyed)
-    plan = place(cands or [], found['masters'])
+    plan = place(cands, found['masters'])
     by_number = dict(((c.get('number'), c.get('repo', '') or ''), c) for c in cands or [])
     admitted, refused = [], []
     for a in plan['assignments']:
@@ -364,7 +367,7 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     workspace failed is refused here and launched nowhere. ``command`` is the run's argv with
     ``{number}``, ``{repo}``, ``{unit}`` and ``{workdir}`` filled in per item. Each run also gets
     ``FLEET_ITEM``, ``FLEET_REPO``, ``FLEET_UNIT``, ``FLEET_DISPATCH_OWNER`` and the lease's fencing
-    token ``FLEET_LEASE_TOKEN`` (empty without a lease) as non-secret environment.
+    token ``FLEET_LEASE_FENCE`` (empty without a lease) as non-secret environment.
     """
     workdirs, broken = _workdirs(workspaces) if workspaces is not None else ({}, {})
     groups, index, refused = [], {}, []
@@ -383,7 +386,7 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
         env = dict(setenv or {})
         env.update({'FLEET_ITEM': str(cand.get('number')), 'FLEET_REPO': cand.get('repo', '') or '', 'FLEET_UNIT': unit,
                     'FLEET_DISPATCH_OWNER': owner or '',
-                    'FLEET_LEASE_TOKEN': '' if lease.get('token') is None else str(lease.get('token'))})
+                    'FLEET_LEASE_FENCE': '' if lease.get('token') is None else str(lease.get('token'))})
         groups[index[key]]['items'].append(dict(cand, workdir=workdir))
         groups[index[key]]['launch'].append({
             'number': cand.get('number'), 'repo': cand.get('repo', '') or '',

@@ -87,7 +87,7 @@ options:
     default: []
   setenv:
     description: Extra non-secret environment for every run (O(stage=batch)); C(FLEET_ITEM), C(FLEET_REPO), C(FLEET_UNIT),
-      C(FLEET_DISPATCH_OWNER) and C(FLEET_LEASE_TOKEN) are always set.
+      C(FLEET_DISPATCH_OWNER) and C(FLEET_LEASE_FENCE) are always set.
     type: dict
     default: {}
   launches:

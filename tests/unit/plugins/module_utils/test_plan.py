@@ -191,5 +191,5 @@ def test_batches_one_launch_call_per_master_and_a_failed_workspace_launches_noth
     assert [(b['worker'], b['master'], [i['number'] for i in b['launch']]) for b in out['batches']] == [('w1', 'a', [1]), ('w2', 'b', [2])]
     first = out['batches'][0]['launch'][0]
     assert first['command'] == ['run', '--item', '1', 'task-1'] and first['workdir'] == '/ws/task-1'
-    assert first['setenv']['FLEET_LEASE_TOKEN'] == '4' and first['setenv']['FLEET_DISPATCH_OWNER'] == 'o1'
+    assert first['setenv']['FLEET_LEASE_FENCE'] == '4' and first['setenv']['FLEET_DISPATCH_OWNER'] == 'o1'
     assert [(r['number'], r['stage']) for r in out['refused']] == [(3, 'workspace')]
