@@ -87,6 +87,9 @@ def _probe():
     for path in (STATE / 'containers.conf', STATE / 'ssh' / 'id_ed25519'):
         if not path.exists():
             raise BedUnavailable('%s is missing: run tests/testbed/bed setup' % path)
+    if not any(os.path.isfile(os.path.join(entry, 'ansible_collections', 'ansible', 'posix', 'plugins', 'callback', 'json.py'))
+               for entry in _collections_path().split(os.pathsep)):
+        raise BedUnavailable('ansible.posix (its json callback) is not installed: pip install -r requirements-dev.txt')
     env = _bed_env()
     tag = os.environ.get('FLEET_TESTBED_IMAGE') or _run([str(BED), 'tag'], env=env).stdout.strip()
     if _run(['podman', 'image', 'exists', tag], check=False, env=env).returncode != 0:
