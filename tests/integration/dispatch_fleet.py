@@ -84,6 +84,7 @@ class Fleet(object):
     def __init__(self, bed, workdir=None):
         self.bed = bed
         self.workdir = pathlib.Path(workdir or tempfile.mkdtemp(prefix='fleet-dispatch-'))
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.inventory = str(self.workdir / 'workers.ini')
         base = pathlib.Path(bed.inventory).read_text()
         masters = json.dumps([{'name': m} for m in MASTERS])
