@@ -97,15 +97,16 @@ board.close()
 
 
 def _bare_repo_tarball():
-    '''A bare clone of this checkout's HEAD as a base64 tar.gz (the runner's 'origin').'''
+    '''A bare clone of this checkout's HEAD as a base64 tar.gz (the runner's 'origin'), and that sha.'''
     with tempfile.TemporaryDirectory() as tmp:
         bare = pathlib.Path(tmp) / 'fleet-dispatch.git'
         subprocess.run(['git', 'clone', '-q', '--bare', '--no-local', str(REPO), str(bare)], check=True)
         subprocess.run(['git', '-C', str(bare), 'branch', '-f', 'main', 'HEAD'], check=False)
+        sha = subprocess.run(['git', '-C', str(bare), 'rev-parse', 'main'], capture_output=True, text=True, check=True).stdout.strip()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode='w:gz') as tar:
             tar.add(str(bare), arcname='fleet-dispatch.git')
-        return base64.b64encode(buf.getvalue()).decode()
+        return base64.b64encode(buf.getvalue()).decode(), sha
 
 
 class Forwarder(object):
@@ -215,8 +216,9 @@ def worker(request, bed, tmp_path_factory):
     # the master exists before the role runs, so the runner's origin can be owned by it (git refuses
     # a repository owned by another user: "dubious ownership"); production sources are URLs
     bed.ssh(host, 'id %s >/dev/null 2>&1 || sudo useradd --create-home --shell /bin/bash %s' % (master, master))
+    tarball, head = _bare_repo_tarball()
     bed.ssh(host, 'sudo -u %s mkdir -p %s/src && base64 -d | sudo -u %s tar -C %s/src -xzf -' % (master, home, master, home),
-            input=_bare_repo_tarball())
+            input=tarball)
     bed.ssh(host, 'sudo tee /usr/local/lib/fake_agent.py >/dev/null && sudo chmod 0644 /usr/local/lib/fake_agent.py',
             input=FAKE_AGENT.read_text())
     tmp = tmp_path_factory.mktemp('runner-units')
@@ -240,6 +242,7 @@ def worker(request, bed, tmp_path_factory):
     w = Worker()
     w.bed, w.host, w.path, w.backend, w.master, w.home = bed, host, path, backend, master, home
     w.source = home + '/src/fleet-dispatch.git'
+    w.head = head
     w.code = root + '/ansible_collections/fleet/dispatch'
     w.state = home + '/.local/state/fleet-dispatch'
 
@@ -343,8 +346,7 @@ def test_the_installed_runner_is_the_collection_checkout(worker):
     # by its full path: a non-interactive ssh's PATH lacks ~/.local/bin (D3); the units get it from launch
     out = worker.ssh('%s/.local/bin/fleet-runner --version && git -C %s rev-parse HEAD' % (worker.home, worker.code)).stdout.splitlines()
     assert json.loads(out[0])['version'] == VERSION
-    assert out[1].strip() == subprocess.run(['git', '-C', str(REPO), 'rev-parse', 'HEAD'], capture_output=True, text=True,
-                                            check=True).stdout.strip()
+    assert out[1].strip() == worker.head
 
 
 def test_each_behaviour_in_a_real_unit_ends_with_its_marker(worker):
@@ -427,7 +429,7 @@ def test_launch_refuses_a_stale_runner_naming_both_versions(worker):
 def test_a_new_commit_on_origin_is_pulled_verified_and_re_executed_in_the_unit(worker):
     """D11 inside a real unit: the runner fetches its origin, moves, verifies, execs once."""
     new = worker.ssh(
-        'set -e; rm -rf /tmp/side; git clone -q %s /tmp/side; cd /tmp/side; echo doctrine > NEWS-runner-test.txt; '
+        'set -e; rm -rf ~/side; git clone -q %s ~/side; cd ~/side; echo doctrine > NEWS-runner-test.txt; '
         'git add .; git -c user.name=t -c user.email=t@example.invalid commit -qm "new doctrine"; '
         'git push -q origin HEAD:main; git rev-parse HEAD' % worker.source).stdout.strip().splitlines()[-1]
     worker.create([61])
