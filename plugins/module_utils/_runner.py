@@ -332,6 +332,13 @@ class Run(object):
             self._board = self._board()
         return self._board
 
+    @property
+    def ref(self):
+        """How the board names this item: ``owner/repo#N`` on a multi-repo GitHub board, else the number."""
+        if self.config.repo and getattr(self.board, 'kind', '') == 'github':
+            return '%s#%d' % (self.config.repo, self.config.number)
+        return self.config.number
+
     def _fields(self, **more) -> Dict[str, Any]:
         fields = {'run': self.run_id, 'unit': self.unit, 'host': self.config.host, 'master': self.config.master,
                   'started_at': format_time(self.started_at), 'brief_version': BRIEF_VERSION}
@@ -373,7 +380,7 @@ class Run(object):
     def _landed(self, kind: str) -> Optional[bool]:
         """Did a marker of ``kind`` from this run reach the board? None when the board cannot say."""
         try:
-            item = self.board.get(self.config.number)
+            item = self.board.get(self.ref)
         except Exception:  # noqa: BLE001 - an unreadable board cannot say; the caller retries the write
             return None
         for comment in item.comments:
@@ -393,9 +400,9 @@ class Run(object):
             try:
                 if attempt == 2 and self._landed(kind):
                     if close:
-                        self.board.set_state(self.config.number, 'closed')
+                        self.board.set_state(self.ref, 'closed')
                     return None
-                self.board.post_marker(self.config.number, body, close=close)
+                self.board.post_marker(self.ref, body, close=close)
                 return None
             except Exception as exc:  # noqa: BLE001 - every board failure is retried once, then reported
                 error = '%s: %s' % (type(exc).__name__, exc)
@@ -467,7 +474,7 @@ class Run(object):
 
     def _brief(self, mentions) -> str:
         try:
-            item = self.board.get(self.config.number)
+            item = self.board.get(self.ref)
             title, body = item.title, item.body
         except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds (D5)
             self.log('WARNING: the item could not be read for the brief: %s' % exc)
@@ -554,7 +561,6 @@ class Run(object):
         return code
 
     def _run(self) -> int:
-        number = self.config.number
         # D12: the start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
         try:
@@ -571,7 +577,7 @@ class Run(object):
             self._prepare_run_dir()
             mentions = []
             try:
-                mentions = list(self.board.mentions(number) or [])
+                mentions = list(self.board.mentions(self.ref) or [])
             except Exception as exc:  # noqa: BLE001 - D19: unread mentions stay unread for the next run
                 self.log('WARNING: mentions could not be read (they stay unread for the next run): %s' % exc)
             brief = self._brief(mentions)
@@ -626,7 +632,7 @@ class Run(object):
         item = None
         for attempt in (1, 2):
             try:
-                item = self.board.get(self.config.number)
+                item = self.board.get(self.ref)
                 break
             except BoardError as exc:
                 self.log('reading the item back failed (attempt %d of 2): %s' % (attempt, exc))
