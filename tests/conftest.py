@@ -72,9 +72,8 @@ def _skip_or_fail(reason):
     pytest.skip(reason)
 
 
-@pytest.fixture(scope='module')
-def pg_dsn():
-    """A DSN for a fresh, empty PostgreSQL database, dropped after the module."""
+def _fresh_database():
+    """Create an empty database on the test server; returns (dsn, drop) or skips/fails saying why."""
     found, reason = _pg_admin()
     if found is None:
         _skip_or_fail(reason)
@@ -84,11 +83,21 @@ def pg_dsn():
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
     params = conninfo_to_dict(dsn)
     params['dbname'] = name
-    try:
-        yield make_conninfo(**params)
-    finally:
+
+    def drop():
         conn.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % name)
         conn.close()
+    return make_conninfo(**params), drop
+
+
+@pytest.fixture(scope='module')
+def pg_dsn():
+    """A DSN for a fresh, empty PostgreSQL database, dropped after the module."""
+    dsn, drop = _fresh_database()
+    try:
+        yield dsn
+    finally:
+        drop()
 
 
 @pytest.fixture(params=['sqlite', 'postgres'])
@@ -99,21 +108,9 @@ def ledger_url(request, tmp_path):
     """
     if request.param == 'sqlite':
         return {'path': str(tmp_path / 'ledger.sqlite3')}
-    found, reason = _pg_admin()
-    if found is None:
-        _skip_or_fail(reason)
-    dsn, conn = found
-    name = 'fleet_t_' + uuid.uuid4().hex[:10]
-    conn.execute('CREATE DATABASE %s' % name)
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-    params = conninfo_to_dict(dsn)
-    params['dbname'] = name
-
-    def _drop():
-        conn.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % name)
-        conn.close()
-    request.addfinalizer(_drop)
-    return {'dsn': make_conninfo(**params)}
+    dsn, drop = _fresh_database()
+    request.addfinalizer(drop)
+    return {'dsn': dsn}
 
 
 @pytest.fixture(scope='session')
