@@ -2,12 +2,8 @@
 """fleet.dispatch.capacity_info: the state file read through _capacity (D5, D8, D20) and the measured headroom."""
 from __future__ import annotations
 
-from unittest import mock
 
 import pytest
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import dump_state, make_state
 from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
@@ -18,45 +14,6 @@ ARGV = ['systemctl', '--user', 'show', 'task-*.service', '--property=' + ','.joi
 NOW = '2026-11-30T12:00:00Z'
 LIVE = ('Id=task-1.service\nLoadState=loaded\nActiveState=active\nSubState=running\nInvocationID=a\n'
         'ExecMainStartTimestampMonotonic=5\n\nId=task-2.service\nLoadState=loaded\nActiveState=failed\nSubState=failed\n')
-
-
-class Exit(Exception):
-    pass
-
-
-class Fail(Exception):
-    pass
-
-
-def run_module(args, runner, check=False):
-    """Run main() with ``args``; every command goes through ``runner``. Returns (kind, result, warnings)."""
-    if check:
-        args = dict(args, _ansible_check_mode=True)
-    warnings = []
-
-    def exit_json(self, **kw):
-        raise Exit(kw)
-
-    def fail_json(self, **kw):
-        raise Fail(kw)
-
-    def run_command(self, argv, **kw):
-        assert kw.get('expand_user_and_vars') is False   # board text must not be expanded
-        return runner.run(argv, env=kw.get('environ_update'), data=kw.get('data'))
-
-    with patch_module_args(args), \
-            mock.patch.object(basic.AnsibleModule, 'exit_json', exit_json), \
-            mock.patch.object(basic.AnsibleModule, 'fail_json', fail_json), \
-            mock.patch.object(basic.AnsibleModule, 'run_command', run_command), \
-            mock.patch.object(basic.AnsibleModule, 'get_bin_path', lambda self, name, required=False, opt_dirs=None: name), \
-            mock.patch.object(basic.AnsibleModule, 'warn', lambda self, msg: warnings.append(msg)):
-        try:
-            mod.main()
-        except Exit as exc:
-            return 'exit', exc.args[0], warnings
-        except Fail as exc:
-            return 'fail', exc.args[0], warnings
-    raise AssertionError('main() neither exited nor failed')
 
 
 def units_ok():
@@ -81,11 +38,11 @@ REVOKED = dump_state(make_state('revoked', written_at='2026-11-29T11:00:00Z', me
     (RATE_UNKNOWN, True, 'rate_limit', None, 'reset unknown', False),                 # D8: never fabricate a reset time
     (REVOKED, True, 'revoked', None, 'a human must act', False),                      # D20: opposite remedy
 ])
-def test_state_file(tmp_path, content, dark, source, reset_at, why, warned):
+def test_state_file(run_module, tmp_path, content, dark, source, reset_at, why, warned):
     path = tmp_path / 'capacity.json'
     if content is not None:
         path.write_text(content)
-    kind, res, warnings = run_module({'path': str(path), 'now': NOW}, units_ok())
+    kind, res, warnings = run_module(mod, {'path': str(path), 'now': NOW}, runner=units_ok())
     assert kind == 'exit' and res['changed'] is False
     assert (res['dark'], res['source'], res['reset_at']) == (dark, source, reset_at)
     assert why in res['why'] and res['state_file'] == str(path)
@@ -94,24 +51,24 @@ def test_state_file(tmp_path, content, dark, source, reset_at, why, warned):
         assert 'fail open' in res['why']
 
 
-def test_check_mode_and_headroom(tmp_path):
-    kind, res, warnings = run_module({'path': str(tmp_path / 'none.json'), 'now': NOW}, units_ok(), check=True)
+def test_check_mode_and_headroom(run_module, tmp_path):
+    kind, res, warnings = run_module(mod, {'path': str(tmp_path / 'none.json'), 'now': NOW}, runner=units_ok(), check=True)
     head = res['headroom']
     assert kind == 'exit' and head['live_runs'] == 1           # task-2 failed: not a live run
     assert isinstance(head['load1'], float) and head['load15'] >= 0
     assert head['mem_available_kb'] > 0 and head['mem_total_kb'] >= head['mem_available_kb'] and head['cpus'] >= 1
 
 
-def test_unreadable_user_manager_leaves_live_runs_null_and_warns(tmp_path):
+def test_unreadable_user_manager_leaves_live_runs_null_and_warns(run_module, tmp_path):
     r = ScriptedRunner([{'argv': ARGV, 'rc': 1, 'err': 'Failed to connect to bus: No medium found'}])
-    kind, res, warnings = run_module({'path': str(tmp_path / 'none.json'), 'now': NOW}, r)
+    kind, res, warnings = run_module(mod, {'path': str(tmp_path / 'none.json'), 'now': NOW}, runner=r)
     assert kind == 'exit' and res['dark'] is False and res['headroom']['live_runs'] is None
     assert any('No medium found' in w for w in warnings)
 
 
-def test_units_false_runs_nothing(tmp_path):
+def test_units_false_runs_nothing(run_module, tmp_path):
     r = ScriptedRunner()
-    kind, res, _w = run_module({'path': str(tmp_path / 'none.json'), 'now': NOW, 'units': False}, r)
+    kind, res, _w = run_module(mod, {'path': str(tmp_path / 'none.json'), 'now': NOW, 'units': False}, runner=r)
     assert kind == 'exit' and r.calls == [] and res['headroom']['live_runs'] is None
 
 
@@ -138,6 +95,6 @@ def test_default_state_path():
     assert mod.default_state_path({}).endswith('/.local/state/fleet-dispatch/capacity.json')
 
 
-def test_bad_now_fails():
-    kind, res, _w = run_module({'now': 'yesterday'}, ScriptedRunner())
+def test_bad_now_fails(run_module):
+    kind, res, _w = run_module(mod, {'now': 'yesterday'}, runner=ScriptedRunner())
     assert kind == 'fail' and 'now' in res['msg']

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import os
-from unittest import mock
 
 import pytest
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SHOW_OPTS, UNIT_PROPS
@@ -16,49 +12,6 @@ from ansible_collections.fleet.dispatch.plugins.modules import launch as mod
 
 PROPS = '--property=' + ','.join(UNIT_PROPS)
 PATH = '/home/m/.local/bin:/usr/bin:/bin'
-
-
-LAST = {}
-
-
-class Exit(Exception):
-    pass
-
-
-class Fail(Exception):
-    pass
-
-
-def run_module(args, runner, check=False):
-    """Run main() with ``args``; every command goes through ``runner``. Returns (kind, result, warnings)."""
-    if check:
-        args = dict(args, _ansible_check_mode=True)
-    warnings = []
-
-    def exit_json(self, **kw):
-        LAST['module'] = self
-        raise Exit(kw)
-
-    def fail_json(self, **kw):
-        raise Fail(kw)
-
-    def run_command(self, argv, **kw):
-        assert kw.get('expand_user_and_vars') is False   # board text must not be expanded
-        return runner.run(argv, env=kw.get('environ_update'), data=kw.get('data'))
-
-    with patch_module_args(args), \
-            mock.patch.object(basic.AnsibleModule, 'exit_json', exit_json), \
-            mock.patch.object(basic.AnsibleModule, 'fail_json', fail_json), \
-            mock.patch.object(basic.AnsibleModule, 'run_command', run_command), \
-            mock.patch.object(basic.AnsibleModule, 'get_bin_path', lambda self, name, required=False, opt_dirs=None: name), \
-            mock.patch.object(basic.AnsibleModule, 'warn', lambda self, msg: warnings.append(msg)):
-        try:
-            mod.main()
-        except Exit as exc:
-            return 'exit', exc.args[0], warnings
-        except Fail as exc:
-            return 'fail', exc.args[0], warnings
-    raise AssertionError('main() neither exited nor failed')
 
 
 def show_step(unit, out):
@@ -100,7 +53,7 @@ def items(*numbers):
     return [{'number': n, 'command': ['fleet-runner', '--item', str(n)], 'workdir': '/w/task-%d' % n} for n in numbers]
 
 
-def test_one_call_launches_free_and_refuses_live_and_unloading(env_file):
+def test_one_call_launches_free_and_refuses_live_and_unloading(run_module, env_file):
     """D4/D20: item 1 free, item 2 live before we touch it, item 3 collides while unloading."""
     r = ScriptedRunner([
         show_step('task-1', absent('task-1')),
@@ -111,7 +64,7 @@ def test_one_call_launches_free_and_refuses_live_and_unloading(env_file):
         {'argv': run_argv('task-3', ['fleet-runner', '--item', '3'], '/w/task-3', env_file), 'rc': 1, 'err': COLLISION},
         show_step('task-3', state('task-3', 'deactivating')),
     ])
-    kind, res, warnings = run_module({'items': items(1, 2, 3), 'path': PATH, 'environment_file': env_file}, r)
+    kind, res, warnings = run_module(mod, {'items': items(1, 2, 3), 'path': PATH, 'environment_file': env_file}, runner=r)
     assert kind == 'exit' and r.remaining() == []
     assert res['changed'] is True
     assert res['launched'] == ['task-1'] and res['refused'] == ['task-2', 'task-3'] and res['failed_to_launch'] == []
@@ -123,29 +76,29 @@ def test_one_call_launches_free_and_refuses_live_and_unloading(env_file):
     assert not any('ghp_never_in_argv' in ' '.join(c['argv']) for c in r.calls)
 
 
-def test_failed_to_launch_is_reported_and_warned(env_file):
+def test_failed_to_launch_is_reported_and_warned(run_module, env_file):
     err = 'Failed to find executable fleet-runner: No such file or directory'
     r = ScriptedRunner([
         show_step('task-4', absent('task-4')),
         {'argv': run_argv('task-4', ['fleet-runner', '--item', '4'], '/w/task-4', env_file), 'rc': 1, 'err': err},
         show_step('task-4', absent('task-4')),
     ])
-    kind, res, warnings = run_module({'items': items(4), 'path': PATH, 'environment_file': env_file}, r)
+    kind, res, warnings = run_module(mod, {'items': items(4), 'path': PATH, 'environment_file': env_file}, runner=r)
     assert kind == 'exit' and res['changed'] is False
     assert res['failed_to_launch'] == ['task-4'] and res['results'][0]['reason'] == 'failed-to-launch'
     assert 'No such file' in res['results'][0]['stderr'] and any('task-4' in w for w in warnings)
 
 
-def test_check_mode_launches_nothing(env_file):
+def test_check_mode_launches_nothing(run_module, env_file):
     r = ScriptedRunner([show_step('task-1', absent('task-1')), show_step('task-2', state('task-2', 'active'))])
-    kind, res, _w = run_module({'items': items(1, 2, 1), 'path': PATH, 'environment_file': env_file}, r, check=True)
+    kind, res, _w = run_module(mod, {'items': items(1, 2, 1), 'path': PATH, 'environment_file': env_file}, runner=r, check=True)
     assert kind == 'exit' and r.remaining() == []
     assert all(c['argv'][0] == 'systemctl' for c in r.calls)
     assert res['changed'] is True and res['launched'] == ['task-1'] and res['refused'] == ['task-2', 'task-1']
     assert [x['reason'] for x in res['results']] == ['would-launch', 'live', 'live']
 
 
-def test_multi_repo_unit_name_and_setenv_and_no_notifier(env_file):
+def test_multi_repo_unit_name_and_setenv_and_no_notifier(run_module, env_file):
     cmd = ['sh', '-c', 'echo "$FLEET_ITEM" $(id)']
     unit = 'task-acme-widgets-7'
     r = ScriptedRunner([
@@ -155,7 +108,7 @@ def test_multi_repo_unit_name_and_setenv_and_no_notifier(env_file):
     ])
     args = {'items': [{'number': 7, 'repo': 'acme/widgets', 'command': cmd, 'workdir': '/w/x', 'setenv': {'FLEET_ITEM': 7}}],
             'path': PATH, 'notifier': ''}
-    kind, res, _w = run_module(args, r)
+    kind, res, _w = run_module(mod, args, runner=r)
     assert kind == 'exit' and res['launched'] == [unit]
 
 
@@ -167,29 +120,29 @@ def test_multi_repo_unit_name_and_setenv_and_no_notifier(env_file):
     ({'items': [{'number': 0, 'command': ['x'], 'workdir': '/w'}]}, 'positive integer'),
     ({'notifier': 'fleet-notify'}, 'template'),
 ])
-def test_refused_configuration_touches_nothing(args, message):
+def test_refused_configuration_touches_nothing(run_module, args, message):
     base = {'items': items(1), 'path': PATH}
     base.update(args)
     r = ScriptedRunner()
-    kind, res, _w = run_module(base, r)
+    kind, res, _w = run_module(mod, base, runner=r)
     assert kind == 'fail' and message in res['msg'] and r.calls == []
 
 
-def test_group_readable_credentials_warn(env_file):
+def test_group_readable_credentials_warn(run_module, env_file):
     os.chmod(env_file, 0o640)
     r = ScriptedRunner([show_step('task-1', state('task-1', 'active'))])
-    kind, res, warnings = run_module({'items': items(1), 'path': PATH, 'environment_file': env_file}, r)
+    kind, res, warnings = run_module(mod, {'items': items(1), 'path': PATH, 'environment_file': env_file}, runner=r)
     assert kind == 'exit' and any('chmod 0600' in w for w in warnings)
 
 
-def test_probe_failure_fails_the_call():
+def test_probe_failure_fails_the_call(run_module):
     r = ScriptedRunner([dict(show_step('task-1', ''), rc=1, err='Failed to connect to bus: No medium found')])
-    kind, res, _w = run_module({'items': items(1), 'path': PATH}, r)
+    kind, res, _w = run_module(mod, {'items': items(1), 'path': PATH}, runner=r)
     assert kind == 'fail' and 'No medium found' in res['msg']
 
 
 @pytest.mark.parametrize('name', ['GITHUB_TOKEN', 'PGPASSWORD', 'FLEET_LEASE_TOKEN'])
-def test_secret_looking_setenv_warns_and_masks_but_does_not_block(name):
+def test_secret_looking_setenv_warns_and_masks_but_does_not_block(run_module, name):
     """D5: a name is not proof; the dispatch role passes FLEET_LEASE_TOKEN (an owner token) this way."""
     value = 'v-%s-123' % name.lower()
     cmd = ['fleet-runner']
@@ -198,8 +151,8 @@ def test_secret_looking_setenv_warns_and_masks_but_does_not_block(name):
         {'argv': run_argv('task-1', cmd, '/w', None, {name: value})},
         show_step('task-1', state('task-1', 'active', inv='i', mono=3)),
     ])
-    kind, res, warnings = run_module({'items': [{'number': 1, 'command': cmd, 'workdir': '/w', 'setenv': {name: value}}], 'path': PATH}, r)
+    kind, res, warnings = run_module(mod, {'items': [{'number': 1, 'command': cmd, 'workdir': '/w', 'setenv': {name: value}}], 'path': PATH}, runner=r)
     assert kind == 'exit' and res['launched'] == ['task-1']
     assert any(name in w and 'environment_file' in w for w in warnings)
     assert not any(value in w for w in warnings)
-    assert value in LAST['module'].no_log_values        # masked in Ansible's output and logs
+    assert value in run_module.module.no_log_values        # masked in Ansible's output and logs

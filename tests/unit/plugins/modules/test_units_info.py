@@ -2,12 +2,8 @@
 """fleet.dispatch.units_info: main() over a scripted runner, output captured on a test-bed host."""
 from __future__ import annotations
 
-from unittest import mock
 
 import pytest
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SHOW_OPTS, UNIT_PROPS
@@ -17,45 +13,6 @@ PROPS = '--property=' + ','.join(UNIT_PROPS)
 ARGV = ['systemctl', '--user', 'show', 'task-*.service', PROPS] + list(SHOW_OPTS)
 
 
-class Exit(Exception):
-    pass
-
-
-class Fail(Exception):
-    pass
-
-
-def run_module(args, runner, check=False):
-    """Run main() with ``args``; every command goes through ``runner``. Returns (kind, result, warnings)."""
-    if check:
-        args = dict(args, _ansible_check_mode=True)
-    warnings = []
-
-    def exit_json(self, **kw):
-        raise Exit(kw)
-
-    def fail_json(self, **kw):
-        raise Fail(kw)
-
-    def run_command(self, argv, **kw):
-        assert kw.get('expand_user_and_vars') is False   # board text must not be expanded
-        return runner.run(argv, env=kw.get('environ_update'), data=kw.get('data'))
-
-    with patch_module_args(args), \
-            mock.patch.object(basic.AnsibleModule, 'exit_json', exit_json), \
-            mock.patch.object(basic.AnsibleModule, 'fail_json', fail_json), \
-            mock.patch.object(basic.AnsibleModule, 'run_command', run_command), \
-            mock.patch.object(basic.AnsibleModule, 'get_bin_path', lambda self, name, required=False, opt_dirs=None: name), \
-            mock.patch.object(basic.AnsibleModule, 'warn', lambda self, msg: warnings.append(msg)):
-        try:
-            mod.main()
-        except Exit as exc:
-            return 'exit', exc.args[0], warnings
-        except Fail as exc:
-            return 'fail', exc.args[0], warnings
-    raise AssertionError('main() neither exited nor failed')
-
-
 def block(name, active, mono, inv, sub='running'):
     return ('MainPID=7\nExecMainStartTimestamp=Mon 2026-11-30 01:01:48.705688 UTC\nExecMainStartTimestampMonotonic=%d\n'
             'Id=%s.service\nLoadState=loaded\nActiveState=%s\nSubState=%s\nActiveEnterTimestamp=\n'
@@ -63,12 +20,12 @@ def block(name, active, mono, inv, sub='running'):
 
 
 @pytest.mark.parametrize('check', [False, True])
-def test_live_units_in_one_call(check):
+def test_live_units_in_one_call(run_module, check):
     out = '\n'.join([block('task-12', 'active', 900, 'b'), block('task-3', 'active', 100, 'a'),
                      block('task-5', 'deactivating', 50, 'c', sub='stop-sigterm'),
                      block('task-42-1700000000-ab12', 'active', 70, 'd')])
     r = ScriptedRunner([{'argv': ARGV, 'out': out}])
-    kind, res, warnings = run_module({}, r, check=check)
+    kind, res, warnings = run_module(mod, {}, runner=r, check=check)
     assert kind == 'exit' and res['changed'] is False and r.remaining() == [] and len(r.calls) == 1
     assert [u['name'] for u in res['units']] == ['task-42-1700000000-ab12', 'task-3', 'task-12']   # oldest first
     assert res['live_runs'] == 3 and res['items'] == [3, 12]
@@ -81,12 +38,12 @@ def test_live_units_in_one_call(check):
     assert any('task-42-1700000000-ab12' in w for w in warnings)
 
 
-def test_no_units():
-    kind, res, warnings = run_module({}, ScriptedRunner([{'argv': ARGV, 'out': ''}]))
+def test_no_units(run_module):
+    kind, res, warnings = run_module(mod, {}, runner=ScriptedRunner([{'argv': ARGV, 'out': ''}]))
     assert kind == 'exit' and res['units'] == [] and res['live_runs'] == 0 and warnings == []
 
 
-def test_unreachable_user_manager_fails_loudly():
+def test_unreachable_user_manager_fails_loudly(run_module):
     r = ScriptedRunner([{'argv': ARGV, 'rc': 1, 'err': 'Failed to connect to bus: No medium found'}])
-    kind, res, _w = run_module({}, r)
+    kind, res, _w = run_module(mod, {}, runner=r)
     assert kind == 'fail' and 'No medium found' in res['msg']

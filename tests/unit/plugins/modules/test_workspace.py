@@ -3,15 +3,10 @@
 (AnsibleModule.run_command unpatched) for the D10 stories."""
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
-from unittest import mock
 
 import pytest
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.modules import workspace as mod
@@ -19,49 +14,7 @@ from ansible_collections.fleet.dispatch.plugins.modules import workspace as mod
 SHA = 'c' * 40
 
 
-class Exit(Exception):
-    pass
-
-
-class Fail(Exception):
-    pass
-
-
-def run_module(args, runner=None, check=False):
-    """Run main() with ``args``; every command goes through ``runner``. Returns (kind, result, warnings)."""
-    if check:
-        args = dict(args, _ansible_check_mode=True)
-    warnings = []
-
-    def exit_json(self, **kw):
-        raise Exit(kw)
-
-    def fail_json(self, **kw):
-        raise Fail(kw)
-
-    def run_command(self, argv, **kw):
-        assert kw.get('expand_user_and_vars') is False   # board text must not be expanded
-        return runner.run(argv, env=kw.get('environ_update'), data=kw.get('data'))
-
-    patches = [mock.patch.object(basic.AnsibleModule, 'exit_json', exit_json),
-               mock.patch.object(basic.AnsibleModule, 'fail_json', fail_json),
-               mock.patch.object(basic.AnsibleModule, 'get_bin_path', lambda self, name, required=False, opt_dirs=None: name),
-               mock.patch.object(basic.AnsibleModule, 'warn', lambda self, msg: warnings.append(msg))]
-    if runner is not None:   # else: the real run_command and real git
-        patches.append(mock.patch.object(basic.AnsibleModule, 'run_command', run_command))
-    with patch_module_args(args), contextlib.ExitStack() as stack:
-        for patch in patches:
-            stack.enter_context(patch)
-        try:
-            mod.main()
-        except Exit as exc:
-            return 'exit', exc.args[0], warnings
-        except Fail as exc:
-            return 'fail', exc.args[0], warnings
-    raise AssertionError('main() neither exited nor failed')
-
-
-def test_present_argv_sequence(tmp_path):
+def test_present_argv_sequence(run_module, tmp_path):
     """fetch → worktree add --detach at the fetched sha → verify inside; the physical clone path is what git sees."""
     real = tmp_path / 'disk' / 'clone'
     real.mkdir(parents=True)
@@ -76,8 +29,8 @@ def test_present_argv_sequence(tmp_path):
     r.add(['git', '-C', c, 'worktree', 'add', '--detach', ws, SHA])
     r.add(['git', '-C', ws, 'rev-parse', '--show-toplevel'], out=ws + '\n')
     r.add(['git', '-C', ws, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], out=SHA + '\n')
-    kind, res, _w = run_module({'clone': str(tmp_path / 'link' / 'clone'), 'number': 5, 'host': 'W1', 'root': str(root),
-                                'branch': 'trunk'}, r)
+    kind, res, _w = run_module(mod, {'clone': str(tmp_path / 'link' / 'clone'), 'number': 5, 'host': 'W1', 'root': str(root),
+                                'branch': 'trunk'}, runner=r)
     assert kind == 'exit', res
     assert r.remaining() == []
     assert res['changed'] and res['created'] and res['path'] == ws and res['name'] == 'task-5@w1' and res['sha'] == SHA
@@ -115,50 +68,50 @@ def args(repo, **kw):
     return out
 
 
-def test_check_then_real_then_idempotent(repo):
+def test_check_then_real_then_idempotent(run_module, repo):
     """The check → real → check → real quartet (community.docker style)."""
     path = os.path.join(repo['root'], 'task-8@w1')
-    kind, res, _w = run_module(args(repo), check=True)
+    kind, res, _w = run_module(mod, args(repo), check=True)
     assert kind == 'exit' and res['changed'] and res['created'] and not os.path.exists(path)
-    kind, res, _w = run_module(args(repo))
+    kind, res, _w = run_module(mod, args(repo))
     assert kind == 'exit' and res['changed'] and res['sha'] == repo['tip'] and res['path'] == path
     assert res['diff'] == {'before': path + ': absent\n', 'after': path + ': present\n'}
     assert _git('status', '--porcelain', cwd=path) == ''        # git works inside (D10 🔴 symlinked clone)
     for check in (True, False):
-        kind, res, _w = run_module(args(repo), check=check)
+        kind, res, _w = run_module(mod, args(repo), check=check)
         assert kind == 'exit' and not res['changed'] and res['existing'] and res['fresh'] is True
 
 
-def test_dirty_workspace_survives_absent_and_is_named(repo):
+def test_dirty_workspace_survives_absent_and_is_named(run_module, repo):
     """D10: keep, do not wipe — and say so."""
-    kind, res, _w = run_module(args(repo))
+    kind, res, _w = run_module(mod, args(repo))
     path = res['path']
     with open(os.path.join(path, 'f'), 'w') as handle:
         handle.write('uncommitted work\n')
     for check in (True, False):
-        kind, res, warnings = run_module(args(repo, state='absent'), check=check)
+        kind, res, warnings = run_module(mod, args(repo, state='absent'), check=check)
         assert kind == 'exit' and not res['changed'] and res['kept'] and res['dirty_files'] == [' M f']
         assert any(path in w for w in warnings)
     assert os.path.exists(path)
 
 
-def test_clean_workspace_is_removed(repo):
-    kind, res, _w = run_module(args(repo))
+def test_clean_workspace_is_removed(run_module, repo):
+    kind, res, _w = run_module(mod, args(repo))
     path = res['path']
-    kind, res, _w = run_module(args(repo, state='absent'), check=True)
+    kind, res, _w = run_module(mod, args(repo, state='absent'), check=True)
     assert res['changed'] and res['removed'] and os.path.exists(path)
-    kind, res, _w = run_module(args(repo, state='absent'))
+    kind, res, _w = run_module(mod, args(repo, state='absent'))
     assert res['changed'] and res['removed'] and not os.path.exists(path)
-    kind, res, _w = run_module(args(repo, state='absent'))
+    kind, res, _w = run_module(mod, args(repo, state='absent'))
     assert not res['changed']
 
 
-def test_two_items_two_trees(repo):
-    _k, a, _w = run_module(args(repo, number=1))
-    _k, b, _w = run_module(args(repo, number=2))
+def test_two_items_two_trees(run_module, repo):
+    _k, a, _w = run_module(mod, args(repo, number=1))
+    _k, b, _w = run_module(mod, args(repo, number=2))
     assert a['path'] != b['path'] and a['name'] == 'task-1@w1' and b['name'] == 'task-2@w1'
 
 
-def test_missing_branch_fails_with_gits_reason(repo):
-    kind, res, _w = run_module(args(repo, branch='nope'))
+def test_missing_branch_fails_with_gits_reason(run_module, repo):
+    kind, res, _w = run_module(mod, args(repo, branch='nope'))
     assert kind == 'fail' and "couldn't find remote ref" in res['msg']
