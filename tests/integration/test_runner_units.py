@@ -436,5 +436,6 @@ def test_a_new_commit_on_origin_is_pulled_verified_and_re_executed_in_the_unit(w
     assert not worker.launch([(61, 'claim', {})]).get('failed')
     assert worker.wait_terminal([61])['61']['kinds'] == ['start', 'noop']
     assert worker.ssh('git -C %s rev-parse HEAD' % worker.code).stdout.strip() == new
-    journal = worker.ssh('sudo journalctl --no-pager -o cat _SYSTEMD_USER_UNIT=task-61.service', user='tester').stdout
+    uid = worker.ssh('id -u').stdout.strip()
+    journal = worker.ssh('sudo journalctl --no-pager -o cat _SYSTEMD_USER_UNIT=task-61.service _UID=%s' % uid, user='tester').stdout
     assert journal.count('re-executing once') == 1, journal
