@@ -116,12 +116,16 @@ class Fleet(object):
         for host in self.bed.hosts:
             self.bed.ssh(host, 'sudo sh -s', input=script)
 
-    def dispatch(self, board, issue=None, state_dir=None, check=False, env=None, inventory=None, **extra):
-        """Run the hand dispatch (``issue``) or the sweep in apply mode; returns (CompletedProcess, record)."""
+    def dispatch(self, board, issue=None, state_dir=None, check=False, env=None, inventory=None, mode='apply', **extra):
+        """Run the hand dispatch (``issue``) or the sweep in apply mode; returns (CompletedProcess, record).
+
+        ``mode=None`` leaves ``dispatch_mode`` to the playbook (the hand dispatch applies by default)."""
         state = pathlib.Path(state_dir or tempfile.mkdtemp(prefix='state-', dir=str(self.workdir)))
-        extra_vars = {'dispatch_board': board, 'dispatch_mode': 'apply', 'dispatch_run_command': ['fleet-race-run', '{number}'],
+        extra_vars = {'dispatch_board': board, 'dispatch_run_command': ['fleet-race-run', '{number}'],
                       'dispatch_plan_json': str(state / 'plan.json'), 'dispatch_state_dir': str(state),
                       'dispatch_lease_path': str(self.workdir / 'leases')}
+        if mode:
+            extra_vars['dispatch_mode'] = mode
         extra_vars.update(extra)
         if issue is not None:
             extra_vars['issue'] = issue

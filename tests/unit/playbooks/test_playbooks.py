@@ -1,5 +1,9 @@
 # -*- coding: utf-8 -*-
-"""The playbooks as an operator runs them: `make demo`, status, sweep and hand dispatch (plan mode).
+"""The playbooks as an operator runs them: `make demo`, status, sweep and hand dispatch.
+
+Plan mode, and the parts of apply mode that decide before anything reaches a worker (an unreadable
+queue, a lease another dispatcher holds). Launching on real hosts is in
+tests/integration/test_dispatch_path.py.
 
 These run the real ``ansible-playbook`` against the working tree (tests/conftest.py exposes it
 as the collection), so they exercise the shipped role and playbooks, not a copy (D15).
@@ -67,7 +71,7 @@ def test_hand_dispatch_of_an_ineligible_item_is_refused_on_stderr(tmp_path, boar
 
 
 def test_hand_dispatch_of_an_eligible_item_is_planned(tmp_path, board):
-    res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1')
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_mode=plan')
     assert res.returncode == 0, res.stdout + res.stderr
     plan = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
     assert [a['number'] for a in plan['assignments']] == [1]
@@ -97,3 +101,35 @@ def test_make_demo_shows_every_reason_code(tmp_path):
     plan = json.loads((tmp_path / 'demo' / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
     assert sorted(a['number'] for a in plan['assignments']) == [1, 5, 10, 12, 13]
     assert 'launch' in res.stdout and 'parked after 3 attempts' in res.stdout
+
+
+def test_apply_mode_fails_on_an_unreadable_queue(tmp_path):
+    """D5: the one guard that fails closed -- an unreadable queue cannot produce a decision, in apply mode."""
+    broken = tmp_path / 'not-a-ledger.sqlite3'
+    broken.write_bytes(b'this is not an SQLite database' * 100)
+    spec = {'kind': 'ledger', 'path': str(broken)}
+    res = playbook('dispatch.yml', tmp_path, spec, '-e', 'issue=1')
+    assert res.returncode != 0
+    planned = playbook('dispatch.yml', tmp_path, spec, '-e', 'issue=1', '-e', 'dispatch_mode=plan')
+    assert planned.returncode == 0, 'plan mode reports an unreadable queue; it cannot double-dispatch'
+
+
+def test_apply_refuses_an_item_whose_lease_another_dispatcher_holds(tmp_path, board):
+    """D4: the lease is held from the probe to the launch; a second dispatcher is refused before it probes,
+    says so on stderr, writes nothing (D6), and leaves the holder's lease alone."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._lease import FileLeaseStore
+    store = FileLeaseStore(str(tmp_path / 'leases'))
+    held = store.acquire('task-1', 'sweep-on-the-timer', 600)
+    assert held.acquired
+    before = [len(open_board(board).get(n).comments) for n in (1, 2, 3, 4)]
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_lease_path=%s' % (tmp_path / 'leases'))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert '#1 refused (lease): another dispatcher holds its lease' in res.stderr and 'sweep-on-the-timer' in res.stderr
+    record = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    assert record['launched'] == [] and record['batches'] == [] and record['duplicates'] == []
+    probe = res.stdout.split('Probe every master on every worker')[1].split('TASK [')[0]
+    assert 'skipping: [localhost]' in probe and '->' not in probe, 'the refused dispatcher probes nothing'
+    after = store.get('task-1')
+    assert after.holder == 'sweep-on-the-timer' and after.token == held.token
+    with open_board(board) as b:
+        assert [len(b.get(n).comments) for n in (1, 2, 3, 4)] == before
