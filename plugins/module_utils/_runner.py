@@ -294,6 +294,9 @@ class Run(object):
                  reraise=None, log=None, install_signals: bool = True, environ=None):
         self.config = config
         self._board = board
+        # a factory (not an open board) lets a retry reconnect: a long run's idle database
+        # connection may be gone by the close-out, and retrying on the dead one cannot succeed
+        self._factory = board if callable(board) and not hasattr(board, 'post_marker') else None
         self.clock = clock or _utcnow
         self.started_at = started_at or self.clock()
         self.spawner = spawner or PopenSpawner()
@@ -338,6 +341,16 @@ class Run(object):
         if self.config.repo and getattr(self.board, 'kind', '') == 'github':
             return '%s#%d' % (self.config.repo, self.config.number)
         return self.config.number
+
+    def _reopen(self) -> None:
+        """Before a retry: drop the board and open a fresh one, when it came from a factory."""
+        if self._factory is None or self._board is self._factory:
+            return
+        old, self._board = self._board, self._factory
+        try:
+            old.close()
+        except Exception:  # noqa: BLE001 - the old connection is being dropped because it failed
+            pass
 
     def _fields(self, **more) -> Dict[str, Any]:
         fields = {'run': self.run_id, 'unit': self.unit, 'host': self.config.host, 'master': self.config.master,
@@ -398,6 +411,8 @@ class Run(object):
         error = None
         for attempt in (1, 2):
             try:
+                if attempt == 2:
+                    self._reopen()
                 if attempt == 2 and self._landed(kind):
                     if close:
                         self.board.set_state(self.ref, 'closed')
@@ -636,6 +651,7 @@ class Run(object):
                 break
             except BoardError as exc:
                 self.log('reading the item back failed (attempt %d of 2): %s' % (attempt, exc))
+                self._reopen()
         decision = decide(outcome, item, number=self.config.number, repo=self.config.repo, started_at=self.started_at,
                           now=now, exit_code=rc, capture=capture, ladder=self.config.backoff, timed_out=timed_out,
                           unit=self.unit)

@@ -248,6 +248,29 @@ def test_a_close_out_that_cannot_be_posted_is_logged_loudly_never_swallowed(tmp_
     assert [m.kind for m in markers_of(ledger.get(7))] == ['start']
 
 
+def test_the_close_out_retry_reconnects_when_the_board_came_from_a_factory(tmp_path, ledger):
+    """A long run's connection may be dead by the close-out: the retry opens a fresh board."""
+    opened = []
+
+    def factory():
+        board = Recording(ledger)
+        if not opened:    # the first connection dies after the start marker
+            original = board.comment
+
+            def dies_after_start(number, body, **kw):
+                if not body.startswith(_runner.format_marker('start', {})[:1]):
+                    raise BoardError('injected: server closed the connection unexpectedly')
+                return original(number, body, **kw)
+            board.comment = dies_after_start
+            board.fail = {'get': 99}
+        opened.append(board)
+        return board
+    code, run = _run(tmp_path, factory, 'claim')
+    assert code == 10 and run.result['posted'] is True
+    assert len(opened) == 2
+    assert [m.kind for m in markers_of(ledger.get(7))] == ['start', 'noop']
+
+
 def test_success_comments_first_then_closes(tmp_path, ledger):
     """🔴 D12: closing an already-closed item with a comment once dropped the comment."""
     board = Recording(ledger)
