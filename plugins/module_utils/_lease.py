@@ -57,6 +57,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional, Tuple
 
 from ._model import UTC, format_time, parse_time
+from ._sql import redact_dsn, scrub  # one DSN redaction for the ledger and the lease store
 
 try:
     import fcntl
@@ -113,8 +114,6 @@ lease instead of hanging the dispatcher. Reading: the race test
 box at load ~20) printed acquisition latency median 5.5 ms, p90 33 ms, max 380 ms; 10 s is ~26x
 that max. UNMEASURED on a production ledger: rerun that test against it and keep >= 20x the max.
 """
-
-REDACTED = '********'
 
 FILE_FORMAT = 1
 
@@ -466,47 +465,6 @@ class FileLeaseStore(LeaseStore):
 
 # --------------------------------------------------------------------------------------------
 # PostgreSQL backend
-
-
-def dsn_passwords(dsn: str) -> list:
-    """Every password literal in a DSN (URL or key=value form), so it can be scrubbed from text."""
-    found = []
-    if not dsn:
-        return found
-    match = re.match(r'^[A-Za-z][A-Za-z0-9+.-]*://([^/@?#]*)@', dsn)
-    if match and ':' in match.group(1):
-        found.append(match.group(1).split(':', 1)[1])
-    for match in re.finditer(r'[?&]password=([^&#]*)', dsn):
-        found.append(match.group(1))
-    for match in re.finditer(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|[^\s']+)", dsn):
-        value = match.group(1)
-        found.append(value)
-        if value.startswith("'") and value.endswith("'") and len(value) >= 2:
-            found.append(value[1:-1])
-    try:
-        from urllib.parse import unquote
-        found.extend([unquote(p) for p in list(found)])
-    except ImportError:  # pragma: no cover
-        pass
-    return sorted(set(p for p in found if p), key=len, reverse=True)
-
-
-def redact_dsn(dsn: str) -> str:
-    """The DSN with its password replaced by ``********`` (never echo a credential, D18's spirit)."""
-    if not dsn:
-        return ''
-    text = re.sub(r'^([A-Za-z][A-Za-z0-9+.-]*://[^/@?#:]*):[^/@?#]*@', r'\1:' + REDACTED + '@', dsn)
-    text = re.sub(r'([?&]password=)[^&#]*', r'\1' + REDACTED, text)
-    text = re.sub(r"((?:^|\s)password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']+)", r'\1' + REDACTED, text)
-    return text
-
-
-def scrub(text: str, dsn: str) -> str:
-    """Remove the DSN's password from any text (an exception message may quote the DSN)."""
-    text = str(text)
-    for secret in dsn_passwords(dsn):
-        text = text.replace(secret, REDACTED)
-    return text
 
 
 _DDL = (

@@ -37,6 +37,7 @@ import sqlite3
 import time
 import traceback
 import zlib
+from urllib.parse import unquote
 
 try:
     import psycopg
@@ -63,30 +64,48 @@ value works; it only has to be the same for every process that migrates this dat
 _RETRY_SQLSTATES = ('40001', '40P01')
 """PostgreSQL serialization failure and deadlock detected: the transaction is retried."""
 
-_PW_URL = re.compile(r'(?P<pre>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<post>@)', re.I)
-_PW_KV = re.compile(r'(?P<pre>\bpassword\s*=\s*)(?P<pw>\'(?:[^\'\\]|\\.)*\'|\S+)', re.I)
+REDACTED = '********'
+"""What a password becomes in any text shown to a person (a DSN, an error message). A fixed width,
+so the mask says nothing about the password's length."""
+
+# The three places a libpq DSN carries a password. Each pattern names the text kept (``pre``) and
+# the password (``pw``); none is anchored, so a DSN quoted inside an error message is found too.
+_PW_URL = re.compile(r'(?P<pre>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?=@)', re.I)   # scheme://user:PW@
+_PW_QUERY = re.compile(r'(?P<pre>[?&]password=)(?P<pw>[^&\s]*)', re.I)                       # ...?password=PW&
+_PW_KV = re.compile(r'(?P<pre>(?<![^\s(,;])password\s*=\s*)(?P<pw>\'(?:[^\'\\]|\\.)*\'|\S+)', re.I)  # password = 'P W'
+_PW_FORMS = (_PW_URL, _PW_QUERY, _PW_KV)
 
 
 def redact_dsn(dsn):
-    """The DSN with any password replaced by ``***`` (URL form and ``key=value`` form)."""
+    """The DSN (or any text quoting one) with every password replaced by ``REDACTED``: URL userinfo,
+    ``?password=`` and ``key=value`` forms. Never echo a credential (D18's spirit)."""
     text = str(dsn or '')
-    text = _PW_URL.sub(lambda m: m.group('pre') + '***' + m.group('post'), text)
-    if '://' in text:
-        return re.sub(r'([?&]password=)[^&\s]*', r'\1***', text, flags=re.I)
-    return _PW_KV.sub(lambda m: m.group('pre') + '***', text)
+    for pattern in _PW_FORMS:
+        text = pattern.sub(lambda m: m.group('pre') + REDACTED, text)
+    return text
 
 
-def _password_of(dsn):
-    if not dsn:
-        return ''
-    if '://' in dsn:
-        m = _PW_URL.search(dsn)
-        if m:
-            return m.group('pw')
-        m = re.search(r'[?&]password=([^&\s]*)', dsn, flags=re.I)
-        return m.group(1) if m else ''
-    m = _PW_KV.search(dsn)
-    return m.group('pw').strip("'") if m else ''
+def dsn_passwords(dsn):
+    """Every password literal in a DSN, as written and URL-decoded (and without its quotes), longest
+    first, so ``scrub`` can remove it from text that quotes it in any of those spellings."""
+    found = []
+    for pattern in _PW_FORMS:
+        for match in pattern.finditer(str(dsn or '')):
+            value = match.group('pw')
+            found.append(value)
+            if len(value) >= 2 and value[0] == value[-1] == "'":
+                found.append(value[1:-1])
+    found.extend([unquote(p) for p in list(found)])
+    return sorted(set(p for p in found if p), key=len, reverse=True)
+
+
+def scrub(text, dsn):
+    """``text`` (an exception message may quote the DSN, or only its password) with the DSN's
+    password removed in every spelling, and any DSN-shaped password redacted."""
+    text = str(text)
+    for secret in dsn_passwords(dsn):
+        text = text.replace(secret, REDACTED)
+    return redact_dsn(text)
 
 
 class SqlError(Exception):
@@ -212,7 +231,6 @@ class SqlStore(object):
         self.timeout = float(timeout)
         self.dialect = Dialect('sqlite' if self.path else 'postgres')
         self.location = self.path if self.path else redact_dsn(self.dsn)
-        self._secret = _password_of(self.dsn)
         self._conn = None
         if self.path:
             self._conn = self._open_sqlite(create)
@@ -261,10 +279,7 @@ class SqlStore(object):
                 self._conn = None
 
     def _scrub(self, exc):
-        text = str(exc).strip()
-        if self._secret:
-            text = text.replace(self._secret, '***')
-        return redact_dsn(text)
+        return scrub(str(exc).strip(), self.dsn)
 
     # -- transactions -----------------------------------------------------------------------
     def _retryable(self, exc):

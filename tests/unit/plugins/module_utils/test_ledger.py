@@ -504,17 +504,18 @@ def test_a_missing_postgres_database_is_unreadable(pg_dsn):
         LedgerBoard(dsn=make_conninfo(**params), timeout=3)
     assert 'fleet_no_such_db_here' in str(err.value)
     if params.get('password'):
-        assert 'password=***' in str(err.value)
+        assert 'password=********' in str(err.value)
         assert 'password=%s ' % params['password'] not in str(err.value)
 
 
 @pytest.mark.parametrize('dsn, shown', [
-    ('postgresql://fleet:pw@db:5432/ledger', 'postgresql://fleet:***@db:5432/ledger'),
-    ('postgres://u:p%40ss@h/db?sslmode=require', 'postgres://u:***@h/db?sslmode=require'),
+    ('postgresql://fleet:pw@db:5432/ledger', 'postgresql://fleet:********@db:5432/ledger'),
+    ('postgres://u:p%40ss@h/db?sslmode=require', 'postgres://u:********@h/db?sslmode=require'),
     ('postgresql://fleet@db/ledger', 'postgresql://fleet@db/ledger'),
-    ('postgresql://db/ledger?user=u&password=pw&sslmode=require', 'postgresql://db/ledger?user=u&password=***&sslmode=require'),
-    ('host=db password=pw dbname=x', 'host=db password=*** dbname=x'),
-    ("host=db password='p w' dbname=x", 'host=db password=*** dbname=x'),
+    ('postgresql://db/ledger?user=u&password=pw&sslmode=require', 'postgresql://db/ledger?user=u&password=********&sslmode=require'),
+    ('host=db password=pw dbname=x', 'host=db password=******** dbname=x'),
+    ("host=db password='p w' dbname=x", 'host=db password=******** dbname=x'),
+    ('connection to postgresql://fleet:pw@db/x failed', 'connection to postgresql://fleet:********@db/x failed'),  # inside an error
 ])
 def test_redact_dsn(dsn, shown):
     assert redact_dsn(dsn) == shown
