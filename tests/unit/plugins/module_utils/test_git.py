@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner, SubprocessRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._git import (
     Git, GitError, Workspace, parse_worktree_list, physical)
+from fakes.git_origin import git as _git, make_origin
 
 SHA_A = 'a' * 40
 SHA_B = 'b' * 40
@@ -87,26 +88,10 @@ def test_unverified_new_workspace_is_taken_back_and_refused(tmp_path):
 
 # -- real git -----------------------------------------------------------------------------
 
-def _git(*args, cwd=None):
-    return subprocess.run(['git'] + list(args), cwd=cwd, check=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True).stdout.strip()
-
-
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
     """A bare origin with one commit on main, a clone of it, and a symlink to the clone."""
-    for key, value in (('GIT_AUTHOR_NAME', 't'), ('GIT_AUTHOR_EMAIL', 't@example.invalid'),
-                       ('GIT_COMMITTER_NAME', 't'), ('GIT_COMMITTER_EMAIL', 't@example.invalid'),
-                       ('GIT_CONFIG_GLOBAL', os.devnull), ('GIT_CONFIG_NOSYSTEM', '1')):
-        monkeypatch.setenv(key, value)
-    origin = tmp_path / 'origin.git'
-    _git('init', '-q', '--bare', '-b', 'main', str(origin))
-    seed = tmp_path / 'seed'
-    _git('clone', '-q', str(origin), str(seed))
-    (seed / 'README').write_text('one\n')
-    _git('add', 'README', cwd=str(seed))
-    _git('commit', '-q', '-m', 'one', cwd=str(seed))
-    _git('push', '-q', 'origin', 'HEAD:main', cwd=str(seed))
+    origin, seed = make_origin(tmp_path, monkeypatch)
     real = tmp_path / 'disk' / 'clones' / 'proj'
     real.parent.mkdir(parents=True)
     _git('clone', '-q', str(origin), str(real))

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.modules import workspace as mod
+from fakes.git_origin import git as _git, make_origin
 
 SHA = 'c' * 40
 
@@ -36,24 +36,9 @@ def test_present_argv_sequence(run_module, tmp_path):
     assert res['changed'] and res['created'] and res['path'] == ws and res['name'] == 'task-5@w1' and res['sha'] == SHA
 
 
-def _git(*args, cwd=None):
-    return subprocess.run(['git'] + list(args), cwd=cwd, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True).stdout.strip()
-
-
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
-    for key, value in (('GIT_AUTHOR_NAME', 't'), ('GIT_AUTHOR_EMAIL', 't@example.invalid'), ('GIT_COMMITTER_NAME', 't'),
-                       ('GIT_COMMITTER_EMAIL', 't@example.invalid'), ('GIT_CONFIG_GLOBAL', os.devnull), ('GIT_CONFIG_NOSYSTEM', '1')):
-        monkeypatch.setenv(key, value)
-    origin = tmp_path / 'origin.git'
-    _git('init', '-q', '--bare', '-b', 'main', str(origin))
-    seed = tmp_path / 'seed'
-    _git('clone', '-q', str(origin), str(seed))
-    (seed / 'f').write_text('1\n')
-    _git('add', 'f', cwd=str(seed))
-    _git('commit', '-q', '-m', '1', cwd=str(seed))
-    _git('push', '-q', 'origin', 'HEAD:main', cwd=str(seed))
+    origin, seed = make_origin(tmp_path, monkeypatch, filename='f', text='1\n', message='1')
     real = tmp_path / 'srv' / 'clone'
     real.parent.mkdir()
     _git('clone', '-q', str(origin), str(real))
