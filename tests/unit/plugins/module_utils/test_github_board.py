@@ -18,7 +18,6 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board import (
     BoardError, BoardUnreadable, ItemNotFound, open_board)
 from ansible_collections.fleet.dispatch.plugins.module_utils._github import GitHubBoard, RateLimited
 from ansible_collections.fleet.dispatch.plugins.module_utils._references import attribute, closing_refs
-from fakes.github import FakeGitHub
 
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -33,14 +32,8 @@ class Sleeps(list):
 
 
 @pytest.fixture
-def gh(shared_dir):
-    path = shared_dir / 'github-schema' / 'schema.graphql'
-    if not path.is_file():
-        pytest.skip('%s is absent: the fake GitHub executes that schema' % path)
-    fake = FakeGitHub(token=TOKEN, schema_path=str(path))
-    fake.store.add_project(*PROJECT)
-    with fake:
-        yield fake
+def gh(fake_github):
+    return fake_github(TOKEN)
 
 
 @pytest.fixture

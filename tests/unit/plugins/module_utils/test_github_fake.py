@@ -13,7 +13,6 @@ from __future__ import annotations
 import pytest
 import requests
 
-from fakes.github import FakeGitHub
 from fakes.github.executor import parse_filter
 
 TOKEN = 't0ken'
@@ -21,14 +20,8 @@ AUTH = {'Authorization': 'bearer %s' % TOKEN}
 
 
 @pytest.fixture
-def gh(shared_dir):
-    path = shared_dir / 'github-schema' / 'schema.graphql'
-    if not path.is_file():
-        pytest.skip('%s is absent: the fake GitHub executes that schema' % path)
-    fake = FakeGitHub(token=TOKEN, schema_path=str(path), rate_limit=100)
-    fake.store.add_project('acme', 1)
-    with fake:
-        yield fake
+def gh(fake_github):
+    return fake_github(TOKEN, rate_limit=100)
 
 
 def gql(gh, query, variables=None, name=None):

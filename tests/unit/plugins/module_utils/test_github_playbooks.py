@@ -19,7 +19,6 @@ import sys
 
 import pytest
 
-from fakes.github import FakeGitHub
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).with_name('ansible-playbook')
@@ -28,15 +27,11 @@ UTC = _dt.timezone.utc
 
 
 @pytest.fixture
-def gh(shared_dir):
-    path = shared_dir / 'github-schema' / 'schema.graphql'
-    if not path.is_file():
-        pytest.skip('%s is absent: the fake GitHub executes that schema' % path)
+def gh(fake_github):
     if not ANSIBLE_PLAYBOOK.exists():
         pytest.skip('no ansible-playbook beside %s' % sys.executable)
-    fake = FakeGitHub(token=TOKEN, schema_path=str(path))
+    fake = fake_github(TOKEN)
     store = fake.store
-    store.add_project('acme', 1)
     blocker = store.add_issue('acme/app', 'blocker', project=('acme', 1), status='Backlog')
     store.add_issue('acme/app', 'free work', project=('acme', 1), status='Ready')
     held = store.add_issue('acme/app', 'held work', project=('acme', 1), status='Ready')
@@ -44,8 +39,7 @@ def gh(shared_dir):
     done = store.add_issue('acme/app', 'done blocker', state='closed')
     freed = store.add_issue('acme/app', 'freed work', project=('acme', 1), status='Ready')
     store.add_blocker('acme/app', freed['number'], 'acme/app', done['number'])
-    with fake:
-        yield fake
+    return fake
 
 
 def board(gh, **extra):

@@ -20,7 +20,6 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils import _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
-from fakes.github import FakeGitHub
 
 REPO_DIR = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO_DIR / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
@@ -31,14 +30,8 @@ TOKEN = 'ghp_runner_test_token'
 
 
 @pytest.fixture
-def gh(shared_dir):
-    path = shared_dir / 'github-schema' / 'schema.graphql'
-    if not path.is_file():
-        pytest.skip('%s is absent: the fake GitHub executes that schema' % path)
-    fake = FakeGitHub(token=TOKEN, schema_path=str(path))
-    fake.store.add_project(*PROJECT)
-    with fake:
-        yield fake
+def gh(fake_github):
+    return fake_github(TOKEN)
 
 
 class MergingSpawner(_runner.PopenSpawner):
