@@ -39,8 +39,10 @@ BED = REPO / 'tests' / 'testbed' / 'bed'
 STATE = pathlib.Path(os.environ.get('FLEET_TESTBED_DIR', '/var/cache/fleet-dispatch/testbed'))
 BLOCK = '10.88.210'     # pytest's block in the IP plan (tests/testbed/README.md)
 HOST_OCTETS = range(10, 250)
-# An unmeasured guard, not a tuned figure: the slowest ad-hoc call measured here took 1.7 s
-# and a two-host boot 2.7 s (README "Measured"); this only stops a hung call hanging CI.
+# A guard, not a tuned figure: one ad-hoc `ansible` call took 1.7 s on a quiet machine, and the
+# slowest boot seen was 3 hosts in 12.5-17 s at load 10-16 (README "Measured"); 600 s only stops
+# a hung call from hanging CI. Playbooks of other tests may need more: FLEET_TESTBED_CALL_TIMEOUT.
+# The addresses .10-.249 of each block leave .1-.9 and .250-.254 for hand use.
 CALL_TIMEOUT = int(os.environ.get('FLEET_TESTBED_CALL_TIMEOUT', '600'))
 
 
