@@ -30,7 +30,7 @@ def test_present_argv_sequence(run_module, tmp_path):
     r.add(['git', '-C', ws, 'rev-parse', '--show-toplevel'], out=ws + '\n')
     r.add(['git', '-C', ws, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], out=SHA + '\n')
     kind, res, _w = run_module(mod, {'clone': str(tmp_path / 'link' / 'clone'), 'number': 5, 'host': 'W1', 'root': str(root),
-                                'branch': 'trunk'}, runner=r)
+                                     'branch': 'trunk'}, runner=r)
     assert kind == 'exit', res
     assert r.remaining() == []
     assert res['changed'] and res['created'] and res['path'] == ws and res['name'] == 'task-5@w1' and res['sha'] == SHA
