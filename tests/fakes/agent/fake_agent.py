@@ -14,7 +14,8 @@ mode       what a real agent CLI would do
 =========  ================================================================================
 merge      reach the model, "merge" a change that closes the item (a merged artifact on the
            ledger board), print the success envelope on stdout, exit 0
-claim      print a success envelope claiming the work is done, merge NOTHING, exit 0 (D2)
+claim      print a success envelope claiming the work is done, merge NOTHING, exit 0 (D2); with
+           ``FAKE_AGENT_TRAILER`` that text follows on stderr (a trailing limit notice, D8)
 die503     die before the first request: a 503 on stderr, NO envelope, exit 1 (D7 retry case)
 ratelimit  hit a provider usage limit with a stated reset time (``FAKE_AGENT_RESET``, default
            ``2099-01-01T00:00:00Z``): an error envelope with zero turns, exit 1 (D8)
@@ -157,6 +158,8 @@ def main(argv=None):
     if mode == 'claim':
         _write_result({'status': 'merged', 'pull_request': None, 'evidence': []})
         out.write(_envelope(result='All done! The change is merged (it is not).') + '\n')
+        if os.environ.get('FAKE_AGENT_TRAILER'):   # a notice printed after the envelope, exit still 0 (D8)
+            err.write(os.environ['FAKE_AGENT_TRAILER'] + '\n')
         return 0
     # merge / noisy
     ref = _merge(item)

@@ -170,6 +170,16 @@ def test_the_next_clean_run_deletes_the_capacity_file_and_a_dirty_one_keeps_it(w
     assert evaluate_after.attempts == 2                # the capacity run did not spend an attempt (D8)
 
 
+def test_a_zero_exit_with_a_trailing_limit_notice_is_not_clean(world):
+    """D8: "clean" is a zero exit AND no limit signature -- a trailing notice must not delete a state still true."""
+    assert world.run('ratelimit').returncode == 12
+    proc = world.run('claim', FAKE_AGENT_TRAILER='Claude AI usage limit reached. Your limit will reset at 2099-01-01T00:00:00Z.')
+    assert proc.returncode == 12, proc.stderr
+    assert world.kinds()[-1] == 'capacity'
+    state, _why = load_state(world.capacity.read_text())
+    assert state['source'] == 'rate_limit'
+
+
 def test_capacity_deaths_do_not_spend_the_budget(world):
     """D8: a fleet-wide outage must not burn three attempts per item and park the work."""
     for _dummy in range(4):
@@ -254,6 +264,17 @@ def test_an_external_stop_posts_stopped_and_dies_of_the_signal(world, sig):
     assert not _alive(agent)                         # the agent's process group went with it
     verdict = evaluate(world.item(), now=_now())
     assert verdict.reason == 'eligible' and verdict.attempts == 1
+
+
+def test_an_agent_stopped_from_outside_alone_is_stopped_not_failed(world):
+    """D12 item 3: the agent died of SIGTERM that the runner did not send -- a deliberate stop, not a crash."""
+    proc = world.start('hang')
+    agent = _wait_for(world.tmp / 'agent.pid')
+    os.kill(agent, signal.SIGTERM)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == _runner.EXIT['stopped'], err
+    last = markers_of(world.item())[-1]
+    assert last.kind == 'stopped' and last.fields['who'] == 'agent' and last.fields['signal'] == 'SIGTERM'
 
 
 def test_sigkill_leaves_the_start_marker_as_the_last_word(world):
