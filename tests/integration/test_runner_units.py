@@ -224,14 +224,15 @@ def worker(request, bed, tmp_path_factory):
     tmp = tmp_path_factory.mktemp('runner-units')
     playbook = tmp / 'install-runner.yml'
     playbook.write_text(PLAYBOOK)
-    proc = bed.playbook(playbook, limit=host, extra_vars=dict({
+    role_vars = dict({
         'worker_masters': [{'name': master}],
         'worker_packages_install': False,
         'worker_runner_install': True,
         'worker_runner_source': home + '/src/fleet-dispatch.git',
         'worker_runner_version': VERSION,
         'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py'],
-    }, **extra))
+    }, **extra)
+    proc = bed.playbook(playbook, limit=host, extra_vars=role_vars)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert 'FLEET_BOARD_DSN' not in proc.stdout and 'fleet:fleet@' not in proc.stdout   # never logged
     path = bed.ssh(host, 'cat %s/.config/fleet-dispatch/path' % home, user=master).stdout.strip()
@@ -241,6 +242,7 @@ def worker(request, bed, tmp_path_factory):
 
     w = Worker()
     w.bed, w.host, w.path, w.backend, w.master, w.home = bed, host, path, backend, master, home
+    w.install = lambda: bed.playbook(playbook, limit=host, extra_vars=role_vars)
     w.source = home + '/src/fleet-dispatch.git'
     w.head = head
     w.code = root + '/ansible_collections/fleet/dispatch'
@@ -439,3 +441,11 @@ def test_a_new_commit_on_origin_is_pulled_verified_and_re_executed_in_the_unit(w
     uid = worker.ssh('id -u').stdout.strip()
     journal = worker.ssh('sudo journalctl --no-pager -o cat _SYSTEMD_USER_UNIT=task-61.service _UID=%s' % uid, user='tester').stdout
     assert journal.count('re-executing once') == 1, journal
+
+
+def test_the_role_converges_unchanged_after_the_runner_updated_itself(worker):
+    """Idempotence after a self-update (runs after the test above): the checkout is already at origin/main."""
+    proc = worker.install()
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    recap = [line for line in proc.stdout.splitlines() if line.startswith(worker.host)]
+    assert recap and 'changed=0' in recap[-1], proc.stdout[-4000:]
