@@ -837,7 +837,8 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
             return 0
     version = installed_version(here) or ''
     config = RunConfig(
-        number=args.item, repo=args.repo if args.repo is not None else conf.get('repo', ''),
+        # the repo: --repo, else the config, else FLEET_REPO (what fleet.dispatch's dispatch role sets on the unit)
+        number=args.item, repo=args.repo if args.repo is not None else (conf.get('repo') or environ.get('FLEET_REPO', '')),
         state_dir=_expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR), agent_command=agent,
         workdir=_expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
         host=socket.gethostname(), master=_user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
