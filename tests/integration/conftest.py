@@ -44,6 +44,17 @@ HOST_OCTETS = range(10, 250)
 # a hung call from hanging CI. Playbooks of other tests may need more: FLEET_TESTBED_CALL_TIMEOUT.
 # The addresses .10-.249 of each block leave .1-.9 and .250-.254 for hand use.
 CALL_TIMEOUT = int(os.environ.get('FLEET_TESTBED_CALL_TIMEOUT', '600'))
+# FLEET_TESTBED_KEEP=1: leave the hosts up after the session, for a human to look at a failure.
+KEEP = os.environ.get('FLEET_TESTBED_KEEP') == '1'
+
+
+_KEPT = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Under FLEET_TESTBED_KEEP=1, say which hosts were left up and how to remove them."""
+    for line in dict.fromkeys(_KEPT):
+        terminalreporter.write_line('FLEET_TESTBED_KEEP=1: ' + line)
 
 
 def pytest_configure(config):
@@ -221,6 +232,10 @@ class Bed:
 
     def down(self):
         """Remove this bed's hosts (by name: other beds of the session stay up)."""
+        if KEEP:
+            _KEPT.append('kept %s (inventory %s); remove with: tests/testbed/bed down %s' % (
+                ', '.join('%s=%s' % (h, self.ip[h]) for h in self.hosts), self.inventory, ' '.join(self.hosts)))
+            return
         _run([str(BED), 'down'] + self.hosts, check=False, env=self.env)
         shutil.rmtree(str(self.workdir), ignore_errors=True)
 
@@ -248,8 +263,11 @@ def _boot(n, block, owner=None):
     # The owner label is this process: if pytest dies without its finalizers, any later
     # `bed down-all` (the CI EXIT trap) knows these hosts are leftovers.
     env = dict(_bed_env(), FLEET_TESTBED_RUN=run, FLEET_TESTBED_IMAGE=tag, FLEET_TESTBED_OWNER=str(owner or os.getpid()))
-    # Registered before anything boots, so an interrupted session still cleans up.
-    atexit.register(_run, [str(BED), 'down-all'], check=False, env=env)
+    if KEEP:
+        env['FLEET_TESTBED_OWNER'] = ''     # ownerless: `bed down-all` keeps them too
+    else:
+        # Registered before anything boots, so an interrupted session still cleans up.
+        atexit.register(_run, [str(BED), 'down-all'], check=False, env=env)
     # Pick free addresses and start under one lock, so concurrent sessions (xdist workers,
     # two CI jobs) never pick the same IP; the offset by pid only spreads them out.
     with open(str(STATE / 'ip.lock'), 'w') as lock:
