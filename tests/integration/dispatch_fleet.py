@@ -29,10 +29,12 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 MASTERS = ('d1', 'd2')
 
 RUN_SCRIPT = r'''#!/bin/sh
-# fleet-race-run ITEM: a stand-in run. Records its start and its stop (a signal), then waits.
+# fleet-race-run ITEM: a stand-in run. Records its start, and its end on every exit path (EXIT trap:
+# a stop's SIGTERM reaches the sleep and the shell at once, and whichever wins, the record is written).
 log="$HOME/race.log"
 echo "start $1 $(hostname) $(id -un) ${INVOCATION_ID:-none} $(date +%s.%N)" >> "$log"
-trap 'echo "stop $1 $(hostname) $(id -un) ${INVOCATION_ID:-none} $(date +%s.%N)" >> "$log"; exit 143' TERM INT
+trap 'echo "stop $1 $(hostname) $(id -un) ${INVOCATION_ID:-none} $(date +%s.%N)" >> "$log"' EXIT
+trap 'exit 143' TERM INT
 sleep 3600 &
 wait
 '''
