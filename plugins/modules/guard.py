@@ -22,13 +22,13 @@ description:
   - The decisions are the pure functions of C(module_utils/_plan.py); this action only calls them and logs.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
+extends_documentation_fragment:
+  - fleet.dispatch.attributes
+  - fleet.dispatch.attributes.INFO_MODULE
 attributes:
-  check_mode:
+  action:
+    description: Runs on the controller as an action plugin; the module file only holds the documentation.
     support: full
-    details:
-      - Decides only; it changes nothing anywhere.
-  diff_mode:
-    support: none
 options:
   stage:
     description: Which step to run.
