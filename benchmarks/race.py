@@ -37,6 +37,8 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -182,8 +184,38 @@ def _drop_database(admin_dsn, name):
         conn.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % name)
 
 
+def summarize(path):
+    """Figures from a harness log (one ``trial`` line per trial), e.g. of a run stopped early."""
+    out = {}
+    for line in open(path):
+        match = re.match(r'^trial +(\d+) lease=(on|OFF) .*started=(\d+) duplicates=(\[[^\]]*\]|0) wall=([0-9.]+)s rc=(\S+)', line)
+        if not match:
+            continue
+        key = 'lease' if match.group(2) == 'on' else 'no-lease'
+        fig = out.setdefault(key, {'trials': 0, 'items': 0, 'runs_started': 0, 'duplicate_items': 0, 'trials_with_duplicates': 0,
+                                   'failed_playbooks': 0, 'walls': []})
+        dups = 0 if match.group(4) == '0' else len(json.loads(match.group(4)))
+        fig['trials'] += 1
+        fig['items'] += ITEMS_PER_TRIAL
+        fig['runs_started'] += int(match.group(3))
+        fig['duplicate_items'] += dups
+        fig['trials_with_duplicates'] += 1 if dups else 0
+        fig['failed_playbooks'] += sum(1 for kv in match.group(6).split(',') if not kv.endswith(':0'))
+        fig['walls'].append(float(match.group(5)))
+    for fig in out.values():
+        walls = fig.pop('walls')
+        fig['trial_wall_median_s'] = statistics.median(walls) if walls else None
+        fig['trial_wall_max_s'] = max(walls) if walls else None
+    return out
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt()
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--summarize', metavar='LOG', help='print the figures of a harness log and exit (boots nothing)')
     p.add_argument('--trials', type=int, default=200)
     p.add_argument('--no-lease', action='store_true', help='dispatch_lease_enabled=false: the production path minus the lease')
     p.add_argument('--both', action='store_true', help='run --no-lease-trials without the lease first, then --trials with it')
@@ -192,6 +224,11 @@ def main(argv=None):
     p.add_argument('--pg', default=os.environ.get('FLEET_TEST_PG_DSN', 'postgresql://fleet:fleet@127.0.0.1:5432/postgres'),
                    help='admin DSN; a fresh database is made for the leases and dropped after')
     args = p.parse_args(argv)
+    if args.summarize:
+        print(json.dumps(summarize(args.summarize), indent=1, sort_keys=True))
+        return 0
+    # a background job ignores SIGINT: let SIGTERM end the run after the current trial's summary
+    signal.signal(signal.SIGTERM, _interrupt)
     itconf, dispatch_fleet = _setup_imports()
     workdir = pathlib.Path(tempfile.mkdtemp(prefix='fleet-race-'))
     dbname, dsn = _pg_database(args.pg)
