@@ -54,7 +54,8 @@ One run, in order:
                        a runner error after the start marker)
    stopped     signal  an external SIGTERM/SIGINT: the agent's group is stopped, this marker
                        makes no claim about the work, then the signal is RE-RAISED so the
-                       unit's result is honest (D12)
+                       unit's result is honest (D12); a duplicate-stop note of the
+                       dispatcher (docs/dispatch.md) adds ``reason: duplicate`` and the kept run
    ==========  ======  ==================================================================
 
    A clean run (zero exit and no limit signature, ``_capacity.is_clean_run``) deletes the
@@ -534,16 +535,52 @@ class Run(object):
         finally:
             self._critical -= 1
 
+    def _stop_note(self) -> Optional[Dict[str, Any]]:
+        """The dispatcher's deliberate-stop note for THIS invocation, read once and deleted (docs/dispatch.md, D4/D12).
+
+        ``<state_dir>/stops/<unit>.<INVOCATION_ID>.json`` with ``reason: duplicate``: the dispatcher
+        stopped this run as the younger of two duplicates. A note for another invocation is stale
+        and ignored (left for nobody: it names a run that is gone); anything that is not a JSON
+        object naming this invocation is no evidence (D5) and is ignored.
+        """
+        invocation = self.environ.get('INVOCATION_ID', '')
+        if not invocation:
+            return None
+        path = os.path.join(self.config.state_dir, 'stops', '%s.%s.json' % (self.unit, invocation))
+        try:
+            with open(path, encoding='utf-8') as handle:
+                note = json.load(handle)
+        except (OSError, ValueError):
+            return None
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            self.log('WARNING: the stop note %s could not be deleted: %s' % (path, exc))
+        if not isinstance(note, dict) or note.get('reason') != 'duplicate' or note.get('invocation_id') not in (None, invocation):
+            return None
+        return note
+
     def _stopped(self, signum: int) -> None:
-        """The external-stop path (D12): stop the agent, post ``stopped`` (no claim about the work)."""
+        """The external-stop path (D12): stop the agent, post ``stopped`` (no claim about the work).
+
+        A stop the dispatcher made to repair a duplicate (D4) carries ``reason: duplicate`` and the
+        kept run, from the dispatcher's note; it is still only a ``stopped`` marker and never closes.
+        """
         self._enter_critical()
         try:
             name = signal.Signals(signum).name
             self.log('%s received: stopping the agent and posting the stopped marker' % name)
             rc = stop_group(self.proc, self.config.kill_grace, self.log) if self.proc is not None else None
+            note = self._stop_note()
+            fields = {'signal': name, 'exit_code': rc}
+            text = 'run stopped by %s from outside; this says nothing about the work' % name
+            if note is not None:
+                kept = note.get('kept') if isinstance(note.get('kept'), dict) else {}
+                fields.update(reason='duplicate', kept=kept, by=note.get('by'))
+                text = ('run stopped by the dispatcher as a duplicate; the run on %s/%s keeps the item; this says nothing about the work'
+                        % (kept.get('worker', '?'), kept.get('master', '?')))
             if self.start_posted and not self.closeout_posted:
-                self._closeout(Decision('stopped', 'run stopped by %s from outside; this says nothing about the work' % name,
-                                        {'signal': name, 'exit_code': rc}))
+                self._closeout(Decision('stopped', text, fields))
         finally:
             self._critical -= 1
 

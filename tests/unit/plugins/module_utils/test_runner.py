@@ -266,6 +266,31 @@ def test_an_external_stop_posts_stopped_and_dies_of_the_signal(world, sig):
     assert verdict.reason == 'eligible' and verdict.attempts == 1
 
 
+@pytest.mark.parametrize('note_invocation,duplicate', [('inv-1', True), ('inv-0-stale', False)], ids=['this-run', 'stale-note'])
+def test_a_duplicate_stop_note_names_the_kept_run(world, note_invocation, duplicate):
+    """The dispatcher's deliberate-stop note (docs/dispatch.md): stopped, reason duplicate, never a failure or a close."""
+    stops = world.state / 'stops'
+    stops.mkdir(parents=True)
+    note = stops / ('task-7.%s.json' % note_invocation)
+    note.write_text(json.dumps({'reason': 'duplicate', 'unit': 'task-7', 'invocation_id': note_invocation,
+                                'kept': {'worker': 'w2', 'master': 'd1', 'invocation_id': 'inv-kept'}, 'by': 'owner-1'}))
+    proc = world.start('hang', INVOCATION_ID='inv-1')
+    _wait_for(world.tmp / 'agent.pid')
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGTERM
+    item = world.item()
+    last = markers_of(item)[-1]
+    assert last.kind == 'stopped' and item.state == 'open'
+    if duplicate:
+        assert last.fields['reason'] == 'duplicate' and last.fields['kept']['worker'] == 'w2'
+        assert 'w2/d1 keeps the item' in last.text
+        assert not note.exists()                  # read once, then deleted
+    else:
+        assert 'reason' not in last.fields        # a note for another invocation is stale
+        assert note.exists()
+
+
 def test_an_agent_stopped_from_outside_alone_is_stopped_not_failed(world):
     """D12 item 3: the agent died of SIGTERM that the runner did not send -- a deliberate stop, not a crash."""
     proc = world.start('hang')
