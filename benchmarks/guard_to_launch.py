@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -68,7 +68,7 @@ def measure(fleet, dispatch_fleet, repeat, workdir, log=print):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     p.add_argument('--repeat', type=int, default=10)
     p.add_argument('--block', default='10.88.230', help='test-bed IP block (README: ad hoc use)')
     args = p.parse_args(argv)

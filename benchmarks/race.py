@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -122,7 +122,7 @@ def trial(fleet, dispatch_fleet, k, workdir, lease=True, dsn='', run_id='r'):
     dups = dispatch_fleet.duplicates(rows, items=set(items))
     starts = [r for r in rows if r['kind'] == 'start' and r['item'] in items]
     launched = {}
-    for name, _, _ in procs:
+    for name, _proc, _log in procs:
         plan = tdir / name / 'plan.json'
         if plan.exists():
             launched[name] = [u['number'] for u in json.loads(plan.read_text()).get('launched', [])]
@@ -214,7 +214,7 @@ def _interrupt(signum, frame):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     p.add_argument('--summarize', metavar='LOG', help='print the figures of a harness log and exit (boots nothing)')
     p.add_argument('--trials', type=int, default=200)
     p.add_argument('--no-lease', action='store_true', help='dispatch_lease_enabled=false: the production path minus the lease')
