@@ -90,6 +90,12 @@ def _fresh_database():
     return make_conninfo(**params), drop
 
 
+@pytest.fixture(scope='session')
+def fresh_database():
+    """The factory itself, for fixtures that need a database per parameter: ``dsn, drop = fresh_database()``."""
+    return _fresh_database
+
+
 @pytest.fixture(scope='module')
 def pg_dsn():
     """A DSN for a fresh, empty PostgreSQL database, dropped after the module."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import pathlib
 import socket
 import subprocess
@@ -29,7 +28,6 @@ import tarfile
 import tempfile
 import threading
 import time
-import uuid
 
 import pytest
 
@@ -163,33 +161,8 @@ class Forwarder(object):
         self.srv.close()
 
 
-def _pg_database():
-    '''A fresh database on the test PostgreSQL: (local dsn, params, drop callable), or skip.'''
-    try:
-        import psycopg
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
-    except ImportError as exc:
-        pytest.skip('psycopg is not installed: %s' % exc)
-    admin = os.environ.get('FLEET_TEST_PG_DSN', 'postgresql://fleet:fleet@127.0.0.1:5432/postgres')
-    try:
-        conn = psycopg.connect(admin, autocommit=True, connect_timeout=3)
-    except Exception as exc:  # noqa: BLE001 - no server: the PostgreSQL case cannot run
-        if os.environ.get('FLEET_REQUIRE_PG') == '1':
-            pytest.fail('PostgreSQL is required (FLEET_REQUIRE_PG=1): %s' % exc)
-        pytest.skip('no PostgreSQL at %s: %s' % (admin, exc))
-    name = 'fleet_runner_it_' + uuid.uuid4().hex[:10]
-    conn.execute('CREATE DATABASE %s' % name)
-    params = conninfo_to_dict(admin)
-    params['dbname'] = name
-
-    def drop():
-        conn.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % name)
-        conn.close()
-    return make_conninfo(**params), params, drop
-
-
 @pytest.fixture(scope='module', params=['postgres', 'sqlite'])
-def worker(request, bed, tmp_path_factory):
+def worker(request, bed, tmp_path_factory, fresh_database):
     backend = request.param
     host = bed.hosts[0]
     master = 'frun' + ('pg' if backend == 'postgres' else 'sq')
@@ -198,7 +171,9 @@ def worker(request, bed, tmp_path_factory):
     cleanup = []
     extra = {}
     if backend == 'postgres':
-        local_dsn, params, drop = _pg_database()
+        local_dsn, drop = fresh_database()
+        from psycopg.conninfo import conninfo_to_dict
+        params = conninfo_to_dict(local_dsn)
         cleanup.append(drop)
         forwarder = Forwarder((params.get('host', '127.0.0.1'), int(params.get('port', 5432))))
         cleanup.append(forwarder.close)
