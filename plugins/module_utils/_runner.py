@@ -58,6 +58,10 @@ One run, in order:
                        dispatcher (docs/dispatch.md) adds ``reason: duplicate`` and the kept run
    ==========  ======  ==================================================================
 
+   Exits 12 and 13 are the mechanism working (D14's never-announce list): ``launch`` passes them
+   as ``SuccessExitStatus=`` by default, so the ``OnFailure=`` notifier fires for 10, 11 and the
+   runner's own errors (2-5) only.
+
    A clean run (zero exit and no limit signature, ``_capacity.is_clean_run``) deletes the
    capacity file (D8 self-healing). The close-out's own failure is retried once (after checking
    whether the first attempt landed, so the marker is not doubled) and then logged loudly with

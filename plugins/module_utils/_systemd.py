@@ -249,8 +249,14 @@ class SystemdUser(object):
 
     # -- acting --------------------------------------------------------------------------
 
-    def transient_argv(self, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None):
-        """The exact ``systemd-run`` argv for one run (pure; see ``run_transient``)."""
+    def transient_argv(self, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None,
+                       success_exit_status=None):
+        """The exact ``systemd-run`` argv for one run (pure; see ``run_transient``).
+
+        ``success_exit_status``: exit codes that are not a failure of the unit, so ``OnFailure=`` does
+        not fire for them (D14: a retry or a capacity ending is the mechanism working, and an
+        announcer that reports it trains the human to ignore the channel).
+        """
         if not path:
             raise ValueError('an explicit PATH is required (D3: the unit does not inherit the caller\'s PATH)')
         if environment_file and not os.path.isabs(environment_file):
@@ -266,15 +272,24 @@ class SystemdUser(object):
             out += ['-p', 'EnvironmentFile=%s' % environment_file]
         if on_failure:
             out += ['-p', 'OnFailure=%s' % on_failure]
+        codes = []
+        for code in success_exit_status or ():
+            if isinstance(code, bool) or not isinstance(code, int) or not 0 < code < 256:
+                raise ValueError('a success exit status must be an integer from 1 to 255: %r' % (code,))
+            if code not in codes:
+                codes.append(code)
+        if codes:
+            out += ['-p', 'SuccessExitStatus=%s' % ' '.join(str(c) for c in codes)]
         if workdir:
             out.append('--working-directory=%s' % workdir)
         out.append('--')
         out.extend(argv)
         return out
 
-    def run_transient(self, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None):
+    def run_transient(self, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None,
+                      success_exit_status=None):
         """Start one run. Returns ``(rc, stderr)``; never raises on a refusal (the caller reads the state)."""
-        full = self.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv)
+        full = self.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status)
         env = dict(self.env)
         env['PATH'] = path
         rc, out, err = self.runner.run(full, env=env)
@@ -299,7 +314,8 @@ def notifier_unit(template, unit):
     return '%s%s.service' % (template, unit)
 
 
-def launch(sd, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None, check=False):
+def launch(sd, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None, check=False,
+           success_exit_status=None):
     """Launch one run on ``sd`` (a ``SystemdUser``) with the D4/D20 refusals. Never raises for a refusal.
 
     1. Read the unit first; a ``live`` one is refused without being touched (the pre-flight layer of D4).
@@ -321,13 +337,13 @@ def launch(sd, unit, argv, path, environment_file=None, on_failure=None, workdir
         _take(before)
         res['reason'] = 'live'
         return res
-    full = sd.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv)
+    full = sd.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status)
     if check:
         res['active_state'] = before['active_state']
         res['reason'] = 'would-launch'
         res['argv'] = full
         return res
-    rc, err = sd.run_transient(unit, argv, path, environment_file, on_failure, workdir, setenv)
+    rc, err = sd.run_transient(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status)
     after = sd.state(unit)
     _take(after)
     if rc == 0:

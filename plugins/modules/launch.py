@@ -87,6 +87,18 @@ options:
         expanded in transient units). The notifier must always exit 0 (D3). An empty string disables it.
     type: str
     default: fleet-notify@
+  success_exit_status:
+    description:
+      - Exit codes of the run that are not a failure of its unit, passed as C(-p SuccessExitStatus=), so the notifier named by
+        O(notifier) does not fire for them.
+      - The default is the runner's C(13) (a retry was scheduled) and C(12) (the master hit its provider's limit): both are the
+        mechanism working, written on the board as markers, and an announcer that reports them trains the human to ignore the
+        channel (D14). Its C(10) (no-op), C(11) (failure), C(3) (self-update did not verify), C(4) (close-out lost) and C(5)
+        (start marker lost) still fire it.
+      - An empty list makes every non-zero exit a failure.
+    type: list
+    elements: int
+    default: [12, 13]
   runner_version:
     description:
       - The runner version the dispatcher expects (D11). When given, C(<command[0]> --version) of every item is run with O(path)
@@ -205,6 +217,7 @@ def argument_spec():
         environment_file=dict(type='path'),
         notifier=dict(type='str', default='fleet-notify@'),
         runner_version=dict(type='str'),
+        success_exit_status=dict(type='list', elements='int', default=[12, 13]),
     )
 
 
@@ -222,6 +235,9 @@ def _problems(module):
             problems.append('environment_file %s does not exist: the unit would fail to start' % env_file)
         elif os.stat(env_file).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             module.warn('environment_file %s is readable by group or others; it holds credentials (chmod 0600)' % env_file)
+    for code in p['success_exit_status']:
+        if not 0 < code < 256:
+            problems.append('success_exit_status: %s is not an exit code from 1 to 255' % code)
     for item in p['items']:
         if not item['command']:
             problems.append('item %s: command is empty' % item['number'])
@@ -290,7 +306,8 @@ def main():
                            active_state=None, stderr='')
             else:
                 res = launch(sd, unit, item['command'], p['path'], environment_file=p['environment_file'],
-                             on_failure=on_failure, workdir=item['workdir'], setenv=setenv, check=module.check_mode)
+                             on_failure=on_failure, workdir=item['workdir'], setenv=setenv, check=module.check_mode,
+                             success_exit_status=p['success_exit_status'])
         except SystemdError as exc:
             module.fail_json(msg='%s: %s' % (unit, exc), results=results, launched=launched, refused=refused, failed_to_launch=failed)
         res.pop('argv', None)

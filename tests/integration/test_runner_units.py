@@ -294,11 +294,31 @@ def worker(request, bed, tmp_path_factory, fresh_database):
             time.sleep(0.3)
         raise AssertionError('task-%d still %s' % (number, state))
 
+    def notified(units):
+        """Wait until the notifier recorded each of ``units``; returns every unit in failures.log."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            text = bed.ssh(host, 'cat %s/failures.log 2>/dev/null || true' % w.state, user=master).stdout
+            seen = [word[len('unit='):-len('.service')] for line in text.splitlines() for word in line.split()
+                    if word.startswith('unit=task-')]
+            if all(u in seen for u in units):
+                return seen
+            if time.monotonic() > deadline:
+                raise AssertionError('the notifier did not record %s within %ss: %r' % (units, WAIT, text))
+            time.sleep(0.5)
+
+    def never_notified(unit):
+        """The notifier instance for ``unit`` was never started and none is queued (asked of systemd)."""
+        out = bed.ssh(host, 'systemctl --user show -p InactiveExitTimestampMonotonic --value fleet-notify@%s.service; '
+                            'systemctl --user list-jobs --no-legend' % unit, user=master).stdout
+        lines = out.splitlines()
+        return lines[0].strip() in ('0', '') and 'fleet-notify@%s' % unit not in out
+
     def ssh(cmd, user=None, check=True):
         return bed.ssh(host, cmd, user=user or master, check=check)
 
     w.create, w.reopen, w.read, w.launch, w.wait_terminal, w.wait_agent = create, reopen, read, launch, wait_terminal, wait_agent
-    w.capacity, w.unit_gone, w.ssh = capacity, unit_gone, ssh
+    w.capacity, w.unit_gone, w.ssh, w.notified, w.never_notified = capacity, unit_gone, ssh, notified, never_notified
     try:
         yield w
     finally:
@@ -344,6 +364,13 @@ def test_each_behaviour_in_a_real_unit_ends_with_its_marker(worker):
     # the dispatcher's expected version reached the run (and the agent)
     log = [json.loads(line) for line in worker.ssh('cat %s/agent.log' % worker.home).stdout.splitlines()]
     assert {e['env'].get('FLEET_RUNNER_EXPECTED_VERSION') for e in log} == {VERSION}
+    # D14: the notifier (roles/worker's, OnFailure=) fires for the no-op and the failure, never for
+    # a success or a scheduled retry (launch's success_exit_status: the mechanism working)
+    notified = worker.notified(['task-13', 'task-14'])
+    for number in (11, 12, 15):
+        worker.unit_gone(number)
+        assert worker.never_notified('task-%d' % number), (number, notified)
+    assert sorted(notified) == ['task-13', 'task-14'], notified
 
 
 def test_capacity_in_a_real_unit_then_the_next_clean_run_deletes_it(worker):
@@ -363,6 +390,9 @@ def test_capacity_in_a_real_unit_then_the_next_clean_run_deletes_it(worker):
     assert not worker.launch([(23, 'claim', {})]).get('failed')
     assert worker.wait_terminal([23])['23']['kinds'] == ['start', 'noop']
     assert worker.capacity() is None                      # the next clean run deleted it (D8)
+    # a provider limit is not announced (D14); the no-op after it is
+    assert 'task-23' in worker.notified(['task-23'])
+    assert worker.never_notified('task-21') and worker.never_notified('task-22')
 
 
 def test_systemctl_stop_mid_run_posts_stopped(worker):

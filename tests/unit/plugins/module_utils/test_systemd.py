@@ -161,12 +161,14 @@ PATH = '/home/m/.local/bin:/usr/local/bin:/usr/bin:/bin'
 def test_transient_argv_is_exact():
     argv = _sd(ScriptedRunner()).transient_argv(
         'task-42', ['runner', '--item', '42', '$(rm -rf ~)'], PATH, environment_file='/home/m/.config/fleet-dispatch/credentials.env',
-        on_failure='fleet-notify@task-42.service', workdir='/home/m/fleet/workspaces/task-42@w1', setenv={'B': '2', 'A': '1'})
+        on_failure='fleet-notify@task-42.service', workdir='/home/m/fleet/workspaces/task-42@w1', setenv={'B': '2', 'A': '1'},
+        success_exit_status=[13, 12, 13])
     assert argv == [
         'systemd-run', '--user', '--unit=task-42', '--collect', '-p', 'Type=exec', '--setenv=PATH=' + PATH,
         '--setenv=A=1', '--setenv=B=2',
         '-p', 'EnvironmentFile=/home/m/.config/fleet-dispatch/credentials.env',
         '-p', 'OnFailure=fleet-notify@task-42.service',
+        '-p', 'SuccessExitStatus=13 12',
         '--working-directory=/home/m/fleet/workspaces/task-42@w1',
         '--', 'runner', '--item', '42', '$(rm -rf ~)']
 
@@ -176,6 +178,9 @@ def test_transient_argv_is_exact():
     (dict(environment_file='credentials.env'), 'absolute'),
     (dict(workdir='fleet/ws'), 'absolute'),
     (dict(argv=[]), 'command'),
+    (dict(success_exit_status=[0]), 'from 1 to 255'),
+    (dict(success_exit_status=['13']), 'from 1 to 255'),
+    (dict(success_exit_status=[True]), 'from 1 to 255'),
 ])
 def test_transient_argv_refuses(kwargs, message):
     args = dict(unit='task-1', argv=['true'], path=PATH)

@@ -27,7 +27,7 @@ def absent(unit):
     return state(unit, 'inactive', load='not-found')
 
 
-def run_argv(unit, command, workdir, env_file=None, setenv=None, notifier=True):
+def run_argv(unit, command, workdir, env_file=None, setenv=None, notifier=True, success='12 13'):
     argv = ['systemd-run', '--user', '--unit=%s' % unit, '--collect', '-p', 'Type=exec', '--setenv=PATH=' + PATH]
     for key in sorted(setenv or {}):
         argv.append('--setenv=%s=%s' % (key, setenv[key]))
@@ -35,6 +35,8 @@ def run_argv(unit, command, workdir, env_file=None, setenv=None, notifier=True):
         argv += ['-p', 'EnvironmentFile=' + env_file]
     if notifier:
         argv += ['-p', 'OnFailure=fleet-notify@%s.service' % unit]
+    if success:
+        argv += ['-p', 'SuccessExitStatus=' + success]
     return argv + ['--working-directory=' + workdir, '--'] + command
 
 
@@ -103,13 +105,24 @@ def test_multi_repo_unit_name_and_setenv_and_no_notifier(run_module, env_file):
     unit = 'task-acme-widgets-7'
     r = ScriptedRunner([
         show_step(unit, absent(unit)),
-        {'argv': run_argv(unit, cmd, '/w/x', None, {'FLEET_ITEM': '7'}, notifier=False)},
+        {'argv': run_argv(unit, cmd, '/w/x', None, {'FLEET_ITEM': '7'}, notifier=False, success=None)},
         show_step(unit, state(unit, 'active', inv='i', mono=9)),
     ])
     args = {'items': [{'number': 7, 'repo': 'acme/widgets', 'command': cmd, 'workdir': '/w/x', 'setenv': {'FLEET_ITEM': 7}}],
-            'path': PATH, 'notifier': ''}
+            'path': PATH, 'notifier': '', 'success_exit_status': []}
     kind, res, _w = run_module(mod, args, runner=r)
     assert kind == 'exit' and res['launched'] == [unit]
+
+
+def test_success_exit_status_is_passed_as_given(run_module):
+    """D14: the codes named here do not fire OnFailure; the default is the runner's capacity and retry."""
+    r = ScriptedRunner([
+        show_step('task-1', absent('task-1')),
+        {'argv': run_argv('task-1', ['fleet-runner', '--item', '1'], '/w/task-1', success='13 7')},
+        show_step('task-1', state('task-1', 'active', inv='i', mono=9)),
+    ])
+    kind, res, _w = run_module(mod, {'items': items(1), 'path': PATH, 'success_exit_status': [13, 7, 13]}, runner=r)
+    assert kind == 'exit' and res['launched'] == ['task-1'] and r.remaining() == []
 
 
 @pytest.mark.parametrize('args, message', [
@@ -119,6 +132,8 @@ def test_multi_repo_unit_name_and_setenv_and_no_notifier(run_module, env_file):
     ({'items': [{'number': 1, 'command': [], 'workdir': '/w'}]}, 'command is empty'),
     ({'items': [{'number': 0, 'command': ['x'], 'workdir': '/w'}]}, 'positive integer'),
     ({'notifier': 'fleet-notify'}, 'template'),
+    ({'success_exit_status': [0]}, 'not an exit code'),
+    ({'success_exit_status': [256]}, 'not an exit code'),
 ])
 def test_refused_configuration_touches_nothing(run_module, args, message):
     base = {'items': items(1), 'path': PATH}
