@@ -5,7 +5,7 @@
 benchmarks (benchmarks/race.py, benchmarks/guard_to_launch.py).
 
 ``provision(bed)`` makes every bed host a worker with two masters (``d1``, ``d2``) through the
-real ``fleet.dispatch.worker`` role, gives each master a clone of a local origin repository (the
+real ``fleet.dispatch.worker`` role, which gives each master a clone of a local origin repository (the
 workspace module needs one, D10) and installs ``fleet-race-run``: the harmless long-running run
 command the tests launch instead of the runner. It records ``start``/``stop`` lines with the
 item, host, master, invocation and wall-clock time in ``~/race.log``, so a harness can count items
@@ -45,6 +45,11 @@ cat > /usr/local/bin/fleet-race-run <<'EOF_RUN'
 %(script)s
 EOF_RUN
 chmod 0755 /usr/local/bin/fleet-race-run
+'''
+
+# the origin the masters' clones come from (roles/worker's worker_clones makes the clones)
+ORIGIN = r'''
+set -eu
 if [ ! -d /srv/fleet-origin.git ]; then
   tmp=$(mktemp -d)
   git -C "$tmp" init -q -b main
@@ -56,10 +61,6 @@ if [ ! -d /srv/fleet-origin.git ]; then
   git config --system --add safe.directory /srv/fleet-origin.git
   rm -rf "$tmp"
 fi
-for m in %(masters)s; do
-  h=$(getent passwd "$m" | cut -d: -f6)
-  [ -d "$h/fleet/clones/main/.git" ] || sudo -u "$m" git clone -q /srv/fleet-origin.git "$h/fleet/clones/main"
-done
 '''
 
 PROVISION = '''---
@@ -72,6 +73,9 @@ PROVISION = '''---
         name: fleet.dispatch.worker
       vars:
         worker_packages_install: false
+        worker_clones:
+          - name: main
+            repo: /srv/fleet-origin.git
 '''
 
 
@@ -109,12 +113,14 @@ class Fleet(object):
         return subprocess.run(argv, capture_output=True, text=True, check=False, env=env or self.env(), timeout=timeout)
 
     def provision(self):
+        for host in self.bed.hosts:
+            self.bed.ssh(host, 'sudo sh -s', input=ORIGIN)
         play = self.workdir / 'provision.yml'
         play.write_text(PROVISION)
         res = self.playbook(play)
         if res.returncode != 0:
             raise RuntimeError('provisioning failed:\n%s\n%s' % (res.stdout[-6000:], res.stderr[-3000:]))
-        script = SETUP % {'script': RUN_SCRIPT.strip(), 'masters': ' '.join(MASTERS)}
+        script = SETUP % {'script': RUN_SCRIPT.strip()}
         for host in self.bed.hosts:
             self.bed.ssh(host, 'sudo sh -s', input=script)
 

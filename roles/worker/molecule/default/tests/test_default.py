@@ -213,6 +213,19 @@ def test_directories(host, master, sub, mode):
         assert d.mode == mode
 
 
+def test_each_master_has_its_clone_from_the_origin(host, master):
+    """worker_clones: ~/fleet/clones/<name>, the master's own, on the origin's main."""
+    name = master['name']
+    for clone in CONVERGE['vars']['worker_clones']:
+        path = '%s/fleet/clones/%s' % (host.user(name).home, clone['name'])
+        assert host.file(path + '/.git').is_directory and host.file(path).user == name
+        here = _as(host, name, 'git -C %s rev-parse HEAD && git -C %s remote get-url origin' % (path, path))
+        origin = host.run('git -C %s rev-parse main' % clone['repo'])
+        assert here.rc == 0 and origin.rc == 0, here.stderr + origin.stderr
+        head, url = here.stdout.split()
+        assert head == origin.stdout.strip() and url == clone['repo']
+
+
 def test_credentials_file_is_0600_and_owned_by_the_master(host, master):
     name = master['name']
     f = host.file('%s/%s/credentials.env' % (host.user(name).home, CONFIG))
