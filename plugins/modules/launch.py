@@ -91,7 +91,7 @@ options:
     description:
       - Exit codes of the run that are not a failure of its unit, passed as C(-p SuccessExitStatus=), so the notifier named by
         O(notifier) does not fire for them.
-      - The default is the runner's C(13) (a retry was scheduled) and C(12) (the master hit its provider's limit): both are the
+      - The default is the runner's C(13) (a retry was scheduled) and C(12) (the master hit its provider's limit). Both are the
         mechanism working, written on the board as markers, and an announcer that reports them trains the human to ignore the
         channel (D14). Its C(10) (no-op), C(11) (failure), C(3) (self-update did not verify), C(4) (close-out lost) and C(5)
         (start marker lost) still fire it.
