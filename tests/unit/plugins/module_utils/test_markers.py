@@ -25,7 +25,10 @@ def test_every_kind_has_its_own_single_codepoint_glyph():
     for glyph in glyphs:
         assert len(glyph) == 1, glyph
         assert glyph != u'\ufe0f'
-        assert unicodedata.category(glyph) == 'So'
+        # 🪫 is Unicode 14 (2021): an older Python's database (3.9 has 13.0) calls it unassigned.
+        # The marker code never asks unicodedata, so the glyph still round-trips there (below).
+        if unicodedata.unidata_version >= '14.0.0':
+            assert unicodedata.category(glyph) == 'So'
 
 
 def test_terminal_and_item_final():
