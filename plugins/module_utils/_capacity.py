@@ -10,7 +10,7 @@ dies on a provider limit the runner writes a state file (one per master,
 ``~/.local/state/fleet-dispatch/capacity.json``) and posts a capacity marker (not an attempt).
 The dispatcher reads the file before starting anything and skips a dark master. The format::
 
-    {"source": "rate_limit" | "revoked",     # D20: two kinds of dark, opposite remedies
+    {"source": "rate_limit" | "revoked" | "update_failed",   # D20: kinds of dark, different remedies
      "reset_at": "2026-11-30T17:00:00.000000Z" | null,   # the provider's stated reset, never invented
      "written_at": "2026-11-30T12:00:00.000000Z",
      "message": "Claude usage limit reached ...",        # the provider's own words (trimmed)
@@ -21,6 +21,15 @@ The dispatcher reads the file before starting anything and skips a dark master. 
   would ever reach the master again to delete the file, and the master would stay dark forever.
 * ``revoked`` (entitlement revoked/disabled, credit exhausted, key invalid) never clears by itself:
   the remedy is a human, and telling someone to wait out a revocation is worse than silence.
+* ``update_failed`` (D11 + D8): the runner's self-update did not verify, so the master would run
+  on stale code -- frozen doctrine. The runner refuses to start (exit 3, nothing posted) and writes
+  this state, so the dispatcher stops placing work on a master that cannot run it: without it the
+  master, running nothing, always had the most headroom and drew every item into the same refusal,
+  every cycle, while the board showed them all eligible. It clears like a rate limit with no
+  stated reset (after the cooldown from ``written_at``, one run tries again: a network blip heals
+  by itself), and is deleted by the next verified self-update and by ``fleet.dispatch.worker``
+  after a verified runner install -- the human remedy. It never overwrites a ``revoked`` or a
+  still-dark ``rate_limit`` state (stronger evidence, longer remedy).
 * The master's next CLEAN run deletes the file (self-healing, not a cache): clean means a zero
   exit AND no limit signature in the capture (``is_clean_run``) -- a run that exits 0 on a
   trailing limit notice must not delete a marker that is still true.
@@ -50,7 +59,8 @@ except ImportError:  # pragma: no cover - Python < 3.9 is not supported; kept im
     ZoneInfo = None
 
 UTC = _dt.timezone.utc
-SOURCES = ('rate_limit', 'revoked')
+SOURCES = ('rate_limit', 'revoked', 'update_failed')
+NO_RESET = ('revoked', 'update_failed')     # sources that never carry a provider's reset time
 STATE_FIELDS = ('source', 'reset_at', 'written_at', 'message', 'unit')
 
 # UNMEASURED GUESS: how long a rate_limit with no stated reset keeps a master dark, counted from
@@ -311,13 +321,13 @@ def classify_capacity(text: Any, now: Any = None, tz: Any = None) -> Optional[Di
 # --- the state file ------------------------------------------------------------------------------
 
 def make_state(source: str, *, written_at: Any, reset_at: Any = None, message: str = '', unit: str = '') -> Dict[str, Any]:
-    """A capacity state (datetimes as aware UTC). ``revoked`` never carries a reset time."""
+    """A capacity state (datetimes as aware UTC). ``revoked`` and ``update_failed`` never carry a reset time."""
     if source not in SOURCES:
         raise ValueError('capacity source must be one of %s, not %r' % (', '.join(SOURCES), source))
     written = parse_time(written_at)
     if written is None:
         raise ValueError('a capacity state needs written_at')
-    return {'source': source, 'reset_at': None if source == 'revoked' else parse_time(reset_at),
+    return {'source': source, 'reset_at': None if source in NO_RESET else parse_time(reset_at),
             'written_at': written, 'message': str(message or '')[:MESSAGE_MAX], 'unit': str(unit or '')}
 
 
@@ -378,7 +388,7 @@ def load_state(text: Any) -> Tuple[Optional[Dict[str, Any]], str]:
         reason = 'reset_at %r unreadable; treated as unknown' % (data.get('reset_at'),)
     if written is None:
         reason = (reason + '; ' if reason else '') + 'written_at missing or unreadable'
-    state = {'source': source, 'reset_at': None if source == 'revoked' else reset_at, 'written_at': written,
+    state = {'source': source, 'reset_at': None if source in NO_RESET else reset_at, 'written_at': written,
              'message': str(data.get('message') or ''), 'unit': str(data.get('unit') or '')}
     return state, reason
 
@@ -390,6 +400,8 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
     * None (no file, or unreadable): not dark (D5).
     * ``revoked``: dark, whatever the clock says; ``reset_at`` None; a human must act.
     * ``rate_limit`` with ``reset_at``: dark while ``now < reset_at``.
+    * ``update_failed``: dark while ``now < written_at + unknown_reset_cooldown`` (D11: a runner that
+      cannot update itself must not draw work), ``reset_at`` None.
     * ``rate_limit`` without: dark while ``now < written_at + unknown_reset_cooldown``; ``reset_at``
       stays None (unknown is reported as unknown, D8) and ``why`` names the cooldown's end.
       Without a readable ``written_at`` either, there is no evidence left to hold on: not dark.
@@ -403,6 +415,18 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
     message = state.get('message') or ''
     if source == 'revoked':
         return True, 'revoked', None, 'entitlement revoked or disabled; it does not clear by itself: a human must act (%s)' % message
+    if source == 'update_failed':
+        try:
+            written = parse_time(state.get('written_at'))
+        except (TypeError, ValueError):
+            written = None
+        if written is None:
+            return False, source, None, 'self-update failure with unreadable written_at: proceeding (D5)'
+        until = written + unknown_reset_cooldown
+        if when < until:
+            return True, source, None, ('the runner could not update itself (D11); re-run fleet.dispatch.worker or fix the '
+                                        'runner checkout; tried again after %s (%s)' % (format_time(until), message))
+        return False, source, None, 'self-update failure cooled down at %s: the next run tries again' % format_time(until)
     if source != 'rate_limit':
         return False, None, None, 'unknown capacity source %r ignored' % (source,)
     try:
@@ -420,6 +444,20 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
     if when < until:
         return True, 'rate_limit', None, 'rate limited, reset unknown; cooling down until %s (%s)' % (format_time(until), message)
     return False, 'rate_limit', None, 'rate limit with unknown reset: cooldown ended at %s' % format_time(until)
+
+
+def update_failed_state(existing: Optional[Dict[str, Any]], *, now: Any, message: str, unit: str = '') -> Optional[Dict[str, Any]]:
+    """The ``update_failed`` state the runner writes when its self-update did not verify (D11, D8),
+    or None when ``existing`` is stronger evidence that must stay: ``revoked``, or a ``rate_limit``
+    still dark at ``now`` (overwriting either would clear the master sooner than its remedy)."""
+    if existing and existing.get('source') in ('revoked', 'rate_limit') and is_dark(existing, now)[0]:
+        return None
+    return make_state('update_failed', written_at=now, message=message, unit=unit)
+
+
+def clears_after_update(existing: Optional[Dict[str, Any]]) -> bool:
+    """A verified self-update (or install) deletes an ``update_failed`` state, and only that one."""
+    return bool(existing) and existing.get('source') == 'update_failed'
 
 
 def is_clean_run(exit_code: Any, capture: Any) -> bool:

@@ -285,6 +285,9 @@ def dark_why(source, reset_at) -> str:
         return 'revoked: gets nothing until a human clears the capacity state (reset time %s)' % (reset_at or 'unknown')
     if source == 'rate_limit':
         return 'rate-limited: gets nothing until %s' % (reset_at or 'unknown')
+    if source == 'update_failed':
+        return ('runner could not update itself (D11): gets nothing until the cooldown ends or fleet.dispatch.worker '
+                'reinstalls it')
     return 'dark (%s) until %s' % (source or 'unknown source', reset_at or 'unknown')
 
 

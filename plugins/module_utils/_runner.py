@@ -62,6 +62,9 @@ One run, in order:
    as ``SuccessExitStatus=`` by default, so the ``OnFailure=`` notifier fires for 10, 11 and the
    runner's own errors (2-5) only.
 
+   A self-update that does not verify (exit 3, nothing posted) writes the ``update_failed``
+   capacity state, so the dispatcher stops placing work here; a verified one deletes it (D11, D8).
+
    A clean run (zero exit and no limit signature, ``_capacity.is_clean_run``) deletes the
    capacity file (D8 self-healing). The close-out's own failure is retried once (after checking
    whether the first attempt landed, so the marker is not doubled) and then logged loudly with
@@ -92,7 +95,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ._board import BoardError, open_board
 from ._brief import BRIEF_VERSION, render
-from ._capacity import dump_state, state_from
+from ._capacity import clears_after_update, dump_state, load_state, state_from, update_failed_state
 from ._cmd import SubprocessRunner
 from ._git import Git, GitError
 from ._markers import format_marker, markers_of, parse_marker
@@ -454,11 +457,7 @@ class Run(object):
         """Write the capacity state (D8) or, after a clean run, delete it. Failures are logged, never fatal."""
         try:
             if decision.capacity_state is not None:
-                os.makedirs(os.path.dirname(self.capacity_path), exist_ok=True)
-                tmp = '%s.%s.tmp' % (self.capacity_path, os.getpid())
-                with open(tmp, 'w', encoding='utf-8') as handle:
-                    handle.write(dump_state(decision.capacity_state))
-                os.replace(tmp, self.capacity_path)
+                write_capacity_file(self.capacity_path, decision.capacity_state)
                 self.log('capacity state written to %s (%s, reset %s)' % (
                     self.capacity_path, decision.capacity_state['source'],
                     format_time(decision.capacity_state.get('reset_at')) or 'unknown'))
@@ -701,6 +700,50 @@ class Run(object):
         return self._closeout(decision)
 
 
+# --- the master's capacity file (D8): one reader, one writer --------------------------------------
+
+def write_capacity_file(path: str, state: Dict[str, Any]) -> None:
+    """Write the capacity state atomically (a reader sees the old file or the new one, never half)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = '%s.%s.tmp' % (path, os.getpid())
+    with open(tmp, 'w', encoding='utf-8') as handle:
+        handle.write(dump_state(state))
+    os.replace(tmp, path)
+
+
+def read_capacity_file(path: str):
+    """``(state, why)`` of the capacity file (``_capacity.load_state``: unreadable means no state, D5)."""
+    try:
+        with open(path, 'rb') as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        text = None
+    except OSError as exc:
+        return None, 'capacity state unreadable: %s' % exc
+    return load_state(text)
+
+
+def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit: str, log) -> None:
+    """D11 + D8: a self-update that did not verify darkens the master (``update_failed``) so the
+    dispatcher stops placing work it would refuse; a verified one deletes that state. Never fatal."""
+    path = os.path.join(state_dir, 'capacity.json')
+    try:
+        existing, _why = read_capacity_file(path)
+        if failed is not None:
+            state = update_failed_state(existing, now=now, message=failed, unit=unit)
+            if state is None:
+                log('fleet-runner: the master is already dark (%s): its capacity state is left as it is' % existing['source'])
+                return
+            write_capacity_file(path, state)
+            log('fleet-runner: capacity state %s written (update_failed): the dispatcher places nothing here until the '
+                'runner checkout is fixed (re-run fleet.dispatch.worker) or the cooldown ends' % path)
+        elif clears_after_update(existing):
+            os.unlink(path)
+            log('fleet-runner: the self-update verified: capacity state %s (update_failed) deleted' % path)
+    except OSError as exc:
+        log('fleet-runner: WARNING: the capacity state %s could not be updated: %s' % (path, exc))
+
+
 # --- self-update (D11) -----------------------------------------------------------------------------
 
 _VERSION_RE = re.compile(r'^version:\s*["\']?([^"\'\s#]+)', re.MULTILINE)
@@ -809,6 +852,12 @@ def board_spec(path: str, environ) -> Dict[str, Any]:
     return spec
 
 
+def _runner_conf(args, environ) -> Dict[str, Any]:
+    """The runner config: ``--config`` (must exist), else FLEET_RUNNER_CONFIG or the default (may be absent)."""
+    path = args.config or environ.get('FLEET_RUNNER_CONFIG') or _expand(DEFAULT_CONFIG)
+    return _load_json_file(path, 'the runner config') if (args.config or os.path.exists(path)) else {}
+
+
 def _parser():
     p = argparse.ArgumentParser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.')
     p.add_argument('--item', type=int, help='the item number')
@@ -823,6 +872,8 @@ def _parser():
     p.add_argument('--branch', default=None, help='the branch to self-update from and to brief (default main)')
     p.add_argument('--no-self-update', action='store_true', help='skip the self-update')
     p.add_argument('--version', action='store_true', help='print the installed version as JSON and exit')
+    p.add_argument('--installed', action='store_true',
+                   help='the installer verified this runner: delete an update_failed capacity state, print JSON and exit')
     return p
 
 
@@ -849,12 +900,25 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     if args.version:
         sys.stdout.write(json.dumps({'version': installed_version(here), 'brief_version': BRIEF_VERSION, 'code_dir': here}) + '\n')
         return 0
+    if args.installed:
+        # fleet.dispatch.worker calls this after it verified the install: the human remedy of D11's dark state
+        try:
+            conf = _runner_conf(args, environ)
+        except (OSError, ValueError) as exc:
+            _log_line('fleet-runner: configuration error: %s' % exc)
+            return EXIT_USAGE
+        state_dir = _expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
+        before, _why = read_capacity_file(os.path.join(state_dir, 'capacity.json'))
+        note_update_outcome(state_dir, failed=None, now=started_at, unit='', log=_log_line)
+        after, _why = read_capacity_file(os.path.join(state_dir, 'capacity.json'))
+        sys.stdout.write(json.dumps({'cleared': clears_after_update(before) and after is None,
+                                     'source': (after or {}).get('source')}) + '\n')
+        return 0
     if args.item is None or args.item < 1:
         _log_line('fleet-runner: --item N (a positive item number) is required')
         return EXIT_USAGE
     try:
-        config_path = args.config or environ.get('FLEET_RUNNER_CONFIG') or _expand(DEFAULT_CONFIG)
-        conf = _load_json_file(config_path, 'the runner config') if (args.config or os.path.exists(config_path)) else {}
+        conf = _runner_conf(args, environ)
         spec = board_spec(_expand(args.board_spec or conf.get('board_spec') or DEFAULT_BOARD_SPEC), environ)
         agent = json.loads(args.agent_command) if args.agent_command else conf.get('agent_command', list(DEFAULT_AGENT))
         if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):
@@ -866,6 +930,9 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         return EXIT_USAGE
     branch = args.branch or conf.get('branch') or 'main'
     code_dir = args.code_dir or conf.get('code_dir')
+    # the repo: --repo, else the config, else FLEET_REPO (what fleet.dispatch's dispatch role sets on the unit)
+    repo = args.repo if args.repo is not None else (conf.get('repo') or environ.get('FLEET_REPO', ''))
+    state_dir = _expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
     if code_dir and not args.no_self_update and not conf.get('no_self_update'):
         try:
             update = self_update(_expand(code_dir), branch, runner=git_runner, expected_version=environ.get(EXPECTED_VERSION_ENV),
@@ -873,14 +940,15 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         except UpdateFailed as exc:
             _log_line('fleet-runner[item %d]: ERROR: self-update did not verify, nothing posted, the run does not start: %s'
                       % (args.item, exc))
+            note_update_outcome(state_dir, failed=str(exc), now=(clock or _utcnow)(), unit=_unit_or_number(args.item, repo),
+                                log=_log_line)
             return EXIT_UPDATE_FAILED
         if update['status'] == 'updated':  # only reached when an injected execv returned (tests)
             return 0
+        note_update_outcome(state_dir, failed=None, now=started_at, unit=_unit_or_number(args.item, repo), log=_log_line)
     version = installed_version(here) or ''
     config = RunConfig(
-        # the repo: --repo, else the config, else FLEET_REPO (what fleet.dispatch's dispatch role sets on the unit)
-        number=args.item, repo=args.repo if args.repo is not None else (conf.get('repo') or environ.get('FLEET_REPO', '')),
-        state_dir=_expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR), agent_command=agent,
+        number=args.item, repo=repo, state_dir=state_dir, agent_command=agent,
         workdir=_expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
         host=socket.gethostname(), master=_user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
         timeout=(args.timeout if args.timeout is not None else conf.get('timeout')) or None, agent_env=agent_env,
@@ -888,6 +956,13 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     run = Run(config, lambda: open_board(spec), started_at=started_at, clock=clock, spawner=spawner, reraise=reraise,
               environ=environ)
     return run.run()
+
+
+def _unit_or_number(number: int, repo: str) -> str:
+    try:
+        return unit_name(number, repo)
+    except ValueError:
+        return 'task-%d' % number
 
 
 def _user() -> str:

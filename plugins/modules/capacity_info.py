@@ -11,7 +11,9 @@ short_description: Is this master dark, why, until when - and how much headroom 
 version_added: 0.1.0
 description:
   - Reads the master's capacity state file, written by the runner when a run dies on a provider limit (D8), and says whether the
-    master is dark, the RV(source) (V(rate_limit) clears by the clock, V(revoked) needs a human - D20), the provider's stated
+    master is dark, the RV(source) (V(rate_limit) clears by the clock, V(revoked) needs a human - D20, V(update_failed) - the
+    runner could not update itself, D11 - clears after a cooldown or when the C(fleet.dispatch.worker) role reinstalls the
+    runner), the provider's stated
     RV(reset_at) (null when none was stated - never invented) and why. The meaning of the file is the collection's one
     implementation in C(_capacity) (D15), shared with the runner that writes it.
   - A missing, empty or unparseable file means B(not dark), and RV(why) says so (D5 - a guard fails open; a refusal needs positive
@@ -57,7 +59,7 @@ dark:
   returned: always
   type: bool
 source:
-  description: V(rate_limit), V(revoked), or null when there is no (readable) state.
+  description: V(rate_limit), V(revoked), V(update_failed), or null when there is no (readable) state.
   returned: always
   type: str
 reset_at:

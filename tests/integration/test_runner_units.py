@@ -454,3 +454,29 @@ def test_the_role_converges_unchanged_after_the_runner_updated_itself(worker):
     assert proc.returncode == 0, proc.stdout[-4000:]
     recap = [line for line in proc.stdout.splitlines() if line.startswith(worker.host)]
     assert recap and 'changed=0' in recap[-1], proc.stdout[-4000:]
+
+
+def test_a_runner_that_cannot_update_darkens_its_master_until_the_role_reinstalls_it(worker):
+    """D11 + D8 in a real unit: the fetch fails, so the run refuses to start on stale code (exit 3, no
+    marker, the notifier fires) and the master goes dark (update_failed) -- the dispatcher's
+    capacity_info says so and names the remedy; the worker role's verified reinstall clears it."""
+    moved = worker.source + '.moved'
+    worker.ssh('mv %s %s' % (worker.source, moved))
+    try:
+        worker.create([71])
+        assert not worker.launch([(71, 'merge', {})]).get('failed')
+        worker.unit_gone(71)
+        assert worker.read([71])['71']['kinds'] == []                           # nothing posted (D20)
+        state = worker.capacity()
+        assert state and state['source'] == 'update_failed' and state['unit'] == 'task-71', state
+        assert 'task-71' in worker.notified(['task-71'])                       # exit 3 is announced
+        dark = worker.bed.ansible(worker.host, 'fleet.dispatch.capacity_info', {'units': False}, become_user=worker.master)
+        info = dark[worker.host]
+        assert info['dark'] is True and info['source'] == 'update_failed' and 'fleet.dispatch.worker' in info['why'], info
+    finally:
+        worker.ssh('mv %s %s' % (moved, worker.source))
+    proc = worker.install()
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert 'Clear a self-update failure' in proc.stdout and worker.capacity() is None
+    info = worker.bed.ansible(worker.host, 'fleet.dispatch.capacity_info', {'units': False}, become_user=worker.master)[worker.host]
+    assert info['dark'] is False, info

@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import (
     DEFAULT_UNKNOWN_RESET_COOLDOWN, STATE_FIELDS, classify_capacity, dump_state, is_clean_run, is_dark, load_state,
-    make_state, reset_phrase, resolve_reset, state_from)
+    make_state, reset_phrase, resolve_reset, state_from, update_failed_state, clears_after_update)
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 30, 15, 0, 0, tzinfo=UTC)   # 15:00 UTC = 16:00 in Berlin, 10:00 in New York
@@ -194,6 +194,7 @@ def test_state_from_classification():
 RL_KNOWN = make_state('rate_limit', written_at=NOW, reset_at=u(2026, 11, 30, 17), message='limit')
 RL_UNKNOWN = make_state('rate_limit', written_at=NOW, message='limit')
 REVOKED = make_state('revoked', written_at=NOW, message='credit balance is too low')
+UPDATE_FAILED = make_state('update_failed', written_at=NOW, reset_at=u(2026, 11, 30, 17), message='git fetch failed')
 
 
 @pytest.mark.parametrize('name, state, at, dark, source, reset_at', [
@@ -207,6 +208,13 @@ REVOKED = make_state('revoked', written_at=NOW, message='credit balance is too l
     ('unknown reset, unreadable written_at: no evidence left', {'source': 'rate_limit', 'reset_at': None, 'written_at': None},
      NOW, False, 'rate_limit', None),
     ('state loaded from text (ISO strings)', json.loads(dump_state(RL_KNOWN)), NOW, True, 'rate_limit', u(2026, 11, 30, 17)),
+    # D11 + D8: a runner that cannot update itself draws no work, for a bounded cooldown
+    ('update failed: dark inside the cooldown', UPDATE_FAILED, NOW + DEFAULT_UNKNOWN_RESET_COOLDOWN - dt.timedelta(seconds=1),
+     True, 'update_failed', None),
+    ('update failed: one run tries again after it', UPDATE_FAILED, NOW + DEFAULT_UNKNOWN_RESET_COOLDOWN, False, 'update_failed', None),
+    ('update failed, unreadable written_at: no evidence left', {'source': 'update_failed', 'written_at': 'x'}, NOW, False,
+     'update_failed', None),
+    ('update failed, loaded from text', load_state(dump_state(UPDATE_FAILED))[0], NOW, True, 'update_failed', None),
 ])
 def test_is_dark(name, state, at, dark, source, reset_at):
     got = is_dark(state, at)
@@ -217,6 +225,31 @@ def test_is_dark(name, state, at, dark, source, reset_at):
 def test_is_dark_messages_name_the_remedy():
     assert 'human' in is_dark(REVOKED, NOW)[3]
     assert 'unknown' in is_dark(RL_UNKNOWN, NOW)[3]
+
+
+def test_update_failed_never_carries_a_reset_and_names_the_remedy():
+    assert UPDATE_FAILED['reset_at'] is None
+    assert 'fleet.dispatch.worker' in is_dark(UPDATE_FAILED, NOW)[3]
+
+
+@pytest.mark.parametrize('existing, at, writes', [
+    (None, NOW, True),
+    (RL_KNOWN, u(2026, 11, 30, 16), False),             # a rate limit still dark: stronger evidence stays
+    (RL_KNOWN, u(2026, 11, 30, 18), True),              # one that has cleared does not
+    (REVOKED, NOW + dt.timedelta(days=3), False),        # revoked never clears by itself: never overwritten
+    (UPDATE_FAILED, NOW + dt.timedelta(hours=1), True),  # a second failure starts a new cooldown
+])
+def test_update_failed_state_keeps_stronger_evidence(existing, at, writes):
+    state = update_failed_state(existing, now=at, message='the fetch failed', unit='task-7')
+    if writes:
+        assert state['source'] == 'update_failed' and state['written_at'] == at and state['unit'] == 'task-7'
+    else:
+        assert state is None
+
+
+def test_only_an_update_failed_state_clears_after_an_update():
+    assert clears_after_update(UPDATE_FAILED)
+    assert not clears_after_update(REVOKED) and not clears_after_update(RL_KNOWN) and not clears_after_update(None)
 
 
 def test_is_dark_cooldown_is_a_parameter():

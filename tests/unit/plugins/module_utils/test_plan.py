@@ -164,6 +164,7 @@ def test_the_seed_story_two_kills_never_land_on_the_survivor():
     ('rate_limit', '2026-11-30T17:00:00Z', 'until 2026-11-30T17:00:00Z'),
     ('rate_limit', None, 'until unknown'),
     ('revoked', None, 'until a human clears'),
+    ('update_failed', None, 'reinstalls it'),
 ])
 def test_dark_words_name_the_kind_and_never_invent_a_time(source, reset_at, words):
     """D8/D20: a rate limit clears on a clock, a revocation never does; no stated time is 'unknown'."""

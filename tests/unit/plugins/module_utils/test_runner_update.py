@@ -148,6 +148,70 @@ def test_main_posts_nothing_when_the_update_does_not_verify(repos, tmp_path):
     board.close()
 
 
+def _main(tmp_path, code, *extra, env=None):
+    board = LedgerBoard(path=str(tmp_path / 'l.sqlite3'), create=True)
+    board.upsert_item(number=7, title='t', status='Ready')
+    board.close()
+    spec = tmp_path / 'board.json'
+    spec.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'l.sqlite3')}))
+    environ = dict({'PATH': os.environ['PATH'], 'HOME': str(tmp_path)}, **(env or {}))
+    return _runner.main(['fleet-runner', '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
+                         '--state-dir', str(tmp_path / 'state'), '--agent-command', '["true"]'] + list(extra),
+                        environ=environ, execv=lambda *a: None, clock=lambda: T0)
+
+
+def _capacity(tmp_path):
+    path = tmp_path / 'state' / 'capacity.json'
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def test_an_update_that_does_not_verify_darkens_the_master_and_a_verified_one_clears_it(repos, tmp_path):
+    """D11 + D8: a master that cannot run current code draws no work (it ran nothing, so it always
+    had the most headroom and drew every item into the same refusal); a verified update heals it."""
+    _work, origin, code, _publish = repos
+    origin.rename(origin.with_name('moved.git'))                      # the remote is gone: the fetch fails
+    assert _main(tmp_path, code) == _runner.EXIT_UPDATE_FAILED
+    state = _capacity(tmp_path)
+    assert state['source'] == 'update_failed' and state['reset_at'] is None and state['unit'] == 'task-7'
+    assert 'could not update itself' in state['message'] and state['written_at'] == '2026-11-30T12:00:00.000000Z'
+    origin.with_name('moved.git').rename(origin)
+    # an agent that fails is not a clean run (which would delete any state, D8): only the verified update cleared it
+    assert _main(tmp_path, code, '--agent-command', '["false"]') == _runner.EXIT['failure']
+    assert _capacity(tmp_path) is None
+
+
+def test_an_update_failure_leaves_a_revoked_master_revoked(repos, tmp_path):
+    _work, origin, code, _publish = repos
+    (tmp_path / 'state').mkdir()
+    revoked = '{"source": "revoked", "reset_at": null, "written_at": "2026-11-29T00:00:00Z", "message": "m", "unit": "task-1"}'
+    (tmp_path / 'state' / 'capacity.json').write_text(revoked)
+    origin.rename(origin.with_name('moved.git'))
+    assert _main(tmp_path, code) == _runner.EXIT_UPDATE_FAILED
+    assert _capacity(tmp_path)['source'] == 'revoked'
+    origin.with_name('moved.git').rename(origin)
+    # a verified update says nothing about the entitlement: only a clean run of the agent would (D8)
+    assert _main(tmp_path, code, '--agent-command', '["false"]') == _runner.EXIT['failure']
+    assert _capacity(tmp_path)['source'] == 'revoked'
+
+
+@pytest.mark.parametrize('content, cleared, left', [
+    ('{"source": "update_failed", "reset_at": null, "written_at": "2026-11-30T11:00:00Z", "message": "m", "unit": "task-1"}',
+     True, None),
+    ('{"source": "rate_limit", "reset_at": null, "written_at": "2026-11-30T11:00:00Z", "message": "m", "unit": "task-1"}',
+     False, 'rate_limit'),
+    (None, False, None),
+])
+def test_installed_clears_only_an_update_failure(tmp_path, capsys, content, cleared, left):
+    """``fleet-runner --installed``: what fleet.dispatch.worker runs after it verified the install."""
+    if content is not None:
+        (tmp_path / 'state').mkdir()
+        (tmp_path / 'state' / 'capacity.json').write_text(content)
+    assert _runner.main(['fleet-runner', '--installed', '--state-dir', str(tmp_path / 'state')],
+                        environ={'HOME': str(tmp_path)}, clock=lambda: T0) == 0
+    assert json.loads(capsys.readouterr().out) == {'cleared': cleared, 'source': left}
+    assert (_capacity(tmp_path) or {}).get('source') == left
+
+
 def test_the_runner_really_re_executes_itself_once_from_its_updated_checkout(tmp_path):
     """End to end: a clone of this collection is the runner's code; a new commit on its origin is
     fetched, checked out, and the fresh code runs the item after exactly one execve (D11)."""

@@ -25,6 +25,7 @@ RATE_FUTURE = dump_state(make_state('rate_limit', written_at='2026-11-30T11:00:0
 RATE_PAST = dump_state(make_state('rate_limit', written_at='2026-11-30T08:00:00Z', reset_at='2026-11-30T09:00:00Z'))
 RATE_UNKNOWN = dump_state(make_state('rate_limit', written_at='2026-11-30T11:50:00Z', reset_at=None))
 REVOKED = dump_state(make_state('revoked', written_at='2026-11-29T11:00:00Z', message='subscription has been cancelled'))
+UPDATE_FAILED = dump_state(make_state('update_failed', written_at='2026-11-30T11:50:00Z', message='git fetch failed'))
 
 
 @pytest.mark.parametrize('content, dark, source, reset_at, why, warned', [
@@ -37,6 +38,7 @@ REVOKED = dump_state(make_state('revoked', written_at='2026-11-29T11:00:00Z', me
     (RATE_PAST, False, 'rate_limit', '2026-11-30T09:00:00.000000Z', 'reset passed', False),
     (RATE_UNKNOWN, True, 'rate_limit', None, 'reset unknown', False),                 # D8: never fabricate a reset time
     (REVOKED, True, 'revoked', None, 'a human must act', False),                      # D20: opposite remedy
+    (UPDATE_FAILED, True, 'update_failed', None, 'fleet.dispatch.worker', False),     # D11: no stale code draws work
 ])
 def test_state_file(run_module, tmp_path, content, dark, source, reset_at, why, warned):
     path = tmp_path / 'capacity.json'
