@@ -74,6 +74,7 @@ DEFAULT_UNKNOWN_RESET_COOLDOWN = _dt.timedelta(minutes=30)
 
 # Characters of the provider's message kept in the state file. Display only (no decision reads
 # it); unmeasured guess: the provider limit notices in the tests are all under 120 characters.
+# Experiment that settles it: the longest provider message in a month of capacity states, x4.
 MESSAGE_MAX = 500
 
 # --- signatures -----------------------------------------------------------------------------

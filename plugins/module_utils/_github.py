@@ -87,7 +87,7 @@ except ImportError as _exc:  # pragma: no cover - environment dependent
 # is the maximum GitHub allows (100) unless the batch's nested connections push it past 1 point.
 
 PAGE_SIZE = 100
-"""Items per page pass call. The page has no nested connection, so a page of 100 is 1 request =
+"""Items per page pass call. Derived from GitHub's published cost formula: the page has no nested connection, so a page of 100 is 1 request =
 1 point, the same as a page of 10: 100 is GitHub's maximum and the cheapest per item
 (0.01 point/item; 5,000 items = 50 points, printed by benchmarks/github_cost.py)."""
 
@@ -99,11 +99,11 @@ nodes). Same price, smaller answers: 25. (Unmeasured: the response time of a 100
 against GitHub's own 10 s query timeout; a timing run against github.com would settle it.)"""
 
 BLOCKER_BATCH = 100
-"""Issues per ``BLOCKERS`` call: one nested connection each, so 100 issues = 100 requests =
+"""Issues per ``BLOCKERS`` call. Derived from GitHub's published cost formula: one nested connection each, so 100 issues = 100 requests =
 1 point, GitHub's maximum ``nodes(ids:)`` length."""
 
 COMMENTS_PER_PAGE = 100
-"""``comments(last: 100)``: the cost is per parent, not per node, so the maximum is free; an
+"""``comments(last: 100)``. Derived from GitHub's published cost formula: the cost is per parent, not per node, so the maximum is free; an
 issue with more comments is paged backwards with ``MORE_COMMENTS`` (1 point per extra page)."""
 
 RATE_LIMIT_MAX_WAIT = 90.0
@@ -115,15 +115,17 @@ asks for ``retry-after`` values of 60 s in its documentation. Settle it by loggi
 
 RATE_LIMIT_RETRIES = 3
 """Attempts per call when GitHub answers with a rate limit (unmeasured guess: one wait usually
-clears a secondary limit; three bounds a call at 3 x RATE_LIMIT_MAX_WAIT)."""
+clears a secondary limit; three bounds a call at 3 x RATE_LIMIT_MAX_WAIT). Experiment that settles it:
+count, over a week of a real fleet's logs, how many waits each rate-limited call needed."""
 
 SECONDARY_DEFAULT_WAIT = 60.0
-"""GitHub's documented advice when a secondary rate limit names no ``retry-after``: wait at
-least one minute."""
+"""Derived from GitHub's documented advice when a secondary rate limit names no ``retry-after``:
+wait at least one minute."""
 
 HTTP_TIMEOUT = (10.0, 60.0)
 """(connect, read) seconds. Unmeasured guess: GitHub ends a GraphQL query at 10 s server side,
-so a 60 s read timeout only triggers on a broken connection."""
+so a 60 s read timeout only triggers on a broken connection. Experiment that settles it: log each
+board read's slowest response for a week and keep the read timeout at 3x the p99 or more."""
 
 USER_AGENT = 'fleet.dispatch-github-board'
 

@@ -218,6 +218,23 @@ def test_the_run_directory_is_cleared_at_start(world):
     assert run['item'] == 7 and run['brief_version'] == _runner.BRIEF_VERSION
 
 
+@pytest.mark.parametrize('mode', ['claim', 'merge'])
+def test_the_system_never_authors_the_agents_evidence(world, mode):
+    """D17 🔴: a verdict synthesised from "a PR exists" is a rubber stamp. The agent's own
+    result.json is left byte for byte as it wrote it (the claim run's evidence is empty and stays
+    empty), and nothing the runner posts or records carries evidence in the agent's name."""
+    world.run(mode)
+    out = world.state / 'runs' / 'task-7' / 'out' / 'result.json'
+    written = [json.loads(line) for line in (world.tmp / 'agent.log').read_text().splitlines()]
+    result = json.loads(out.read_text())
+    assert result['evidence'] == ([] if mode == 'claim' else [{'command': 'true', 'output': ''}])
+    assert written, 'the fake agent ran'
+    for marker in markers_of(world.item()):
+        assert 'evidence' not in marker.fields and 'evidence' not in marker.text.lower(), marker
+    closeout = json.loads((world.state / 'runs' / 'task-7' / 'closeout.json').read_text())
+    assert 'evidence' not in json.dumps(closeout).lower()
+
+
 def test_the_brief_reaches_the_agent_on_stdin_with_the_item_text_as_data(world):
     world.board.upsert_item(number=7, body='Use $HOME and {{item_body}} and `rm -rf /` literally')
     world.run('claim')
