@@ -22,12 +22,10 @@ def _tasks(node):
     if isinstance(node, dict):
         yield node
         for value in node.values():
-            for inner in _tasks(value):
-                yield inner
+            yield from _tasks(value)
     elif isinstance(node, list):
         for value in node:
-            for inner in _tasks(value):
-                yield inner
+            yield from _tasks(value)
 
 
 def test_the_scan_reads_the_shared_path():
