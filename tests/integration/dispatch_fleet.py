@@ -63,20 +63,6 @@ if [ ! -d /srv/fleet-origin.git ]; then
 fi
 '''
 
-PROVISION = '''---
-- name: Provision the dispatch test fleet
-  hosts: workers
-  gather_facts: false
-  tasks:
-    - name: Workers with two masters each
-      ansible.builtin.include_role:
-        name: fleet.dispatch.worker
-      vars:
-        worker_packages_install: false
-        worker_clones:
-          - name: main
-            repo: /srv/fleet-origin.git
-'''
 
 
 def _tool(name):
@@ -115,9 +101,10 @@ class Fleet(object):
     def provision(self):
         for host in self.bed.hosts:
             self.bed.ssh(host, 'sudo sh -s', input=ORIGIN)
-        play = self.workdir / 'provision.yml'
-        play.write_text(PROVISION)
-        res = self.playbook(play)
+        # the production playbook (D15): fleet.dispatch.worker on the `workers` group
+        res = self.playbook(REPO / 'playbooks' / 'provision.yml', {
+            'worker_packages_install': False,
+            'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}]})
         if res.returncode != 0:
             raise RuntimeError('provisioning failed:\n%s\n%s' % (res.stdout[-6000:], res.stderr[-3000:]))
         script = SETUP % {'script': RUN_SCRIPT.strip()}

@@ -133,3 +133,13 @@ def test_apply_refuses_an_item_whose_lease_another_dispatcher_holds(tmp_path, bo
     assert after.holder == 'sweep-on-the-timer' and after.token == held.token
     with open_board(board) as b:
         assert [len(b.get(n).comments) for n in (1, 2, 3, 4)] == before
+
+
+@pytest.mark.parametrize('name', sorted(p.name for p in (REPO / 'playbooks').glob('*.yml')))
+def test_every_playbook_passes_syntax_check(name):
+    """Every shipped playbook parses and resolves its roles and modules by FQCN (provision.yml, whose
+    real run is the integration suite's worker provisioning, included)."""
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false')
+    proc = subprocess.run([str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), '--syntax-check',
+                           str(REPO / 'playbooks' / name)], env=env, capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
