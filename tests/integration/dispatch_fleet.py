@@ -64,7 +64,6 @@ fi
 '''
 
 
-
 def _tool(name):
     sibling = pathlib.Path(sys.executable).parent / name
     return str(sibling)
