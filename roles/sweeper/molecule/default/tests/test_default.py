@@ -41,7 +41,8 @@ SCRIPT = '/usr/local/libexec/fleet-dispatch/fleet-sweeper-heartbeat'
 SERVICE = 'fleet-sweeper.service'
 TIMER = 'fleet-sweeper.timer'
 # How long a test waits for a cycle the timer started on its own to end before starting one.
-# Reading on the test bed: a plan cycle of the demo board took ~4 s; 120 s only bounds a hang.
+# Reading on the test bed: a plan cycle of the demo board took 4.8-6.0 s (journal, start to
+# heartbeat); 120 s only bounds a hang.
 CYCLE_WAIT_S = 120
 
 
@@ -128,6 +129,35 @@ def test_timer_enabled_active_with_a_next_elapse(host):
     assert nxt and nxt not in ('0', 'infinity'), shown
     listed = host.run('systemctl list-timers --all --no-legend %s' % TIMER).stdout
     assert TIMER in listed and SERVICE in listed, listed
+
+
+def test_the_timer_itself_started_a_cycle(host):
+    """Not only our `systemctl start`s below: the timer fired (OnBootSec=1s had long passed)."""
+    last = host.run('systemctl show -p LastTriggerUSec --value %s' % TIMER).stdout.strip()
+    assert last and last not in ('n/a', '0'), last
+    beats = host.run('journalctl --no-pager -o cat -t fleet-sweeper-heartbeat').stdout
+    assert 'fleet-sweeper-heartbeat: ' in beats, 'the timer fired but no cycle wrote a heartbeat' + _journal(host)
+
+
+def test_every_argument_reaches_ansible_playbook_as_written(host):
+    """argv-safe: the running ansible-playbook's own argv (/proc/PID/cmdline) ends with
+    sweeper_extra_args exactly - no %-specifier, $-expansion, unquoting or word splitting."""
+    _wait_idle(host)
+    assert host.run('systemctl start --no-block %s' % SERVICE).rc == 0
+    argv = None
+    deadline = time.monotonic() + CYCLE_WAIT_S
+    while argv is None and time.monotonic() < deadline:
+        pids = host.run('pgrep -u %s -f fleet.dispatch.sweep' % USER).stdout.split()
+        for pid in pids:
+            raw = host.run("tr '\\0' '\\n' < /proc/%s/cmdline" % pid).stdout.split('\n')
+            if any(a.endswith('/ansible-playbook') for a in raw[:2]):
+                argv = raw
+        time.sleep(0.1)
+    _wait_idle(host)
+    assert argv, 'never saw the cycle\'s ansible-playbook' + _journal(host)
+    extra = VARS['sweeper_extra_args']
+    assert [a for a in argv if a][-len(extra):] == extra, argv
+    assert argv[argv.index('-i') + 1:argv.index('-i') + 4] == [INVENTORY, 'fleet.dispatch.sweep', '-e'], argv
 
 
 # --- the secrets ---------------------------------------------------------------------------
