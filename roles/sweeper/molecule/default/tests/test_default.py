@@ -213,15 +213,33 @@ def test_a_failing_cycle_still_writes_the_heartbeat(host):
     moved = host.run('mv %s %s.away' % (INVENTORY, INVENTORY))
     assert moved.rc == 0, moved.stderr
     try:
-        rc, beat, _ = _cycle(host)
+        rc, beat, _took = _cycle(host)
     finally:
         host.run('mv %s.away %s' % (INVENTORY, INVENTORY))
     assert rc != 0
     assert beat['result'] == 'exit-code' and beat['exit_code'] == 'exited' and beat['exit_status'] not in ('', '0'), beat
     assert host.run('systemctl is-failed %s' % SERVICE).stdout.strip() == 'failed'
     # and the next cycle succeeds again (the unit is not stuck in failed)
-    rc, beat, _ = _cycle(host)
+    rc, beat, _took = _cycle(host)
     assert rc == 0 and beat['result'] == 'success', beat
+
+
+def test_a_held_lock_skips_the_cycle_as_a_success_with_status_75(host):
+    """flock -n: a cycle that finds the lock held exits 75 at once (SuccessExitStatus=75)."""
+    holder = 'fleet-test-lockholder'
+    out = host.run('systemd-run --quiet --collect --unit=%s -p User=%s %s %s/sweep.lock sleep 120'
+                   % (holder, USER, '/usr/bin/flock', STATE))
+    assert out.rc == 0, out.stderr
+    try:
+        deadline = time.monotonic() + 10
+        while host.run('runuser -u %s -- /usr/bin/flock -n %s/sweep.lock true' % (USER, STATE)).rc == 0:
+            assert time.monotonic() < deadline, 'the holder never took the lock'
+            time.sleep(0.1)
+        rc, beat, took = _cycle(host)
+    finally:
+        host.run('systemctl stop %s' % holder)
+    assert rc == 0 and beat['result'] == 'success' and beat['exit_status'] == '75', beat
+    assert took < 5, 'a skipped cycle must not wait for the lock (%.1f s)' % took
 
 
 def test_heartbeat_script_exits_0_even_when_its_directory_is_unwritable(host):
