@@ -73,6 +73,9 @@ RETURNING_MIN_SQLITE = (3, 35, 0)
 SQLITE_HAS_RETURNING = sqlite3.sqlite_version_info >= RETURNING_MIN_SQLITE
 
 _MAX_PARENT = 200
+# Longest parent session id accepted. UNMEASURED GUESS: it only keeps a runaway value out of the
+# primary key; the seed's session ids are short. Experiment that settles it: take the longest
+# session id in the ledger after a month and keep 4x it.
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 
 _INSERT = ('INSERT INTO handoffs (id, parent, successor, holder, workspace, claimed_at) VALUES (?, ?, ?, ?, ?, ?) '
