@@ -39,6 +39,20 @@ def board_argspec() -> Dict[str, Any]:
     )
 
 
+def ledger_argspec() -> Dict[str, Any]:
+    """The top-level ``path``/``dsn`` options of a module that talks to the ledger itself, not to a
+    board (``handoff_claim``: claims live in the ledger even when the queue is GitHub). Documented
+    by the ``fleet.dispatch.ledger`` doc fragment. Neither set: ``default_ledger_path()``, the same
+    default as the ledger board's."""
+    return dict(
+        argument_spec=dict(
+            path=dict(type='path'),
+            dsn=dict(type='str', no_log=True),
+        ),
+        mutually_exclusive=[('path', 'dsn')],
+    )
+
+
 def board_spec(params: Dict[str, Any]) -> Dict[str, Any]:
     """The validated ``board`` option as the spec ``_board.open_board`` takes (unset keys dropped)."""
     spec = dict((k, v) for k, v in (params or {}).items() if v is not None)

@@ -60,9 +60,10 @@ MIGRATIONS = [
         "CREATE TABLE artifact_closes (artifact BIGINT NOT NULL REFERENCES artifacts (id), "
         "item INTEGER NOT NULL REFERENCES items (number), PRIMARY KEY (artifact, item))",
     ]),
-    # Room for later board migrations: seed 003's handoffs/session chains come next as
-    # version 3+ of this list. Leases are another component ('lease', in _lease.py's own
-    # migration list through _sql.SqlStore.migrate), not board tables: do not add them here.
+    # Room for later board migrations (version 3+). Seed 003's handoff claims are NOT board
+    # tables: they are their own component ('handoff', _handoff.MIGRATIONS through
+    # _sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
+    # not board tables either (_lease.py creates fleet_leases itself): do not add them here.
 ]
 """The board's forward migrations, applied in order, each recorded in ``schema_version``."""
 

@@ -206,3 +206,47 @@ def oldest_wins(units: List[Any], key: Optional[str] = None) -> Tuple[Optional[A
         return (start is None, start or 0) + _tiebreak(unit)
     ordered = sorted(units, key=order)
     return ordered[0], ordered[1:]
+
+
+# --------------------------------------------------------------------------------------------
+# seed 003: dispatched successors (``any-<topic>``) and the winner's workspace name
+
+DISPATCH_TAG = 'any-'
+"""The tag that addresses a successor to no machine (seed 003: "a successor named any-<topic> is
+addressed to no machine. Every runner on the fleet is eligible")."""
+
+_TOPIC_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$')
+
+
+def dispatch_topic(name: Any) -> Optional[str]:
+    """The ``<topic>`` of a dispatched successor name ``any-<topic>``; ``None`` for any other name.
+
+    The tag is literal and lower-case (``ANY-x`` is not a dispatch). The topic is 1-100 characters
+    of ``[A-Za-z0-9._-]`` starting with a letter or digit, so it is safe as part of a directory
+    name. No normalisation: every runner reads the same successor text from the ledger, and the
+    claim id is built from that text verbatim (two spellings are two successors, not one).
+    """
+    if not isinstance(name, str) or not name.startswith(DISPATCH_TAG):
+        return None
+    topic = name[len(DISPATCH_TAG):]
+    return topic if _TOPIC_RE.match(topic) else None
+
+
+def is_dispatch_name(name: Any) -> bool:
+    """``is_dispatch_name('any-foo')`` is true: the successor belongs to no machine and must be claimed."""
+    return dispatch_topic(name) is not None
+
+
+def claimed_name(successor: Any, host: Any) -> str:
+    """The winner's name for a dispatched successor: the ``any-`` tag dropped, the host's name taken.
+
+    ``claimed_name('any-docs', 'desk-2')`` is ``desk-2-docs``. Seed 003: "the winner's worktree drops
+    the any- tag and takes its own host's name, so the directory tells you where the work actually
+    ran." Zero entropy (D4): the same successor and host always give the same name. The host part is
+    ``worktree_name``'s (lower-cased, anything outside ``[a-z0-9._-]`` becomes ``_``).
+    Raises ``ValueError`` for a name that is not ``any-<topic>`` or an empty host.
+    """
+    topic = dispatch_topic(successor)
+    if topic is None:
+        raise ValueError('%r is not a dispatched successor name (any-<topic>)' % (successor,))
+    return '%s-%s' % (_host_part(host), topic)

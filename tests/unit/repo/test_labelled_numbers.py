@@ -28,6 +28,7 @@ NOT_TUNABLES = {
     'FILE_FORMAT': 'the lease file format version',
     'MIGRATION_LOCK_KEY': 'an advisory-lock key: any fixed value works',
     '_MAX_UNIT': "systemd's own limit (UNIT_NAME_MAX), not ours to tune",
+    'RETURNING_MIN_SQLITE': 'the SQLite release that added INSERT ... RETURNING, a fact about SQLite',
 }
 # "derived": computed from a published figure (GitHub's cost formula), the figure written beside it
 LABEL = re.compile(r'measured|reading|guess|derived', re.I)
