@@ -13,10 +13,10 @@ description:
   - A session that closes may hand off to a successor named C(any-<topic>), addressed to no machine (seed 003). Every runner with
     room is eligible, so runners race; this module is the race's one atomic decision.
   - The claim is B(one) C(INSERT ... ON CONFLICT DO NOTHING RETURNING) on the ledger, on a unique id built from O(parent) and
-    O(successor) and nothing else (zero entropy, D4). The runner that gets a row back won (RV(won=true), RV(changed=true)). Every
+    O(successor) and nothing else (zero entropy, D4). The runner that gets a row back won (RV(won=true), C(changed=true)). Every
     other runner reads the holder and gets RV(won=false) and RV(holder); its RV(why) is the line to log, C(already claimed by <host>).
     Asking again gives the same answer; the row is never changed or removed.
-  - The same O(host) asking again still holds its claim - RV(won=true), RV(changed=false).
+  - The same O(host) asking again still holds its claim - RV(won=true), C(changed=false).
   - The winner's workspace (RV(workspace)) drops the C(any-) tag and takes the host's name - C(any-docs) claimed by C(desk-2) runs in
     C(desk-2-docs).
   - Fails B(closed), unlike the guards and the lease (D5) - when the ledger cannot be reached, read or written the module fails and
@@ -34,7 +34,7 @@ attributes:
   check_mode:
     support: full
     details:
-      - Writes nothing (not even the table) and reports what a claim would answer - RV(won=true) and RV(changed=true) when nobody
+      - Writes nothing (not even the table) and reports what a claim would answer - RV(won=true) and C(changed=true) when nobody
         holds the successor yet.
       - An unreachable ledger does not fail a check-mode run (a dry run cannot launch anything, D5) - it returns RV(won=false) with
         RV(error) and a warning.
