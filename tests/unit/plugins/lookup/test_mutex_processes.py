@@ -23,7 +23,6 @@ Figures (acquisition latency under contention) are printed, never asserted.
 from __future__ import annotations
 
 import datetime as dt
-import multiprocessing
 import os
 import statistics
 import subprocess
@@ -32,6 +31,8 @@ import textwrap
 import time
 
 import pytest
+
+from racing import run_contenders
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._lease import FileLeaseStore, PostgresLeaseStore
 
@@ -103,28 +104,10 @@ def _contender(kind, where, idx, rounds, barrier, results):
 
 
 def _race(kind, where, procs=PROCS, rounds=ROUNDS):
-    ctx = multiprocessing.get_context('spawn')
-    barrier = ctx.Barrier(procs)
-    results = ctx.Queue()
-    workers = [ctx.Process(target=_contender, args=(kind, where, i, rounds, barrier, results)) for i in range(procs)]
-    for w in workers:
-        w.start()
-    rows = []
-    deadline = time.monotonic() + BARRIER_TIMEOUT * 2
-    while len(rows) < procs * rounds and time.monotonic() < deadline:
-        try:
-            rows.append(results.get(timeout=5))
-        except Exception:  # queue.Empty: check the children are still alive
-            if not any(w.is_alive() for w in workers):
-                break
-    for w in workers:
-        w.join(30)
-        if w.is_alive():
-            w.terminate()
-            w.join(5)
-    assert len(rows) == procs * rounds, 'every attempt reported (%d of %d); exit codes %s' % (
-        len(rows), procs * rounds, [w.exitcode for w in workers])
-    assert all(w.exitcode == 0 for w in workers), [w.exitcode for w in workers]
+    rows, codes = run_contenders(_contender, lambda i, barrier, results: (kind, where, i, rounds, barrier, results),
+                                 procs, procs * rounds, BARRIER_TIMEOUT * 2)
+    assert len(rows) == procs * rounds, 'every attempt reported (%d of %d); exit codes %s' % (len(rows), procs * rounds, codes)
+    assert all(code == 0 for code in codes), codes
     return rows
 
 

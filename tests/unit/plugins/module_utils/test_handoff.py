@@ -14,14 +14,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import multiprocessing
 import os
-import socket
 import sqlite3
 import statistics
 import time
 
 import pytest
+
+from racing import free_port, run_contenders
 
 from ansible_collections.fleet.dispatch.plugins.module_utils import _handoff
 from ansible_collections.fleet.dispatch.plugins.module_utils._handoff import (
@@ -50,13 +50,6 @@ def rows(ledger_url):
     finally:
         store.close()
 
-
-def free_port():
-    sock = socket.socket()
-    sock.bind(('127.0.0.1', 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 # ------------------------------------------------------------------------------------------
@@ -244,27 +237,10 @@ def _contender(url, idx, successors, barrier, results, control):
 def _race(url, procs=PROCS, successors=SUCCESSORS, control=False):
     with open_store(url):
         pass  # the ledger and its table exist before the runners start (as in a fleet)
-    ctx = multiprocessing.get_context('spawn')
-    barrier = ctx.Barrier(procs)
-    results = ctx.Queue()
-    workers = [ctx.Process(target=_contender, args=(url, i, successors, barrier, results, control)) for i in range(procs)]
-    for w in workers:
-        w.start()
-    got = []
-    deadline = time.monotonic() + BARRIER_TIMEOUT * 2
-    while len(got) < procs * successors and time.monotonic() < deadline:
-        try:
-            got.append(results.get(timeout=5))
-        except Exception:  # queue.Empty: are the children still alive?
-            if not any(w.is_alive() for w in workers):
-                break
-    for w in workers:
-        w.join(30)
-        if w.is_alive():
-            w.terminate()
-            w.join(5)
+    got, codes = run_contenders(_contender, lambda i, barrier, results: (url, i, successors, barrier, results, control),
+                                procs, procs * successors, BARRIER_TIMEOUT * 2)
     assert len(got) == procs * successors, 'every claim reported (%d of %d); exit codes %s' % (
-        len(got), procs * successors, [w.exitcode for w in workers])
+        len(got), procs * successors, codes)
     assert not [g for g in got if g[6]], [g[6] for g in got if g[6]][:3]
     return got
 

@@ -12,6 +12,8 @@ import socket
 
 import pytest
 
+from racing import free_port
+
 from ansible_collections.fleet.dispatch.plugins.module_utils._handoff import HandoffStore
 from ansible_collections.fleet.dispatch.plugins.module_utils._sql import SqlStore
 from ansible_collections.fleet.dispatch.plugins.modules import handoff_claim
@@ -43,13 +45,6 @@ def stored(ledger):
     finally:
         store.close()
 
-
-def free_port():
-    sock = socket.socket()
-    sock.bind(('127.0.0.1', 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 def test_seed_story_check_real_check_real(run_module, ledger):
