@@ -11,7 +11,6 @@
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
 import sys
@@ -19,23 +18,12 @@ import uuid
 
 import pytest
 
+from collection_path import collection_root
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / 'shared'
 
-
-def _collection_root() -> pathlib.Path:
-    key = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
-    base = pathlib.Path(os.environ.get('FLEET_COLLECTIONS_ROOT', '/tmp/fleet-dispatch-collections')) / key
-    link = base / 'ansible_collections' / 'fleet' / 'dispatch'
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if not (link.is_symlink() and os.readlink(link) == str(REPO)):
-        tmp = link.with_name('dispatch.%s' % uuid.uuid4().hex[:6])
-        os.symlink(str(REPO), str(tmp))
-        os.replace(str(tmp), str(link))
-    return base
-
-
-COLLECTIONS_ROOT = _collection_root()
+COLLECTIONS_ROOT = collection_root(REPO)
 if str(COLLECTIONS_ROOT) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS_ROOT))
 os.environ['ANSIBLE_COLLECTIONS_PATH'] = str(COLLECTIONS_ROOT)

@@ -9,29 +9,16 @@ converge) must see the same collections as molecule's runs.
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import pathlib
 import sys
-import uuid
 
 # tests -> default -> molecule -> ledger -> roles -> the checkout
 REPO = pathlib.Path(__file__).resolve().parents[5]
 
+sys.path.insert(0, str(REPO / 'tests'))
+from collection_path import collection_root  # noqa: E402  (the one implementation, tests/collection_path.py)
 
-def _collection_root() -> pathlib.Path:
-    key = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
-    base = pathlib.Path(os.environ.get('FLEET_COLLECTIONS_ROOT', '/tmp/fleet-dispatch-collections')) / key
-    link = base / 'ansible_collections' / 'fleet' / 'dispatch'
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if not (link.is_symlink() and os.readlink(link) == str(REPO)):
-        tmp = link.with_name('dispatch.%s' % uuid.uuid4().hex[:6])
-        os.symlink(str(REPO), str(tmp))
-        os.replace(str(tmp), str(link))
-    return base
-
-
-COLLECTIONS_ROOT = _collection_root()
+COLLECTIONS_ROOT = collection_root(REPO)
 if str(COLLECTIONS_ROOT) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS_ROOT))
 
