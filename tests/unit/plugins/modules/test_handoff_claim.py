@@ -46,7 +46,6 @@ def stored(ledger):
         store.close()
 
 
-
 def test_seed_story_check_real_check_real(run_module, ledger):
     kind, res, warns = claim(run_module, ledger, check=True, host='desk-1')
     assert kind == 'exit' and res['changed'] is True and res['won'] is True and res['holder'] == 'desk-1', res
