@@ -93,8 +93,8 @@ def dispatch_outcome(items, number, mode='apply', launched=None, refused=None, f
     if mine:
         r = mine[0]
         verb = 'launched' if mode == 'apply' else 'would launch'
-        return {'ok': True, 'text': '#%s %s as %s on %s/%s' % (number, verb, r.get('unit') or 'task-%s' % number,
-                                                                 r.get('worker'), r.get('master'))}
+        unit = r.get('unit') or 'task-%s' % number
+        return {'ok': True, 'text': '#%s %s as %s on %s/%s' % (number, verb, unit, r.get('worker'), r.get('master'))}
     for r in failed or []:
         if int(r.get('number') or 0) == number:
             return {'ok': False, 'text': '#%s failed to launch on %s/%s: %s' % (number, r.get('worker'), r.get('master'), r.get('why'))}

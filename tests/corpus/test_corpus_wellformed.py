@@ -235,7 +235,7 @@ def test_ids_unique_across_files():
 
 
 def test_counts():
-    real, _ = _all()
+    real = _all()[0]
     per_agent = {agent: len(real[name]) for name, agent in REAL_FILES.items()}
     total = sum(per_agent.values())
     assert total >= MIN_REAL, 'only %d real samples (need %d): %s' % (total, MIN_REAL, per_agent)
