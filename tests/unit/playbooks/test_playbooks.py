@@ -25,12 +25,12 @@ REPO = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(sys.executable).parent
 
 
-def playbook(name, tmp_path, board, *extra):
+def playbook(name, tmp_path, board, *extra, inventory=None):
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / 'state'), ANSIBLE_NOCOLOR='1',
                ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
     for var in ('ANSIBLE_CALLBACK_RESULT_FORMAT', 'ANSIBLE_STDOUT_CALLBACK', 'ANSIBLE_CONFIG'):
         env.pop(var, None)     # the default callback, as a new user has it
-    argv = [str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), str(REPO / 'playbooks' / name),
+    argv = [str(BIN / 'ansible-playbook'), '-i', str(inventory or REPO / 'inventory.example'), str(REPO / 'playbooks' / name),
             '-e', json.dumps({'dispatch_board': board})] + list(extra)
     return subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=300)
 
@@ -171,3 +171,30 @@ def test_every_playbook_passes_syntax_check(name):
     proc = subprocess.run([str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), '--syntax-check',
                            str(REPO / 'playbooks' / name)], env=env, capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_sqlite_ledger_with_a_remote_worker_is_refused_before_anything_is_launched(tmp_path, board):
+    """The runner on another machine cannot open the controller's SQLite file: every launch would fail
+    to start, silently, cycle after cycle. Refused before the lease, with the fix; nothing written."""
+    inventory = tmp_path / 'inventory.yml'
+    local = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}'}
+    workers = {'localhost': local, 'w2': {'ansible_host': '192.0.2.10'}}
+    inventory.write_text(json.dumps({'workers': {'hosts': workers, 'vars': {'worker_masters': [{'name': 'agent1'}]}}}))
+    before = [len(open_board(board).get(n).comments) for n in (1, 2, 3, 4)]
+    leases = tmp_path / 'leases'
+    res = playbook('sweep.yml', tmp_path, board, '-e', 'dispatch_mode=apply', '-e', 'dispatch_lease_path=%s' % leases,
+                   inventory=inventory)
+    assert res.returncode != 0
+    assert 'a SQLite ledger serves only localhost workers: use PostgreSQL (roles/ledger) for remote workers' in res.stdout
+    assert 'the runner on w2 could not open it' in res.stdout and 'localhost,' not in res.stdout
+    assert not leases.exists() or not list(leases.iterdir()), 'refused before any lease'
+    assert '192.0.2.10' not in res.stdout.split('Refuse a SQLite ledger')[1], 'no worker was contacted'
+    with open_board(board) as b:
+        assert [len(b.get(n).comments) for n in (1, 2, 3, 4)] == before
+    # the same inventory with only the controller as a worker is not refused by this rule
+    del workers['w2']
+    inventory.write_text(json.dumps({'workers': {'hosts': workers, 'vars': {'worker_masters': [{'name': 'agent1'}]}}}))
+    res = playbook('sweep.yml', tmp_path, board, '-e', 'dispatch_mode=apply', '-e', 'dispatch_lease_path=%s' % leases,
+                   '--check', inventory=inventory)
+    assert 'a SQLite ledger serves only localhost workers' not in res.stdout
+
