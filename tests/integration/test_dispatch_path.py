@@ -34,8 +34,20 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 def fleet(bed_factory, tmp_path_factory):
     bed = bed_factory(3, block='10.88.220')     # the race harness's block (tests/testbed/README.md)
     f = df.Fleet(bed, tmp_path_factory.mktemp('fleet'))
+    f.checked = f.provision_check()     # first, on hosts nobody provisioned yet
     f.provision()
     return f
+
+
+def test_provision_check_diff_on_fresh_workers_is_clean(fleet):
+    """`provision --check --diff` before the first real run: no template error for masters that do not
+    exist yet, no warning, and it predicts changes (the real run then succeeds: the fixture's provision)."""
+    res = fleet.checked
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert '[WARNING]' not in out and 'template error' not in out.lower() and '<< error' not in out, out[-4000:]
+    recap = [line for line in res.stdout.splitlines() if ' : ok=' in line]
+    assert len(recap) == 3 and all('changed=0 ' not in line for line in recap), recap
 
 
 @pytest.fixture(autouse=True)
