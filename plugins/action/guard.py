@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``fleet.dispatch.guard``: one step of the guarded dispatch path, on the controller (D4, D6, D15).
 
-Thin: every decision is a pure function of ``module_utils/_plan.py``. The action exists so that
+Thin: every decision is a pure function of ``module_utils/_core/plan.py``. The action exists so that
 the shared dispatch tasks can (1) call those functions, and (2) say every refusal on **stderr**
 as an Ansible warning -- a refusal writes nothing to the board (D6), it is logged.
 """
@@ -15,8 +15,8 @@ import datetime
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import UTC
-from ansible_collections.fleet.dispatch.plugins.module_utils._plan import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import (
     batches, gate_leases, gate_place, gate_probe, name_candidates, repairs, survey,
 )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._plan import place as _place
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import place as _place
 
 
 def _cell(value, width):

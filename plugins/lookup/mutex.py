@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The ``fleet.dispatch.mutex`` lookup: a thin shell over ``module_utils/_lease.py`` (D4, D5)."""
+"""The ``fleet.dispatch.mutex`` lookup: a thin shell over ``module_utils/_store/lease.py`` (D4, D5)."""
 
 from __future__ import annotations
 
@@ -212,7 +212,7 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._lease import LeaseError, open_store, redact_dsn, scrub
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import LeaseError, open_store, redact_dsn, scrub
 
 display = Display()
 

@@ -168,9 +168,10 @@ candidates:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardError, BoardUnreadable, open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import format_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._plan import assess, candidates
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess, candidates
 
 
 def _warn_refusals(module, wanted, assessed):

@@ -137,8 +137,9 @@ after:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardError, ItemNotFound, open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
 
 FIELDS = ('title', 'body', 'status', 'state', 'blocked_by')
 

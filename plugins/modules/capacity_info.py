@@ -117,10 +117,10 @@ import pwd
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import is_dark, load_state
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import format_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SystemdError, SystemdUser
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import is_dark, load_state
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
 
 
 def home_dir():

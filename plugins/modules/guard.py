@@ -19,7 +19,7 @@ description:
     dispatcher holds. O(stage=probe) drops the candidates already live on any master and lists the duplicates to repair (oldest
     wins, D4). O(stage=place) reads the capacity answers, leaves dark masters out (D8) and places each candidate on the master with
     the most measured headroom, without a cap (D13). O(stage=report) reads the launch results.
-  - The decisions are the pure functions of C(module_utils/_plan.py); this action only calls them and logs.
+  - The decisions are the pure functions of C(module_utils/_core/plan.py); this action only calls them and logs.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:

@@ -126,10 +126,10 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import default_ledger_path, ledger_argspec, resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._handoff import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.handoff import (
     ClaimUnproven, HandoffError, HandoffStore, check_successor, claim_id,
 )
-from ansible_collections.fleet.dispatch.plugins.module_utils._sql import redact_dsn
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import redact_dsn
 
 
 def _fix(location):

@@ -193,9 +193,9 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._naming import unit_name
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SystemdError, SystemdUser, launch, notifier_unit
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import unit_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
 
 # Names that say "secret" in the credential conventions we know of (GITHUB_TOKEN, *_API_KEY,
 # PGPASSWORD, AWS_SECRET_ACCESS_KEY, ...). A name is not proof (FLEET_LEASE_TOKEN is a lease owner

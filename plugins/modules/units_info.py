@@ -90,8 +90,8 @@ items:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SystemdError, SystemdUser
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
 
 KEYS = ('name', 'item', 'active_state', 'sub_state', 'invocation_id', 'start_us', 'start_wall_us', 'started_at', 'main_pid')
 

@@ -157,9 +157,9 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._git import Git, GitError, Workspace
-from ansible_collections.fleet.dispatch.plugins.module_utils._naming import worktree_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import Git, GitError, Workspace
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import worktree_name
 
 
 def home_dir():

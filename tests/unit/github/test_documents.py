@@ -18,7 +18,7 @@ import re
 import graphql
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _github
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github
 from fakes.github import analyse, load_schema
 
 

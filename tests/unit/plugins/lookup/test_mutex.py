@@ -42,8 +42,8 @@ def _install_collection_loader():
 
 _install_collection_loader()
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._lease import DEFAULT_LEASE_DIR, DEFAULT_TTL, FileLeaseStore
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import DEFAULT_LEASE_DIR, DEFAULT_TTL, FileLeaseStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
 
 ENV_VARS = ('FLEET_DISPATCH_LEASE_DIR', 'FLEET_DISPATCH_LEASE_TTL', 'FLEET_DISPATCH_LEASE_BACKEND', 'FLEET_DISPATCH_LEASE_DSN')
 

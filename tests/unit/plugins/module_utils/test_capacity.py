@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import (
     DEFAULT_UNKNOWN_RESET_COOLDOWN, STATE_FIELDS, classify_capacity, dump_state, is_clean_run, is_dark, load_state,
     make_state, reset_phrase, resolve_reset, state_from, update_failed_state, clears_after_update)
 

@@ -13,11 +13,11 @@ import datetime as _dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _github
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import (
-    BoardError, BoardUnreadable, ItemNotFound, open_board)
-from ansible_collections.fleet.dispatch.plugins.module_utils._github import GitHubBoard, RateLimited
-from ansible_collections.fleet.dispatch.plugins.module_utils._references import attribute, closing_refs
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable, ItemNotFound
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import GitHubBoard, RateLimited
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import attribute, closing_refs
 
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -533,8 +533,8 @@ def test_a_runs_board_sequence_against_github(gh):
     """What the runner does on the board (D12, D16, D19), through the shipped decision core: the
     start marker first, mentions injected then marked read, the artifact attributed by time, the
     close-out comment before the close -- and the next read says the item is done."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
-    from ansible_collections.fleet.dispatch.plugins.module_utils._markers import format_marker, markers_of
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker, markers_of
 
     gh.store.clock = lambda: T0  # the fake's comments and events are stamped at T0
     item = ready(gh, 'run me')

@@ -20,15 +20,15 @@ import time
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _runner
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import load_state
-from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
-from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import load_state
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
-COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[5]  # the symlinked collection root, unresolved
+COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]  # the symlinked collection root, unresolved
 UTC = _dt.timezone.utc
 
 

@@ -16,17 +16,18 @@ import sys
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _brief, _runner
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardError
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import is_clean_run
-from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import Artifact, Comment, Item
-from ansible_collections.fleet.dispatch.plugins.module_utils._retry import read_outcome
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import brief as _brief
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import is_clean_run
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Artifact, Comment, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.retry import read_outcome
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
-COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[5]
+COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -142,7 +143,7 @@ class Recording(object):
 
     def post_marker(self, number, body, close=False):
         """The protocol's own order (``_board.Board.post_marker``): comment, then close."""
-        from ansible_collections.fleet.dispatch.plugins.module_utils._board import Board
+        from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import Board
         return Board.post_marker(self, number, body, close=close)
 
     def mentions(self, number):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import dump_state, make_state
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SHOW_OPTS, UNIT_PROPS
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import dump_state, make_state
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SHOW_OPTS, UNIT_PROPS
 from ansible_collections.fleet.dispatch.plugins.modules import capacity_info as mod
 
 ARGV = ['systemctl', '--user', 'show', 'task-*.service', '--property=' + ','.join(UNIT_PROPS)] + list(SHOW_OPTS)

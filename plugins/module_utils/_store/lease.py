@@ -56,8 +56,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from ._model import UTC, format_time, parse_time
-from ._sql import redact_dsn, scrub  # one DSN redaction for the ledger and the lease store
+from .._core.model import UTC, format_time, parse_time
+from .sql import redact_dsn, scrub  # one DSN redaction for the ledger and the lease store
 
 try:
     import fcntl

@@ -93,16 +93,18 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from ._board import BoardError, open_board
-from ._brief import BRIEF_VERSION, render
-from ._capacity import clears_after_update, dump_state, load_state, state_from, update_failed_state
-from ._cmd import SubprocessRunner
-from ._git import Git, GitError
-from ._markers import format_marker, markers_of, parse_marker
-from ._model import format_time, parse_time
-from ._naming import unit_name
-from ._references import artifacts_since, attribute
-from ._retry import DEFAULT_BACKOFF, ENVELOPE_TYPE, read_outcome, plan_retry, retry_gate
+from .._board.protocol import BoardError
+
+from .._board.factory import open_board
+from .brief import BRIEF_VERSION, render
+from .._core.capacity import clears_after_update, dump_state, load_state, state_from, update_failed_state
+from .._host.cmd import SubprocessRunner
+from .._host.git import Git, GitError
+from .._core.markers import format_marker, markers_of, parse_marker
+from .._core.model import format_time, parse_time
+from .._core.naming import unit_name
+from .._core.references import artifacts_since, attribute
+from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE, read_outcome, plan_retry, retry_gate
 
 MODULE = 'ansible_collections.fleet.dispatch.plugins.module_utils._runner'
 
@@ -761,7 +763,8 @@ def installed_version(code_dir: str) -> Optional[str]:
 
 def code_root() -> str:
     """The collection checkout this file was loaded from (``.../ansible_collections/fleet/dispatch``)."""
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.abspath(__file__)   # .../dispatch/plugins/module_utils/_runner/program.py
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(here))))
 
 
 def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Optional[str] = None, environ=None,

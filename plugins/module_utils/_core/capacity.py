@@ -51,7 +51,7 @@ import json
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from ._model import format_time, parse_time
+from .model import format_time, parse_time
 
 try:
     from zoneinfo import ZoneInfo
@@ -468,7 +468,7 @@ def is_clean_run(exit_code: Any, capture: Any) -> bool:
     close-out use (D7) -- so a success envelope that merely discusses quotas is not a limit,
     while a trailing limit notice after a zero exit is.
     """
-    from ._retry import read_outcome  # _retry imports this module; import here to keep one direction at import time
+    from .retry import read_outcome  # _retry imports this module; import here to keep one direction at import time
 
     if isinstance(exit_code, bool) or exit_code != 0:
         return False

@@ -48,9 +48,9 @@ import datetime as _dt
 import re
 import sqlite3
 
-from ._model import UTC, format_time, parse_time
-from ._naming import DISPATCH_TAG, claimed_name, is_dispatch_name
-from ._sql import DEFAULT_TIMEOUT, SqlError, SqlStore
+from .._core.model import UTC, format_time, parse_time
+from .._core.naming import DISPATCH_TAG, claimed_name, is_dispatch_name
+from .sql import DEFAULT_TIMEOUT, SqlError, SqlStore
 
 COMPONENT = 'handoff'
 """The ``schema_version.component`` of the claim table (separate from the board's)."""

@@ -65,9 +65,9 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._board import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
-from ._model import Artifact, Blocker, Comment, Event, Item, UTC, format_time, parse_time
-from ._references import defang
+from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
+from .._core.model import Artifact, Blocker, Comment, Event, Item, UTC, format_time, parse_time
+from .._core.references import defang
 
 try:
     import requests

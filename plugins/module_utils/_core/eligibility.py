@@ -51,8 +51,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
-from ._markers import Marker, markers_of
-from ._model import parse_time
+from .markers import Marker, markers_of
+from .model import parse_time
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked')
 

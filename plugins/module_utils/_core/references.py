@@ -152,7 +152,7 @@ def artifacts_since(artifacts: Iterable[Any], number: int, run_started_at: Any, 
     (None or unparseable) cannot prove anything postdates it: every closing artifact is returned,
     so the gate sees side effects rather than none.
     """
-    from ._model import parse_time
+    from .model import parse_time
 
     try:
         started = parse_time(run_started_at)
@@ -192,7 +192,7 @@ def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_t
     postdate it, so nothing is credited. Artifacts may be ``_model.Artifact`` objects or dicts;
     datetimes or ISO strings.
     """
-    from ._model import parse_time  # local: keep this module importable on its own for defang
+    from .model import parse_time  # local: keep this module importable on its own for defang
 
     if zero_turns:
         return []

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from ._board import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
-from ._model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
-from ._sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
+from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
+from .._core.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
+from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
 
 COMPONENT = 'board'
 """The ``schema_version.component`` of the board's tables."""

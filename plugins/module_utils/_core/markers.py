@@ -48,8 +48,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ._model import format_time, parse_time, to_jsonable
-from ._references import defang
+from .model import format_time, parse_time, to_jsonable
+from .references import defang
 
 KINDS = ('start', 'success', 'noop', 'failure', 'stopped', 'capacity', 'retry', 'reset', 'left_open')
 

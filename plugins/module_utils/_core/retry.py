@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ._capacity import classify_capacity
-from ._model import format_time, parse_time
+from .capacity import classify_capacity
+from .model import format_time, parse_time
 
 # The backoff ladder, seconds, written into each retry marker (``not_before`` = now + gap).
 # THIS IS THE SEED'S READING, NOT OURS: 30 s -> 2 min -> 8 min was measured against another

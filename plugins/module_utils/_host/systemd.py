@@ -43,7 +43,7 @@ import datetime as _dt
 import os
 import re
 
-from ._naming import item_of_unit
+from .._core.naming import item_of_unit
 
 # ActiveState values (systemd.unit(5), "ActiveState"): a unit in these states has a live process
 # tree that a second start must not join.

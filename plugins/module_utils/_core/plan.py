@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ._eligibility import evaluate
-from ._model import format_time, to_jsonable
-from ._naming import oldest_wins, unit_name
+from .eligibility import evaluate
+from .model import format_time, to_jsonable
+from .naming import oldest_wins, unit_name
 
 
 def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:

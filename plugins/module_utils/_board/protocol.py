@@ -24,11 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ._model import Comment, Item
-
-KINDS = ('ledger', 'github')
-"""The board kinds ``open_board`` knows, in the order the error message lists them."""
-
+from .._core.model import Comment, Item
 
 class BoardError(Exception):
     """A board read or write failed; the message says what failed and how to fix it."""
@@ -132,30 +128,3 @@ class Board(object):
         self.close()
         return False
 
-
-def open_board(spec: Dict[str, Any]) -> Board:
-    """Open the board a spec names.
-
-    ``{'kind': 'ledger', 'path': FILE}`` -- the embedded SQLite ledger (the default board);
-    ``{'kind': 'ledger', 'dsn': 'postgresql://...'}`` -- the ledger on PostgreSQL;
-    ``{'kind': 'github', ...}`` -- GitHub Projects v2 (``_github.GitHubBoard(spec)``, imported
-    lazily so the ledger works without ``requests``).
-
-    A ledger spec may also carry ``create`` (default false: a SQLite file that does not exist is
-    ``BoardUnreadable``, not a new empty queue -- D20, a typo'd path must not read as "no work";
-    writers such as ``board_item`` pass ``create: true``), ``clock`` (a callable returning an
-    aware UTC datetime, for tests) and ``timeout`` (seconds to wait for a lock or a
-    connection). Raises ``BoardError`` for an unknown kind or an incomplete spec, and ``BoardUnreadable``
-    when the store cannot be opened.
-    """
-    if not isinstance(spec, dict):
-        raise BoardError('a board spec must be a dict with a "kind" key (one of: %s), got %r'
-                         % (', '.join(KINDS), type(spec).__name__))
-    kind = spec.get('kind')
-    if kind == 'ledger':
-        from ._ledger import LedgerBoard
-        return LedgerBoard.from_spec(spec)
-    if kind == 'github':
-        from ._github import GitHubBoard
-        return GitHubBoard(spec)
-    raise BoardError('unknown board kind %r: valid kinds are %s' % (kind, ', '.join(KINDS)))
