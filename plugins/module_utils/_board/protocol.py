@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional
 
 from .._core.model import Comment, Item
 
+
 class BoardError(Exception):
     """A board read or write failed; the message says what failed and how to fix it."""
 
@@ -127,4 +128,3 @@ class Board(object):
     def __exit__(self, *exc_info):
         self.close()
         return False
-

@@ -31,7 +31,7 @@ The dispatcher reads the file before starting anything and skips a dark master. 
   after a verified runner install -- the human remedy. It never overwrites a ``revoked`` or a
   still-dark ``rate_limit`` state (stronger evidence, longer remedy).
 * The master's next CLEAN run deletes the file (self-healing, not a cache): clean means a zero
-  exit AND no limit signature in the capture (``is_clean_run``) -- a run that exits 0 on a
+  exit AND no limit signature in the capture (``_retry.is_clean_run``) -- a run that exits 0 on a
   trailing limit notice must not delete a marker that is still true.
 * An unreadable file means "not dark" (D5: a refusal needs positive evidence); ``load_state``
   says why so the caller can warn.
@@ -53,10 +53,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from .model import format_time, parse_time
 
-try:
-    from zoneinfo import ZoneInfo
-except ImportError:  # pragma: no cover - Python < 3.9 is not supported; kept importable for sanity tests
-    ZoneInfo = None
+from zoneinfo import ZoneInfo
 
 UTC = _dt.timezone.utc
 SOURCES = ('rate_limit', 'revoked', 'update_failed')
@@ -150,7 +147,7 @@ def _tzinfo(tz: Any) -> Optional[_dt.tzinfo]:
     if match:
         sign = -1 if match.group(1) == '-' else 1
         return _dt.timezone(sign * _dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3) or 0)))
-    if '/' in text and ZoneInfo is not None:
+    if '/' in text:
         try:
             return ZoneInfo(text)
         except Exception:  # noqa: BLE001 - unknown zone or missing tzdata: not understood
@@ -459,17 +456,3 @@ def update_failed_state(existing: Optional[Dict[str, Any]], *, now: Any, message
 def clears_after_update(existing: Optional[Dict[str, Any]]) -> bool:
     """A verified self-update (or install) deletes an ``update_failed`` state, and only that one."""
     return bool(existing) and existing.get('source') == 'update_failed'
-
-
-def is_clean_run(exit_code: Any, capture: Any) -> bool:
-    """"The next clean run deletes the file" (D8): zero exit AND no limit signature in the capture.
-
-    The capture is read through ``_retry.read_outcome`` -- the same parse the retry gate and the
-    close-out use (D7) -- so a success envelope that merely discusses quotas is not a limit,
-    while a trailing limit notice after a zero exit is.
-    """
-    from .retry import read_outcome  # _retry imports this module; import here to keep one direction at import time
-
-    if isinstance(exit_code, bool) or exit_code != 0:
-        return False
-    return read_outcome(capture, exit_code=exit_code).capacity is None

@@ -340,5 +340,17 @@ def plan_retry(markers: List[Any], now: Any, ladder: Tuple[int, ...] = DEFAULT_B
     return {'step': step, 'delay_s': delay, 'not_before': format_time(when + _dt.timedelta(seconds=delay))}
 
 
-__all__ = ['DEFAULT_BACKOFF', 'ENVELOPE_TYPE', 'Gate', 'Outcome', 'classify_capacity', 'is_envelope', 'json_objects',
-           'plan_retry', 'read_outcome', 'retry_gate', 'retry_step', 'scan_envelope', 'signature_text', 'transient_signature']
+def is_clean_run(exit_code: Any, capture: Any) -> bool:
+    """"The next clean run deletes the file" (D8): zero exit AND no limit signature in the capture.
+
+    The capture is read through ``read_outcome`` -- the same parse the retry gate and the
+    close-out use (D7) -- so a success envelope that merely discusses quotas is not a limit,
+    while a trailing limit notice after a zero exit is.
+    """
+    if isinstance(exit_code, bool) or exit_code != 0:
+        return False
+    return read_outcome(capture, exit_code=exit_code).capacity is None
+
+
+__all__ = ['DEFAULT_BACKOFF', 'ENVELOPE_TYPE', 'Gate', 'Outcome', 'classify_capacity', 'is_clean_run', 'is_envelope',
+           'json_objects', 'plan_retry', 'read_outcome', 'retry_gate', 'retry_step', 'scan_envelope', 'signature_text', 'transient_signature']

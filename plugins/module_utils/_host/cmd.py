@@ -33,10 +33,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-try:
-    from typing import Protocol
-except ImportError:  # pragma: no cover - Python < 3.8
-    Protocol = object
+from typing import Protocol
 
 C_LOCALE = {'LANGUAGE': 'C', 'LC_ALL': 'C'}
 

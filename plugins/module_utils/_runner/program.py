@@ -65,7 +65,7 @@ One run, in order:
    A self-update that does not verify (exit 3, nothing posted) writes the ``update_failed``
    capacity state, so the dispatcher stops placing work here; a verified one deletes it (D11, D8).
 
-   A clean run (zero exit and no limit signature, ``_capacity.is_clean_run``) deletes the
+   A clean run (zero exit and no limit signature, ``_retry.is_clean_run``) deletes the
    capacity file (D8 self-healing). The close-out's own failure is retried once (after checking
    whether the first attempt landed, so the marker is not doubled) and then logged loudly with
    the full marker text for a human to post: exit ``EXIT_CLOSEOUT_LOST`` (4) -- never swallowed.
@@ -190,7 +190,7 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     base = {'exit_code': exit_code, 'turns': outcome.turns, 'envelope': outcome.envelope is not None}
     cap = outcome.capacity
     cap_state = state_from(cap, now=now, unit=unit) if cap else None
-    # D8 "clean": zero exit AND no limit signature -- _capacity.is_clean_run's predicate applied to the
+    # D8 "clean": zero exit AND no limit signature -- _retry.is_clean_run's predicate applied to the
     # ONE parse (test_runner checks the two agree), so the capture is not parsed a second time.
     clean = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code == 0 and cap is None
     if credited:

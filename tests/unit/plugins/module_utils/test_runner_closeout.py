@@ -19,7 +19,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import brief as _brief
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import is_clean_run
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.retry import is_clean_run
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Artifact, Comment, Item
