@@ -152,22 +152,14 @@ pruned:
 '''
 
 import os
-import pwd
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import home_dir
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import Git, GitError, Workspace
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import worktree_name
-
-
-def home_dir():
-    """The home of the user the module runs as, by uid (HOME may still name the user become started from)."""
-    try:
-        return pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        return os.environ.get('HOME', '/')
 
 
 def main():

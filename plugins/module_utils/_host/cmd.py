@@ -24,8 +24,6 @@ Three implementations:
 * ``ModuleRunner`` — over ``AnsibleModule.run_command`` for modules. It passes
   ``expand_user_and_vars=False``: run_command's default expands ``~`` and ``$VAR`` inside every
   argument, which would rewrite board text such as ``echo $HOME`` before it reaches the run.
-* ``ScriptedRunner`` — replays a script of expected argv and canned answers; the unit tests
-  drive every adapter and module through it (one copy, not one per test file).
 """
 
 from __future__ import annotations
@@ -108,36 +106,3 @@ class ModuleRunner(object):
             kwargs['binary_data'] = True  # exactly the bytes given: run_command appends a newline otherwise
         rc, out, err = self.module.run_command(argv, **kwargs)
         return rc, out, err
-
-
-class ScriptedRunner(object):
-    """A runner that answers from a script and fails loudly on any unexpected argv.
-
-    ``script`` is a list of steps ``{'argv': [...], 'rc': 0, 'out': '', 'err': '', 'env': {...}}``
-    (``env``, when given, must be a subset of what the caller passed). Steps are consumed in
-    order; ``calls`` records what was actually run, ``remaining()`` what was expected but not run.
-    """
-
-    def __init__(self, script=None):
-        self.script = list(script or [])
-        self.calls = []
-
-    def add(self, argv, rc=0, out='', err='', env=None):
-        self.script.append({'argv': list(argv), 'rc': rc, 'out': out, 'err': err, 'env': env})
-        return self
-
-    def run(self, argv, env=None, data=None):
-        argv = _check_argv(argv)
-        self.calls.append({'argv': argv, 'env': dict(env or {}), 'data': data})
-        if not self.script:
-            raise AssertionError('unexpected command (script exhausted): %r' % (argv,))
-        step = self.script.pop(0)
-        if list(step['argv']) != argv:
-            raise AssertionError('unexpected command:\n  got      %r\n  expected %r' % (argv, list(step['argv'])))
-        for key, value in (step.get('env') or {}).items():
-            if (env or {}).get(key) != value:
-                raise AssertionError('command %r: env %s=%r expected, got %r' % (argv, key, value, (env or {}).get(key)))
-        return step.get('rc', 0), step.get('out', ''), step.get('err', '')
-
-    def remaining(self):
-        return [step['argv'] for step in self.script]

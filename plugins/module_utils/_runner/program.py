@@ -97,8 +97,9 @@ from .._board.protocol import BoardError
 
 from .._board.factory import open_board
 from .brief import BRIEF_VERSION, render
-from .._core.capacity import clears_after_update, dump_state, load_state, state_from, update_failed_state
+from .._core.capacity import clears_after_update, state_from, update_failed_state
 from .._host.cmd import SubprocessRunner
+from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
 from .._host.git import Git, GitError
 from .._core.markers import format_marker, markers_of, parse_marker
 from .._core.model import format_time, parse_time
@@ -320,7 +321,7 @@ class Run(object):
         self.out_dir = os.path.join(self.run_dir, 'out')
         self.capture_path = os.path.join(self.run_dir, 'capture.log')
         self.brief_path = os.path.join(self.run_dir, 'brief.md')
-        self.capacity_path = os.path.join(config.state_dir, 'capacity.json')
+        self.capacity_path = os.path.join(config.state_dir, CAPACITY_FILE)
         self.proc = None
         self.start_posted = False
         self.closeout_posted = False
@@ -704,33 +705,12 @@ class Run(object):
 
 # --- the master's capacity file (D8): one reader, one writer --------------------------------------
 
-def write_capacity_file(path: str, state: Dict[str, Any]) -> None:
-    """Write the capacity state atomically (a reader sees the old file or the new one, never half)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = '%s.%s.tmp' % (path, os.getpid())
-    with open(tmp, 'w', encoding='utf-8') as handle:
-        handle.write(dump_state(state))
-    os.replace(tmp, path)
-
-
-def read_capacity_file(path: str):
-    """``(state, why)`` of the capacity file (``_capacity.load_state``: unreadable means no state, D5)."""
-    try:
-        with open(path, 'rb') as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        text = None
-    except OSError as exc:
-        return None, 'capacity state unreadable: %s' % exc
-    return load_state(text)
-
-
 def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit: str, log) -> None:
     """D11 + D8: a self-update that did not verify darkens the master (``update_failed``) so the
     dispatcher stops placing work it would refuse; a verified one deletes that state. Never fatal."""
-    path = os.path.join(state_dir, 'capacity.json')
+    path = os.path.join(state_dir, CAPACITY_FILE)
     try:
-        existing, _why = read_capacity_file(path)
+        existing, _why, _present = read_capacity_file(path)
         if failed is not None:
             state = update_failed_state(existing, now=now, message=failed, unit=unit)
             if state is None:
@@ -911,9 +891,9 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
             _log_line('fleet-runner: configuration error: %s' % exc)
             return EXIT_USAGE
         state_dir = _expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
-        before, _why = read_capacity_file(os.path.join(state_dir, 'capacity.json'))
+        before, _why, _present = read_capacity_file(os.path.join(state_dir, CAPACITY_FILE))
         note_update_outcome(state_dir, failed=None, now=started_at, unit='', log=_log_line)
-        after, _why = read_capacity_file(os.path.join(state_dir, 'capacity.json'))
+        after, _why, _present = read_capacity_file(os.path.join(state_dir, CAPACITY_FILE))
         sys.stdout.write(json.dumps({'cleared': clears_after_update(before) and after is None,
                                      'source': (after or {}).get('source')}) + '\n')
         return 0

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ScriptedRunner
+from fakes.scripted_runner import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
 
