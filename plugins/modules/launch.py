@@ -195,7 +195,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import unit_name
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import (
+    SystemdError, SystemdUser, command_problems, launch, notifier_unit, unit_problems)
 
 # Names that say "secret" in the credential conventions we know of (GITHUB_TOKEN, *_API_KEY,
 # PGPASSWORD, AWS_SECRET_ACCESS_KEY, ...). A name is not proof (FLEET_LEASE_TOKEN is a lease owner
@@ -224,25 +225,15 @@ def argument_spec():
 def _problems(module):
     """Configuration errors for the whole call (checked before any unit is touched)."""
     p = module.params
-    problems = []
-    if not p['path'].strip():
-        problems.append('path must name the run\'s PATH explicitly (D3)')
+    problems = unit_problems(p['path'], p['environment_file'], p['success_exit_status'])
     env_file = p['environment_file']
-    if env_file:
-        if not os.path.isabs(env_file):
-            problems.append('environment_file must be absolute: %s' % env_file)
-        elif not os.path.isfile(env_file):
+    if env_file and os.path.isabs(env_file):
+        if not os.path.isfile(env_file):
             problems.append('environment_file %s does not exist: the unit would fail to start' % env_file)
         elif os.stat(env_file).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             module.warn('environment_file %s is readable by group or others; it holds credentials (chmod 0600)' % env_file)
-    for code in p['success_exit_status']:
-        if not 0 < code < 256:
-            problems.append('success_exit_status: %s is not an exit code from 1 to 255' % code)
     for item in p['items']:
-        if not item['command']:
-            problems.append('item %s: command is empty' % item['number'])
-        if not os.path.isabs(item['workdir']):
-            problems.append('item %s: workdir must be absolute: %s' % (item['number'], item['workdir']))
+        problems += ['item %s: %s' % (item['number'], why) for why in command_problems(item['command'], item['workdir'])]
         for key in item['setenv'] or {}:
             if key == 'PATH':
                 problems.append('item %s: PATH goes in the path option, not setenv' % item['number'])

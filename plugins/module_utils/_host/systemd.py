@@ -184,6 +184,34 @@ def runtime_env(uid, environ=None):
     return {}
 
 
+def unit_problems(path, environment_file=None, success_exit_status=None):
+    """Why ``systemd-run`` could not start a run with these unit settings (empty: it can).
+
+    The one check of them: ``SystemdUser.transient_argv`` raises on it, and ``launch`` runs it for
+    the whole call before any unit is touched. D3: the PATH is explicit, a transient unit does
+    not inherit the caller's.
+    """
+    problems = []
+    if not (path or '').strip():
+        problems.append("an explicit PATH is required: a transient unit does not inherit the caller's PATH")
+    if environment_file and not os.path.isabs(environment_file):
+        problems.append('EnvironmentFile must be an absolute path: %s' % (environment_file,))
+    for code in success_exit_status or ():
+        if isinstance(code, bool) or not isinstance(code, int) or not 0 < code < 256:
+            problems.append('success exit status %r is not an exit code from 1 to 255' % (code,))
+    return problems
+
+
+def command_problems(argv, workdir=None):
+    """Why one run's command could not be started (empty: it can): a command, an absolute workdir."""
+    problems = []
+    if not argv:
+        problems.append("the run's command is empty")
+    if workdir and not os.path.isabs(workdir):
+        problems.append('the working directory must be an absolute path: %s' % (workdir,))
+    return problems
+
+
 class SystemdUser(object):
     """A master's user manager, reached through an injected runner.
 
@@ -257,14 +285,9 @@ class SystemdUser(object):
         not fire for them (D14: a retry or a capacity ending is the mechanism working, and an
         announcer that reports it trains the human to ignore the channel).
         """
-        if not path:
-            raise ValueError('an explicit PATH is required (D3: the unit does not inherit the caller\'s PATH)')
-        if environment_file and not os.path.isabs(environment_file):
-            raise ValueError('EnvironmentFile must be an absolute path: %r' % (environment_file,))
-        if workdir and not os.path.isabs(workdir):
-            raise ValueError('the working directory must be an absolute path: %r' % (workdir,))
-        if not argv:
-            raise ValueError('the run needs a command')
+        problems = unit_problems(path, environment_file, success_exit_status) + command_problems(argv, workdir)
+        if problems:
+            raise ValueError('; '.join(problems))
         out = [self.systemd_run, '--user', '--unit=%s' % unit, '--collect', '-p', 'Type=exec', '--setenv=PATH=%s' % path]
         for key in sorted(setenv or {}):
             out.append('--setenv=%s=%s' % (key, setenv[key]))
@@ -274,8 +297,6 @@ class SystemdUser(object):
             out += ['-p', 'OnFailure=%s' % on_failure]
         codes = []
         for code in success_exit_status or ():
-            if isinstance(code, bool) or not isinstance(code, int) or not 0 < code < 256:
-                raise ValueError('a success exit status must be an integer from 1 to 255: %r' % (code,))
             if code not in codes:
                 codes.append(code)
         if codes:
