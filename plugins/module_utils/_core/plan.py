@@ -13,6 +13,11 @@ dispatch tasks (D15: a guard living only in one consumer cannot see the other pa
 * ``place`` -- put each candidate on the master with the most measured headroom (D13: there
   is no concurrency cap; attempt caps and capacity cooldowns bound waste, a cap only bounds
   useful work). Dark masters get nothing (D8). Placement is deterministic for equal input.
+
+The steps of the guarded path read *answer records*: one remote call's answer as the action
+plugin hands it over -- the module's return values plus ``target`` (what the call was for: a
+``{worker, master}``, a placed candidate, a batch), ``status`` (``ok``, ``failed``,
+``unreachable``, ``skipped``) and ``msg``. No Ansible result shape reaches this file.
 """
 
 from __future__ import annotations
@@ -189,19 +194,18 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
     return {'admitted': admitted, 'refused': refused, 'warnings': warnings}
 
 
-def _loop_item(result):
-    key = result.get('ansible_loop_var') or 'item'
-    return result.get(key) or {}
+def _target(record):
+    return record.get('target') or {}
 
 
-def _failed(result):
-    return bool(result.get('failed') or result.get('unreachable') or result.get('skipped'))
+def _failed(record):
+    return record.get('status', 'ok') != 'ok'
 
 
 def survey(probes) -> Dict[str, Any]:
     """The fleet's live runs from the ``units_info`` answers, one per master (D4, D20).
 
-    ``probes`` are registered loop results whose loop item is ``{worker, master}``. Returns
+    ``probes`` are the ``units_info`` answer records, ``target`` ``{worker, master}``. Returns
     ``{live: {unit: [units...]}, duplicates: [{unit, number, repo, keep, stop}], blind: [...],
     masters: {'worker/master': live count}}``. Each unit carries ``worker`` and ``host`` (the worker)
     and ``master``. Duplicates -- one unit name live on more than one master -- are resolved by
@@ -210,11 +214,11 @@ def survey(probes) -> Dict[str, Any]:
     """
     live, blind, counts = {}, [], {}
     for res in probes or []:
-        where = _loop_item(res)
+        where = _target(res)
         worker, master = where.get('worker'), where.get('master')
         if _failed(res):
             blind.append({'worker': worker, 'master': master,
-                          'why': 'probe failed: %s' % (res.get('msg') or ('unreachable' if res.get('unreachable') else 'skipped'))})
+                          'why': 'probe failed: %s' % (res.get('msg') or res.get('status'))})
             continue
         units = res.get('units') or []
         counts['%s/%s' % (worker, master)] = len(units)
@@ -295,11 +299,11 @@ def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
     """The placement input: every configured master with its capacity answer (D8) and its probed
     live-run count (the probe's count wins: it was read inside the lease).
 
-    ``capacity`` are registered ``capacity_info`` loop results (loop item ``{worker, master}``).
+    ``capacity`` are the ``capacity_info`` answer records (``target`` ``{worker, master}``).
     A master whose capacity read or probe failed is left out of placement and warned about; it is
     not dark (D5: no positive evidence), just unusable this cycle.
     """
-    by_key = dict(('%s/%s' % (_loop_item(r).get('worker'), _loop_item(r).get('master')), r) for r in capacity or [])
+    by_key = dict(('%s/%s' % (_target(r).get('worker'), _target(r).get('master')), r) for r in capacity or [])
     blind = set('%s/%s' % (b['worker'], b['master']) for b in (surveyed or {}).get('blind', []))
     counts = (surveyed or {}).get('masters', {})
     usable, warnings = [], []
@@ -345,13 +349,13 @@ def gate_place(cands, masters, capacity, surveyed=None) -> Dict[str, Any]:
 
 
 def _workdirs(workspaces):
-    """unit -> workspace path from the registered ``workspace`` loop results (loop item: a placed candidate)."""
+    """unit -> workspace path from the ``workspace`` answer records (``target``: a placed candidate)."""
     out, why = {}, {}
     for res in workspaces or []:
-        cand = _loop_item(res)
+        cand = _target(res)
         unit = cand.get('unit')
         if _failed(res) or not res.get('path'):
-            why[unit] = res.get('msg') or ('unreachable' if res.get('unreachable') else 'no workspace path')
+            why[unit] = res.get('msg') or ('unreachable' if res.get('status') == 'unreachable' else 'no workspace path')
         else:
             out[unit] = res['path']
     return out, why
@@ -366,7 +370,7 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     """One launch call per master with work (a user manager is per master, so a worker with two
     busy masters gets two calls -- never one per item), each with the launch-ready items.
 
-    ``workspaces`` are the registered ``workspace`` results (D10: one per run); a candidate whose
+    ``workspaces`` are the ``workspace`` answer records (D10: one per run); a candidate whose
     workspace failed is refused here and launched nowhere. ``command`` is the run's argv with
     ``{number}``, ``{repo}``, ``{unit}`` and ``{workdir}`` filled in per item. Each run also gets
     ``FLEET_ITEM``, ``FLEET_REPO``, ``FLEET_UNIT``, ``FLEET_DISPATCH_OWNER`` and the lease's fencing
@@ -397,3 +401,42 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
             'workdir': workdir, 'setenv': env,
         })
     return {'batches': groups, 'refused': refused, 'warnings': []}
+
+
+def launch_report(launches) -> Dict[str, Any]:
+    """The ``launch`` answer records (``target``: a batch, one per master): launched, refused by the
+    unit name (the second layer of D4 caught a race the lease did not cover), failed.
+
+    A skipped launch had no recorded PATH for its master (D3: the run's PATH is explicit).
+    """
+    launched, refused, failed, warnings = [], [], [], []
+    for res in launches or []:
+        where = _target(res)
+        label = '%s/%s' % (where.get('worker'), where.get('master'))
+        status = res.get('status', 'ok')
+        if status == 'skipped':
+            for cand in where.get('items') or []:
+                failed.append({'number': cand.get('number'), 'unit': cand.get('unit'), 'worker': where.get('worker'),
+                               'master': where.get('master'), 'why': 'no PATH recorded for this master'})
+                warnings.append('%s on %s: not launched: the master has no recorded PATH (~/.config/fleet-dispatch/path; '
+                                'run the worker role, or set dispatch_run_path)' % (cand.get('unit'), label))
+            continue
+        if status != 'ok':
+            why = res.get('msg') or 'unreachable'
+            for cand in where.get('items') or []:
+                failed.append({'number': cand.get('number'), 'unit': cand.get('unit'), 'worker': where.get('worker'),
+                               'master': where.get('master'), 'why': why})
+                warnings.append('%s on %s: launch failed: %s' % (cand.get('unit'), label, why))
+            continue
+        for entry in res.get('results') or []:
+            row = {'number': entry.get('number'), 'repo': entry.get('repo'), 'unit': entry.get('unit'),
+                   'worker': where.get('worker'), 'master': where.get('master'), 'reason': entry.get('reason'),
+                   'invocation_id': entry.get('invocation_id')}
+            if entry.get('reason') in ('launched', 'would-launch'):
+                launched.append(row)
+            elif entry.get('reason') in ('live', 'unloading'):
+                refused.append(dict(row, stage='launch', why='the unit name %s is held on %s (%s)' % (
+                    entry.get('unit'), label, entry.get('reason'))))
+            else:
+                failed.append(dict(row, why=entry.get('stderr') or 'failed to launch'))
+    return {'launched': launched, 'refused': refused, 'failed': failed, 'warnings': warnings}
