@@ -231,8 +231,6 @@ class LookupModule(LookupBase):
 
         if not owner or not str(owner).strip():
             raise AnsibleLookupError('fleet.dispatch.mutex needs owner= (a token naming this dispatcher run)')
-        if state not in ('acquired', 'released'):
-            raise AnsibleLookupError('state must be acquired or released, got %r' % (state,))
         try:
             store = open_store(backend, path=path, dsn=dsn)
         except LeaseError as exc:
