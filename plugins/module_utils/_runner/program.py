@@ -82,7 +82,6 @@ import argparse
 import datetime as _dt
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -93,33 +92,22 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from .._board.protocol import BoardError
-
 from .._board.factory import open_board
-from .brief import BRIEF_VERSION, render
-from .._core.capacity import clears_after_update, state_from, update_failed_state
-from .._host.cmd import SubprocessRunner
-from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
-from .._host.git import Git, GitError
-from .._core.markers import format_marker, markers_of, parse_marker
+from .._board.protocol import BoardError
+from .._core.capacity import clears_after_update, update_failed_state
+from .._core.closeout import Decision, decide
+from .._core.markers import format_marker, parse_marker
 from .._core.model import format_time, parse_time
 from .._core.naming import unit_name
-from .._core.references import artifacts_since, attribute
-from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE, read_outcome, plan_retry, retry_gate
+from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE, read_outcome
+from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
+from .brief import BRIEF_VERSION, render
+from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
 
-MODULE = 'ansible_collections.fleet.dispatch.plugins.module_utils._runner'
-
-EXIT = {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14}
-# 'stopped' 14 only when the AGENT alone died of SIGTERM/SIGINT from outside; a stop of the unit
-# re-raises the signal instead, so systemd records the signal itself.
 EXIT_USAGE = 2            # bad arguments or configuration; nothing was posted
 EXIT_UPDATE_FAILED = 3    # the self-update did not verify (D11); nothing was posted
 EXIT_CLOSEOUT_LOST = 4    # the terminal marker could not be posted (retried once); logged loudly (D12)
 EXIT_START_LOST = 5       # the start marker could not be posted; the agent was not started
-
-REEXEC_ENV = 'FLEET_RUNNER_REEXEC'
-STARTED_ENV = 'FLEET_RUNNER_STARTED_AT'
-EXPECTED_VERSION_ENV = 'FLEET_RUNNER_EXPECTED_VERSION'
 
 DEFAULT_CONFIG = '~/.config/fleet-dispatch/runner.json'
 DEFAULT_BOARD_SPEC = '~/.config/fleet-dispatch/board.json'
@@ -141,93 +129,12 @@ def _utcnow() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
 
 
-class UpdateFailed(Exception):
-    """The self-update's outcome did not verify (D11); the message names both sides."""
-
-
 class _Signalled(BaseException):
     """An external SIGTERM/SIGINT arrived (BaseException: no ``except Exception`` may swallow it)."""
 
     def __init__(self, signum):
         super(_Signalled, self).__init__(signum)
         self.signum = signum
-
-
-# --- the close-out decision (pure) ---------------------------------------------------------------
-
-@dataclass
-class Decision:
-    """The close-out: exactly one terminal marker, and what it does to the master's capacity file."""
-
-    kind: str
-    text: str
-    fields: Dict[str, Any] = field(default_factory=dict)
-    close: bool = False                       # success: close the item AFTER the comment (D12)
-    capacity_state: Optional[Dict[str, Any]] = None   # write this capacity state (D8)
-    clean: bool = False                       # a clean run: delete the capacity state (D8)
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT.get(self.kind, EXIT['failure'])
-
-
-def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str = '', exit_code: Optional[int] = None,
-           capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '') -> Decision:
-    """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
-
-    ``outcome`` is ``_retry.read_outcome(capture)`` -- the ONE parse that feeds both the gate and
-    this decision (D7). ``item`` is the item as re-read from the board after the agent ended
-    (``None`` when the board could not be read: then nothing can be credited and fact 4 of the gate
-    is unproven, so the run is neither a success nor a retry).
-
-    Order: a time-attributed merged artifact is a success whatever the exit code (D2: the forge's
-    word, not the agent's); else a provider limit is capacity; else a timeout is a failure (a bare
-    timeout is never transient, D7); else the four-fact gate; else a clean end is a no-op and
-    anything else a failure.
-    """
-    artifacts = list(item.artifacts) if item is not None else None
-    markers = markers_of(item) if item is not None else []
-    credited = attribute(artifacts or [], number, started_at, outcome.zero_turns, repo)
-    base = {'exit_code': exit_code, 'turns': outcome.turns, 'envelope': outcome.envelope is not None}
-    cap = outcome.capacity
-    cap_state = state_from(cap, now=now, unit=unit) if cap else None
-    # D8 "clean": zero exit AND no limit signature -- _retry.is_clean_run's predicate applied to the
-    # ONE parse (test_runner checks the two agree), so the capture is not parsed a second time.
-    clean = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code == 0 and cap is None
-    if credited:
-        refs = [a.ref if hasattr(a, 'ref') else a.get('ref') for a in credited]
-        fields = dict(base, artifacts=refs)
-        return Decision('success', 'done: %s merged after this run started and closes this item' % ', '.join(refs),
-                        fields, close=True, capacity_state=cap_state, clean=clean)
-    if cap:
-        fields = dict(base, source=cap['source'], signature=cap.get('signature'), reset_at=format_time(cap.get('reset_at')),
-                      reset_text=cap.get('reset_text'))
-        if cap['source'] == 'revoked':
-            text = 'the worker is dark: entitlement revoked or disabled, a human must act; not an attempt'
-        else:
-            text = 'the worker is dark: provider rate limit, reset %s; not an attempt' % (
-                format_time(cap.get('reset_at')) or 'unknown (none stated)')
-        return Decision('capacity', text, fields, capacity_state=cap_state)
-    if timed_out:
-        return Decision('failure', 'run failed: the agent exceeded the run time limit and was stopped',
-                        dict(base, cause='timeout'), clean=False)
-    since = artifacts_since(artifacts, number, started_at, repo) if artifacts is not None else None
-    gate = retry_gate(outcome, since)
-    if gate.retry:
-        plan = plan_retry(markers, now, tuple(ladder))
-        if plan is not None:
-            fields = dict(base, facts=gate.facts, signature=gate.signature, **plan)
-            return Decision('retry', 'transient failure (%s) before any turn; eligible again at %s (step %d)'
-                            % (gate.signature, plan['not_before'], plan['step']), fields, clean=clean)
-        return Decision('failure', 'run failed: transient failure (%s) again, the retry ladder is spent' % gate.signature,
-                        dict(base, cause='retries_spent', facts=gate.facts), clean=clean)
-    if exit_code == 0 and outcome.is_error is not True:
-        claim = ' although the agent reported success' if outcome.envelope is not None else ''
-        return Decision('noop', 'run ended with no merged change since its start%s (no-op)' % claim,
-                        dict(base, why=gate.why), clean=clean)
-    cause = 'error_envelope' if outcome.is_error else 'exit_code'
-    return Decision('failure', 'run failed (exit %s%s)' % (exit_code, ', %s' % outcome.subtype if outcome.subtype else ''),
-                    dict(base, cause=cause, why=gate.why), clean=clean)
 
 
 # --- the process spawner (injected) ---------------------------------------------------------------
@@ -724,90 +631,6 @@ def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit
             log('fleet-runner: the self-update verified: capacity state %s (update_failed) deleted' % path)
     except OSError as exc:
         log('fleet-runner: WARNING: the capacity state %s could not be updated: %s' % (path, exc))
-
-
-# --- self-update (D11) -----------------------------------------------------------------------------
-
-_VERSION_RE = re.compile(r'^version:\s*["\']?([^"\'\s#]+)', re.MULTILINE)
-
-
-def installed_version(code_dir: str) -> Optional[str]:
-    """The collection version in ``code_dir/galaxy.yml`` (read with a regex: the worker has no PyYAML)."""
-    try:
-        with open(os.path.join(code_dir, 'galaxy.yml'), encoding='utf-8') as handle:
-            match = _VERSION_RE.search(handle.read())
-    except OSError:
-        return None
-    return match.group(1) if match else None
-
-
-def code_root() -> str:
-    """The collection checkout this file was loaded from (``.../ansible_collections/fleet/dispatch``)."""
-    here = os.path.abspath(__file__)   # .../dispatch/plugins/module_utils/_runner/program.py
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(here))))
-
-
-def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Optional[str] = None, environ=None,
-                execv=None, argv=None, started_at: Optional[_dt.datetime] = None, log=None) -> Dict[str, Any]:
-    """Bring the runner's own checkout to ``origin/<branch>`` and re-exec once when it moved (D11).
-
-    🔴 Verify the OUTCOME, never the exit code: after the fetch the tracking ref must equal
-    FETCH_HEAD (``_git.Git.fetch``), after the checkout HEAD must equal the fetched sha, and the
-    installed version must equal ``expected_version`` when one is given. Anything else raises
-    ``UpdateFailed`` with both sides named. With ``FLEET_RUNNER_REEXEC=1`` in ``environ`` the fetch
-    is skipped (this process IS the re-exec) and only the version is verified: the guard that stops
-    a loop. Concurrent runs of one master serialise on a lock file in the checkout's git dir.
-
-    Returns ``{'status': 'current'|'updated'|'reexeced', 'from': sha, 'to': sha, 'version': v}``;
-    for ``updated`` the ``execv`` callable has been called (and does not return in production).
-    """
-    environ = dict(os.environ if environ is None else environ)
-    log = log or (lambda msg: sys.stderr.write(msg + '\n'))
-    code_dir = os.path.realpath(code_dir)
-
-    def _version_check():
-        version = installed_version(code_dir)
-        if expected_version and version != expected_version:
-            raise UpdateFailed('the runner at %s is version %s but the dispatcher expects %s (D11: stale runner refused)'
-                               % (code_dir, version, expected_version))
-        return version
-
-    if environ.get(REEXEC_ENV) == '1':
-        return {'status': 'reexeced', 'from': None, 'to': None, 'version': _version_check()}
-    git = Git(runner or SubprocessRunner())
-    lock = None
-    try:
-        import fcntl
-        lock = open(os.path.join(code_dir, '.git', 'fleet-runner-update.lock'), 'a')
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    except (OSError, ImportError) as exc:
-        log('fleet-runner: WARNING: no update lock (%s); updating unlocked' % exc)
-    try:
-        try:
-            sha = git.fetch(code_dir, branch)
-            head = git.rev_parse(code_dir, 'HEAD')
-            if head != sha:
-                rc, _out, err = git.runner.run([git.git, '-C', code_dir, 'checkout', '--quiet', '--detach', sha])
-                after = git.rev_parse(code_dir, 'HEAD')
-                if after != sha:
-                    raise UpdateFailed('the runner checkout %s is at %s after moving to origin/%s = %s (git checkout rc=%s: %s)'
-                                       % (code_dir, after, branch, sha, rc, (err or '').strip()))
-        except GitError as exc:
-            raise UpdateFailed('the runner could not update itself in %s: %s' % (code_dir, exc))
-    finally:
-        if lock is not None:
-            lock.close()
-    version = _version_check()
-    if head == sha:
-        return {'status': 'current', 'from': head, 'to': sha, 'version': version}
-    log('fleet-runner: updated %s from %s to %s (version %s); re-executing once' % (code_dir, head, sha, version))
-    env = dict(environ)
-    env[REEXEC_ENV] = '1'
-    if started_at is not None:
-        env[STARTED_ENV] = format_time(started_at)
-    args = [sys.executable, '-m', MODULE] + list((argv or sys.argv)[1:])
-    (execv or os.execve)(sys.executable, args, env)
-    return {'status': 'updated', 'from': head, 'to': sha, 'version': version}
 
 
 # --- main --------------------------------------------------------------------------------------------
