@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 
 import pytest
 
 from ansible.errors import AnsibleError
 from ansible.plugins.loader import lookup_loader
-
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import DEFAULT_LEASE_DIR, DEFAULT_TTL, FileLeaseStore
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
