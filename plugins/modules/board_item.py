@@ -13,8 +13,8 @@ description:
   - On the ledger board, creates or updates an item - title, body, status, dependency edges, open/closed/reopened - and records
     artifacts (a merged change and the items it closes, as a forge would record a merged pull request).
   - On a GitHub board, sets the project status field and the issue state; items themselves are created on GitHub.
-  - A reopen is recorded as an event with its time, and it outranks every older marker (D6).
-  - Dependencies are edges, evaluated at selection (D9) - never a hold written in prose.
+  - A reopen is recorded as an event with its time, and it outranks every older marker.
+  - Dependencies are edges, evaluated at selection - never a hold written in prose.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
@@ -45,18 +45,18 @@ options:
   state:
     description:
       - V(open) or V(closed) sets the item state.
-      - V(reopened) opens a closed item and records a reopen event, which outranks older markers (D6). On an open item it changes nothing.
+      - V(reopened) opens a closed item and records a reopen event, which outranks older markers. On an open item it changes nothing.
     type: str
     choices: [open, closed, reopened]
   blocked_by:
     description:
-      - The complete list of item numbers that block this one (D9). Edges not listed are removed. Omit to leave edges alone.
+      - The complete list of item numbers that block this one. Edges not listed are removed. Omit to leave edges alone.
     type: list
     elements: int
   artifact:
     description:
       - Record a change on the ledger board. A merged artifact that closes items closes them, as a forge closes an issue when the
-        pull request that references it merges (D2).
+        pull request that references it merges.
     type: dict
     suboptions:
       ref:

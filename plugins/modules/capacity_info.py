@@ -10,15 +10,15 @@ module: capacity_info
 short_description: Is this master dark, why, until when - and how much headroom it has
 version_added: 0.1.0
 description:
-  - Reads the master's capacity state file, written by the runner when a run dies on a provider limit (D8), and says whether the
-    master is dark, the RV(source) (V(rate_limit) clears by the clock, V(revoked) needs a human - D20, V(update_failed) - the
-    runner could not update itself, D11 - clears after a cooldown or when the C(fleet.dispatch.worker) role reinstalls the
+  - Reads the master's capacity state file, written by the runner when a run dies on a provider limit, and says whether the
+    master is dark, the RV(source) (V(rate_limit) clears by the clock, V(revoked) needs a human, V(update_failed) - the
+    runner could not update itself and clears after a cooldown or when the C(fleet.dispatch.worker) role reinstalls the
     runner), the provider's stated
     RV(reset_at) (null when none was stated - never invented) and why. The meaning of the file is the collection's one
-    implementation in C(_capacity) (D15), shared with the runner that writes it.
-  - A missing, empty or unparseable file means B(not dark), and RV(why) says so (D5 - a guard fails open; a refusal needs positive
+    implementation in C(_capacity), shared with the runner that writes it.
+  - A missing, empty or unparseable file means B(not dark), and RV(why) says so (a guard fails open; a refusal needs positive
     evidence).
-  - Also measures the master's headroom for placement (D13 - measured headroom, never a cap) - load averages from C(/proc/loadavg),
+  - Also measures the master's headroom for placement (measured headroom, never a cap) - load averages from C(/proc/loadavg),
     C(MemAvailable) and C(MemTotal) from C(/proc/meminfo), usable CPUs, and the number of live C(task-*) runs of this master
     (one C(systemctl --user show) call). A figure that cannot be read is null and a warning says why.
   - Run it as the master (C(become_user)).
@@ -152,7 +152,7 @@ def main():
     state, why_ignored, present = read_capacity_file(path)
     dark, source, reset_at, why = is_dark(state, now)
     if state is None:
-        why = 'not dark: %s (%s); guards fail open (D5)' % (why_ignored, path)
+        why = 'not dark: %s (%s); guards fail open' % (why_ignored, path)
         if present:
             module.warn('capacity state %s ignored: %s' % (path, why_ignored))
     elif why_ignored:

@@ -5,56 +5,7 @@
 
 D1 -- the board *is* the queue, read live, one paginated GraphQL query a cycle:
 
-* **The page pass** (``BOARD_PAGE``) asks the server to filter the project's items
-  (``ProjectV2.items(query: "is:issue is:open status:Ready")``) and carries only cheap fields:
-  scalars and single objects, no nested connection. By GitHub's published formula (sum of the
-  requests each connection needs, assuming each fills its ``first``/``last``, divided by 100,
-  rounded, at least 1 -- docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api)
-  one page of 100 items is 1 request = **1 point**; ``benchmarks/github_cost.py`` prints it.
-* **The cheap filter** then keeps the items that can possibly be eligible: an open issue whose
-  status is the ready value and whose ``issueDependenciesSummary.blockedBy`` (open blockers) is 0.
-* **The detail pass** (``DETAILS``) fetches the fields that cost real points -- comments (the
-  markers), the closed/reopened timeline, closing pull requests, the dependency edges -- only for
-  those items, batched through ``nodes(ids:)`` (one request for many issues, not one per item).
-  ``nodes(ids:)`` does what a document of aliases (``i1: node(id: ...) ...``) would, with one
-  constant document that the tests validate against the schema, instead of one generated per batch.
-  Items the summary says are blocked get only their blocker edges (``BLOCKERS``), so the
-  eligibility decision sees positive evidence of the open blocker (D9); if the edges show no open
-  blocker after all, the item is promoted to the detail pass rather than judged on missing data.
-
-Every call's ``rateLimit { cost remaining resetAt }`` is summed into ``BoardRead.cost``.
-
-D9 -- dependencies are ``Issue.blockedBy`` edges; the connection returns closed blockers too, so
-every ``Blocker`` carries the blocker's own state and the decision core filters on it.
-
-D2, D16 -- completion is derived from ``closedByPullRequestsReferences(includeClosedPrs: true)``
-and from a ``ClosedEvent`` whose closer is a pull request; each becomes an ``Artifact`` with
-``merged``, ``merged_at`` and ``created_at`` exactly as GitHub reports them, so attribution by time
-(``_references``) can refuse a merge from before the run's start. An issue closed by a commit
-(or by hand) yields a ``closed`` event and no artifact: only a merge is proof of work.
-
-D6, D1 -- markers are issue comments, all of them read every cycle (older pages fetched when an
-issue has more than one page), so the attempt count is derived, never stored.
-
-D12 -- writes: a marker is a comment (REST), then, separately, a close (``Board.post_marker``);
-never ``gh issue close --comment``, which drops the comment on an already-closed issue and
-exits 0. The status field is set with ``updateProjectV2ItemFieldValue``; the project, field and
-option ids are resolved by name once per board instance (one instance per cycle).
-
-D14 -- generated text never carries a live closing keyword: every comment body passes through
-``_references.defang`` before it is posted.
-
-D19 -- mentions come from the notifications API; they are marked read only by ``mark_read``,
-which the runner calls after it injected them into the brief.
-
-D5, D20 -- failures have names. Every body is type-checked before it is trusted (🔴 D5: a 404
-error *object* read as "non-empty" once blocked the fleet); a GraphQL ``errors`` array with
-HTTP 200 is an error; primary and secondary rate limits honour ``retry-after`` /
-``x-ratelimit-reset`` through an injectable ``sleep``; a queue that cannot be read raises
-``BoardUnreadable``, which is never the same thing as an empty ``BoardRead``.
-
-Tokens come only from the spec's ``token`` (a ``no_log`` option) or the environment
-(``GITHUB_TOKEN``, then ``GH_TOKEN``); no message ever contains one.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_board/github.py``.
 """
 
 from __future__ import annotations
@@ -233,7 +184,7 @@ fragment ProjectPage on ProjectV2 {
   }
 }
 ''' % (RATE_LIMIT_FIELDS, _STATUS_VALUE)
-"""The page pass (D1): server-side status filter, cheap fields only; 1 point per 100 items."""
+"""The page pass: server-side status filter, cheap fields only; 1 point per 100 items."""
 
 DETAILS = '''
 query Details($ids: [ID!]!) {

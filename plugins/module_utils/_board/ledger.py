@@ -6,27 +6,7 @@
 The embedded default board (demo, single controller) and the shared board of a fleet with
 several dispatchers; the same code and the same statements on both (``_sql``).
 
-It stores facts and returns them; it never judges them. Which marker is last, whether an item is
-eligible, whether an artifact is this run's -- all of that is the decision core's
-(``_markers``, ``_eligibility``, ``_references``). What the ledger does guarantee:
-
-* D1: it *is* the queue. ``read`` fetches every table once per call (no per-item loop) and
-  joins in Python; nothing is cached between calls, and there is no attempt counter column
-  (attempts are counted from the comments every cycle).
-* D2: completion is derived from an artifact. Recording a MERGED artifact that closes an item
-  closes it the way a forge does -- a ``closed`` event at the merge time. An open artifact
-  closes nothing.
-* D5/D20: a store that cannot be read raises ``BoardUnreadable``; an empty queue is
-  ``BoardRead(items=[])``. The two never look alike.
-* D6: state changes are events with times. A reopen is an explicit ``reopened`` event, so
-  the decision core can see that it came after the last marker.
-* D9: dependencies are edges (``dependencies``); each blocker comes back with its own
-  current state, so "no open blocker" is one predicate re-evaluated every read.
-* D12: ``post_marker`` commits the comment first, then closes; a close that finds the item
-  already closed is a no-op that keeps the comment.
-
-Every time is either passed in (``at=``, for demo data and tests) or read once per call from
-``clock``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_board/ledger.py``.
 """
 
 from __future__ import annotations

@@ -7,16 +7,7 @@ The board *is* the queue (D1): nothing here caches it. Each adapter returns the 
 (``_model.Item`` and friends) and leaves every decision (markers, eligibility) to the decision
 core: a board returns data, it never judges it.
 
-Two failures are given two names (D20), because the dispatcher must treat them oppositely (D5):
-
-* ``BoardUnreadable`` -- the queue itself cannot be read (no file, no server, corrupt store,
-  bad credentials). No eligibility decision can be made; this is the one guard that fails
-  closed, and only in ``mode: apply`` (a plan reports it).
-* an empty ``BoardRead.items`` -- the queue was read and holds nothing. Never produced by a
-  failure: an adapter that cannot read raises, it does not return ``[]``.
-
-``BoardError`` is every other failure (a write that did not land, an unknown item); its
-message names the fix.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_board/protocol.py``.
 """
 
 from __future__ import annotations

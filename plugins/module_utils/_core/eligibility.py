@@ -1,48 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The eligibility predicate and the attempt count (D1, D5, D6, D8, D9).
+"""The eligibility predicate and the attempt count.
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter. Re-derived from the item's own
 comments, events and dependency edges every cycle; nothing here is stored (D1: a stored
 counter is a second tracker; D9: re-evaluated from scratch, so a closing blocker releases by
 itself).
 
-Reason codes and their PRECEDENCE (the first that holds is the one reported):
-
-1. ``done``       closed, and the last marker (not outranked by a reopen) is a success.
-2. ``closed``     closed otherwise. The item's state is the forge's word (D2); nothing else matters.
-3. ``running``    the last marker is a start: a run is (or was, until the reaper says) in flight.
-4. ``tombstone``  open, and the last marker is a success with no reopen after it (D6): a latch
-                  only a human can clear, so it is reported before anything that clears itself.
-5. ``retry_wait`` the last marker is a retry whose ``not_before`` is still in the future (D7).
-6. ``parked``     the attempt cap is spent (D13): needs a human; sticky, so it outranks the
-                  self-releasing reasons below.
-7. ``blocked``    an OPEN blocker (D9). A closed blocker does not block; nor does one whose state
-                  is not literally ``open`` (D5: a refusal needs positive evidence).
-8. ``not_ready``  the status field is not the ready value (compared trimmed, case-insensitively).
-9. ``eligible``
-
-Rationale: 1-2 are facts about the item no run can change; 3-5 are mutually exclusive (they
-read the one last marker) and describe what the fleet itself is doing; 6 needs a human; 7-8
-clear themselves or are a human's routine hold. A human reading ``reason`` sees the most
-specific cause first.
-
-The last marker. Eligibility reads the LAST marker (D6); a comment without a glyph is not a
-marker (``_markers``). ``left_open`` is a run's close-out that keeps the item dispatchable.
-A REOPEN event strictly after the last marker outranks it: the item is treated as if it had no
-last marker (eligible unless another reason holds) -- a reopen is an explicit "not finished"
-written after the marker that said it was (D6). That includes a start: a reopen during a run
-makes the item look not running, and the real guard against a second run is the unit probe
-under the lease (D4), not this predicate. On an exact tie the marker stands: a false "done"
-stays visible as a tombstone, a false "eligible" would launch.
-
-Attempts are counted SINCE THE LAST REOPEN. A reopen is a human's explicit grant of a fresh
-budget: the cap exists to bound wasted starts of a stuck item (D13), and every new budget still
-needs a human act (nothing in the fleet reopens items), so the burn-loop bound holds. Counting
-across reopens would leave an item that once used its budget parked forever after a human
-reopened it, with no remedy but deleting comments from the queue's own history. The remedy for
-``parked`` is therefore: close and reopen the item.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/eligibility.py``.
 """
 
 from __future__ import annotations

@@ -1,43 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The marker grammar: the one place that writes and reads status comments (D6, D12, D14).
+"""The marker grammar: the one place that writes and reads status comments.
 
 Pure functions, no I/O, no clock reads.
 
-A marker is a comment whose first visible character is one of the glyphs below. The glyph
-alone decides the kind; nothing else does (D6). That is why every kind has its own glyph,
-including the non-terminal ``left_open``: it was once written with no glyph, on the reasoning
-that the rule keys on the last marker so the item would stay dispatchable -- exactly
-backwards: without a glyph the comment is not a marker, and the success posted seconds
-earlier stayed the last word (a tombstone). Consequently every writer of a glyph-led comment,
-human or machine, is a writer of the queue's eligibility.
-
-Layout written by ``format_marker``::
-
-    🚀 fleet.dispatch: run started on w1/agent1        <- first line, for humans
-                                                        <- blank line
-    <!-- fleet.dispatch {"host": "w1", ...} -->        <- machine fields, invisible when rendered
-
-A marker whose machine comment is missing or holds broken JSON (or JSON that is not an
-object -- D5's type check) still parses as its kind, with empty fields.
-
-Glyphs: single code points with default emoji presentation, so no variation selector is
-needed (a trailing U+FE0F written by some other tool is tolerated on read).
-
-=========  =======  ======  ==============================================================
-kind       glyph    code    meaning
-=========  =======  ======  ==============================================================
-start      🚀       1F680   a run began (posted before anything that can fail, D12)
-success    ✅       2705    a merged artifact closes the item, attributed by time (D2, D16)
-noop       ⚪       26AA    the run ended and produced no artifact (D2)
-failure    ❌       274C    the run failed
-stopped    🛑       1F6D1   an external SIGTERM/SIGINT stopped the run; no claim about the work (D12)
-capacity   🪫       1FAAB   the worker went dark (rate limit / revoked); not an attempt (D8, D20)
-retry      🔁       1F501   the four-fact gate passed; eligible again at ``not_before`` (D7)
-reset      🧹       1F9F9   the reaper reset an orphaned start (D14)
-left_open  📌       1F4CC   finished but deliberately left open; keeps the item dispatchable (D6)
-=========  =======  ======  ==============================================================
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/markers.py``.
 """
 
 from __future__ import annotations

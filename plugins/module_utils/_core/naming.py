@@ -1,26 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit and worktree names, and the oldest-wins repair of duplicate runs (D4, D10, D20).
+"""Unit and worktree names, and the oldest-wins repair of duplicate runs.
 
 Pure functions, no I/O, no clock reads.
 
-D4: the unit name is a pure function of the item's identity and carries ZERO entropy -- no
-timestamp, no attempt number, no random part. The supervisor refuses a second live unit with
-the same name, atomically; that refusal IS the per-worker lock. Entropy once made two units for
-one item legal, and (D20) silently broke the parser that extracted items from unit names: eleven
-live units, zero extracted. So ``item_of_unit`` is the exact inverse of ``unit_name`` and
-accepts only canonical names: anything ``unit_name`` would not have produced is not ours.
-
-Names:
-
-* single-repo board: ``task-42``
-* multi-repo board: ``task-<systemd-escaped owner/repo>-42``, e.g. ``task-acme-widgets-42``
-  (``/`` escapes to ``-``; a ``-`` inside the repo escapes to ``\\x2d``, so the last ``-`` always
-  separates the number). The repo is lower-cased first: GitHub repository names are
-  case-insensitive, and two spellings of one repo must not become two names (two names = no lock).
-
-Callers must pass ``repo`` consistently: a board either always names the repo or never does.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/naming.py``.
 """
 
 from __future__ import annotations
@@ -212,7 +197,7 @@ def oldest_wins(units: List[Any], key: Optional[str] = None) -> Tuple[Optional[A
 # seed 003: dispatched successors (``any-<topic>``) and the winner's workspace name
 
 DISPATCH_TAG = 'any-'
-"""The tag that addresses a successor to no machine (seed 003: "a successor named any-<topic> is
+"""The tag that addresses a successor to no machine ("a successor named any-<topic> is
 addressed to no machine. Every runner on the fleet is eligible")."""
 
 _TOPIC_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$')

@@ -7,17 +7,7 @@ This is the one place that turns the queue into decisions for *both* dispatch pa
 sweeper and the hand dispatch call the same functions through ``board_info`` and the shared
 dispatch tasks (D15: a guard living only in one consumer cannot see the other path).
 
-* ``assess`` -- each item's eligibility verdict (``_eligibility.evaluate``), the attempt count
-  derived from its markers (D1: never stored), its open blockers (D9) and its artifacts, as
-  JSON-ready dicts; ``candidates`` keeps the eligible ones in board order.
-* ``place`` -- put each candidate on the master with the most measured headroom (D13: there
-  is no concurrency cap; attempt caps and capacity cooldowns bound waste, a cap only bounds
-  useful work). Dark masters get nothing (D8). Placement is deterministic for equal input.
-
-The steps of the guarded path read *answer records*: one remote call's answer as the action
-plugin hands it over -- the module's return values plus ``target`` (what the call was for: a
-``{worker, master}``, a placed candidate, a batch), ``status`` (``ok``, ``failed``,
-``unreachable``, ``skipped``) and ``msg``. No Ansible result shape reaches this file.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/plan.py``.
 """
 
 from __future__ import annotations
@@ -141,6 +131,8 @@ def place(cands, masters) -> Dict[str, Any]:
 # turned into a refusal.
 
 def _refusal(cand, stage, why):
+    """One refusal record. D6: a refusal writes nothing to the board -- the caller logs it on
+    stderr -- because eligibility reads the last marker, so a refusal marker would be a latch."""
     return {'number': cand.get('number'), 'repo': cand.get('repo', '') or '', 'unit': cand.get('unit'),
             'stage': stage, 'why': why}
 
@@ -174,14 +166,14 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
         admitted = [dict(c, lease=None) for c in cands or []]
         if admitted:
             warnings.append('the lease is disabled (dispatch_lease_enabled=false): only the probe and the unit name '
-                            'guard %s against a concurrent dispatcher (D4)' % ', '.join(c['unit'] for c in admitted))
+                            'guard %s against a concurrent dispatcher' % ', '.join(c['unit'] for c in admitted))
         return {'admitted': admitted, 'refused': [], 'warnings': warnings}
     by_name = dict((lease.get('name'), lease) for lease in leases or [] if isinstance(lease, dict))
     admitted, refused = [], []
     for cand in cands or []:
         lease = by_name.get(cand['unit'])
         if lease is None:
-            warnings.append('%s: no lease answer; proceeding without one (D5: a guard fails open)' % cand['unit'])
+            warnings.append('%s: no lease answer; proceeding without one (a guard fails open)' % cand['unit'])
             admitted.append(dict(cand, lease=None))
         elif lease.get('acquired') is True:
             if lease.get('degraded'):
@@ -290,7 +282,7 @@ def dark_why(source, reset_at) -> str:
     if source == 'rate_limit':
         return 'rate-limited: gets nothing until %s' % (reset_at or 'unknown')
     if source == 'update_failed':
-        return ('runner could not update itself (D11): gets nothing until the cooldown ends or fleet.dispatch.worker '
+        return ('runner could not update itself: gets nothing until the cooldown ends or fleet.dispatch.worker '
                 'reinstalls it')
     return 'dark (%s) until %s' % (source or 'unknown source', reset_at or 'unknown')
 

@@ -5,21 +5,7 @@
 
 Pure functions, no I/O, no clock reads.
 
-* ``closing_refs(text)`` mirrors the forge's adjacency rule (D16): a closing keyword
-  (``close``/``closes``/``closed``/``fix``/``fixes``/``fixed``/``resolve``/``resolves``/``resolved``,
-  any case) with an optional colon, then nothing but whitespace, then the reference. A verb
-  whose object is something else ("fixes the failing criterion from VERIFY #6038") is not a
-  reference, and a bare number is never one.
-* ``defang(text)`` rewrites every live keyword+reference so that ``closing_refs`` finds none
-  while a human still reads the same sentence ("fixes issue #12"). Everything this system
-  writes passes through it (D14: a PR quoting a remedy verbatim, in a blockquote to refute it,
-  closed the issue it existed to protect -- the forge ignores quoting).
-* ``attribute(...)`` credits a run only with merged artifacts that close this item and were
-  created and merged after the run started; a zero-turn run gets none by construction (D16).
-
-Reference forms recognised (wider than most people write, because for ``defang`` missing a
-form is the dangerous direction): ``#12``, ``GH-12``, ``owner/repo#12`` and the issue URL
-``https://github.com/owner/repo/issues/12`` (GitHub accepts all four after a keyword).
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/references.py``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The result envelope, the run's outcome, and the four-fact retry gate (D7, D8, D16).
+"""The result envelope, the run's outcome, and the four-fact retry gate.
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter.
 
-D7: retry only on a four-fact conjunction, three of which the agent cannot author:
-
-1. the failure signature is transient -- HTTP 429, 5xx, connection errors -- AND
-2. it is not a hard provider limit (that is capacity, D8: the worker is dark, not the run), AND
-3. the run never started: no result envelope, zero turns, AND
-4. the forge reports no artifact for this item since the run started.
-
-Fact 3 is the clever part: the agent CLI prints a JSON result envelope for any run that reached
-the model; a first-request failure never produces one, so the ABSENCE of the envelope is the proof
-that no turn was consumed. The capture merges stderr, so the envelope arrives wrapped in noise and
-a whole-capture parse fails even on a successful run: ``scan_envelope`` finds the last well-formed
-JSON object anywhere in it. ONE parse, ``read_outcome``, feeds both the retry gate and the
-close-out, so the two cannot disagree.
-
-The transient signature is deliberately narrow: a bare "timeout" is not transient -- a false
-"transient" re-runs a genuine defect three times and buries its cause.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/retry.py``.
 """
 
 from __future__ import annotations

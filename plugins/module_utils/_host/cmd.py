@@ -5,25 +5,7 @@
 
 Every adapter that runs a program (``_systemd``, ``_git``) takes a *runner* with one method::
 
-    run(argv, env=None, data=None) -> (rc, stdout, stderr)
-
-* ``argv`` is a list of strings and is executed **without a shell**. Board text (a title, a
-  repo name, a command taken from an item) may end up in an argument; as a list element it
-  reaches the program verbatim and can never be re-parsed by a shell. A string ``argv`` is a
-  programming error and raises ``TypeError`` rather than being split.
-* ``env`` *adds to* the caller's environment (it never replaces it).
-* Output is always produced under ``LANGUAGE=C LC_ALL=C`` so the adapters parse one language
-  (community.general's CLI-wrapper rule).
-* A non-zero exit is *returned*, never raised: the caller decides what it means (D20: the caller
-  reads state to tell two failures apart; it never matches the error text).
-
-Three implementations:
-
-* ``SubprocessRunner`` — plain ``subprocess``, for the runner program on a worker (D15: the runner
-  imports the same adapters as the modules).
-* ``ModuleRunner`` — over ``AnsibleModule.run_command`` for modules. It passes
-  ``expand_user_and_vars=False``: run_command's default expands ``~`` and ``$VAR`` inside every
-  argument, which would rewrite board text such as ``echo $HOME`` before it reaches the run.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_host/cmd.py``.
 """
 
 from __future__ import annotations

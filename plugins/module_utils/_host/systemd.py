@@ -7,34 +7,7 @@ A *run* is one transient user unit ``task-<item>`` on one master (D3). Everythin
 asks of a master's user manager goes through ``SystemdUser``: which argv, which environment,
 how the output is read. The runner is injected (``_cmd``), so tests replay exact argv.
 
-Decisions implemented here:
-
-* **D3 🔴 explicit PATH.** ``systemd-run --user`` does not pass the caller's environment to the
-  unit; the unit gets the user manager's PATH, where ``~/.local/bin`` is absent. ``run_transient``
-  therefore *requires* the PATH string and always passes ``--setenv=PATH=<path>``. The same PATH is
-  put in systemd-run's own environment, because systemd-run resolves ``argv[0]`` with the *caller's*
-  PATH before it hands the unit over — so the executable is found (or refused) by the very PATH the
-  run will have.
-* **D3 secrets.** Secrets enter only through ``-p EnvironmentFile=<absolute path>``; never
-  ``--setenv`` (which shows in ``systemctl show -p Environment`` and in systemd-run's argv).
-* **D3 OnFailure.** ``-p OnFailure=<template><unit>.service`` with the literal unit name: specifiers
-  such as ``%n`` are *not* expanded in transient-unit properties (systemd 252 rejects
-  ``fleet-notify@%n.service`` as an invalid unit name — test-bed README).
-* **Type=exec.** With systemd-run's default Type=simple the start job completes at fork, so a run
-  whose working directory, EnvironmentFile or executable is missing is reported as started and
-  dies a moment later. ``-p Type=exec`` makes the start job wait for the ``execve()``: those
-  failures become a failed systemd-run (read on the test bed, systemd 252: a missing
-  ``--working-directory`` gives rc 0 with Type=simple, rc 1 "Job for task-50.service failed" with
-  Type=exec). ``launched`` then means the run's program is running.
-* **D4 the name is the lock.** No entropy is ever added to the unit name here; the name comes from
-  ``_naming.unit_name`` and a live name makes systemd refuse the second start.
-* **D20 🔴 live vs unloading.** After a failed ``systemd-run`` the unit's state is *read* and
-  classified (``classify``), never inferred from the error text: systemd prints the same
-  "already loaded or has a fragment file" for a live unit and for one not yet collected.
-* **XDG_RUNTIME_DIR.** Over ``become_user`` pam_systemd does not run, so the variable is absent and
-  ``systemctl --user`` fails with "Failed to connect to bus: No medium found" (test-bed README,
-  pitfall 4). It is set to ``/run/user/<uid>`` when absent, or when it positively names another
-  user's runtime directory (inherited through become).
+The rules in full, with their reasons: ``docs/internals.md``, section ``_host/systemd.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The runner: the program a ``task-<item>`` unit executes -- it IS the run (D2, D7, D8, D11, D12, D16, D17, D19, D20).
+"""The runner: the program a ``task-<item>`` unit executes -- it IS the run.
 
 Run it as ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner --item N``
 (the worker role installs a ``fleet-runner`` wrapper that does exactly that). It imports the same
@@ -10,70 +10,7 @@ grammar (``_markers``), the single parse of the capture (``_retry.read_outcome``
 gate (``_retry.retry_gate``), attribution by time (``_references.attribute``), the capacity state
 (``_capacity``), the board (``_board.open_board``) and git (``_git``).
 
-One run, in order:
-
-1. **The start time is recorded before anything else** (D16), in ``main`` -- and carried across
-   the self-update's re-exec in ``FLEET_RUNNER_STARTED_AT``, so every artifact must postdate the
-   moment the unit's program began.
-2. **Self-update** (D11, ``self_update``): fetch the runner's own checkout, move it to the fetched
-   ``origin/<branch>`` when it differs, VERIFY the outcome (HEAD equals the fetched sha, and the
-   installed version equals ``FLEET_RUNNER_EXPECTED_VERSION`` when the dispatcher gave one), then
-   ``exec`` the fresh code exactly once (``FLEET_RUNNER_REEXEC=1`` stops a loop). An update whose
-   outcome does not verify posts NOTHING about the work and exits ``EXIT_UPDATE_FAILED`` (3): a
-   stale runner is not a failed run (D20), and ``fleet.dispatch.launch`` refuses to start a runner
-   whose installed version is not the expected one, naming both.
-3. **Signals** SIGTERM/SIGINT are handled from here on (D12).
-4. **The start marker** is posted before anything that can fail (D12). If even that cannot be
-   posted (retried once) the agent is not started: a run without a start marker is invisible to
-   the reaper. Exit ``EXIT_START_LOST`` (5), loudly.
-5. **The run directory** ``<state_dir>/runs/<unit>/`` is cleared and recreated (D17: a prior run's
-   state cannot leak): ``run.json`` (this run, machine-readable), ``brief.md``, ``capture.log``
-   (the agent's stdout and stderr merged, as the seed's capture was), ``out/`` (the agent's
-   structured JSON: ``result.json``, ``blocker.json``) and at the end ``closeout.json``.
-6. **Mentions** (D19) are fetched, injected into the brief, and marked read only after the agent
-   has been started with that brief: a crash before then leaves them unread for the next run
-   (at-least-once).
-7. **The agent** (``agent_command``, e.g. ``claude -p --output-format json``) runs in its own
-   process group with the brief on stdin (or as ``{brief_file}``/``{brief}`` in its argv -- never
-   through a shell; board text is data).
-8. **The close-out** (``decide``, pure): ONE parse of the capture feeds the retry gate and the
-   marker (D7). Exactly one terminal marker on every way out:
-
-   ==========  ======  ==================================================================
-   marker      exit    when
-   ==========  ======  ==================================================================
-   success     0       a merged artifact closes the item, created AND merged after this
-                       run's start, and the run consumed turns (D2, D16); posted, THEN the
-                       item is closed (🔴 D12)
-   capacity    12      a provider limit (rate limit / revoked): the master's capacity file
-                       is written first, with the provider's stated reset or null (D8)
-   retry       13      all four facts of D7 hold; ``not_before`` from the backoff ladder is
-                       written in the marker (the sweep honours it; no state file)
-   noop        10      the agent ended without failing but nothing merged since the start
-   failure     11      anything else (non-zero exit, error envelope, timeout, spent ladder,
-                       a runner error after the start marker)
-   stopped     signal  an external SIGTERM/SIGINT: the agent's group is stopped, this marker
-                       makes no claim about the work, then the signal is RE-RAISED so the
-                       unit's result is honest (D12); a duplicate-stop note of the
-                       dispatcher (docs/dispatch.md) adds ``reason: duplicate`` and the kept run
-   ==========  ======  ==================================================================
-
-   Exits 12 and 13 are the mechanism working (D14's never-announce list): ``launch`` passes them
-   as ``SuccessExitStatus=`` by default, so the ``OnFailure=`` notifier fires for 10, 11 and the
-   runner's own errors (2-5) only.
-
-   A self-update that does not verify (exit 3, nothing posted) writes the ``update_failed``
-   capacity state, so the dispatcher stops placing work here; a verified one deletes it (D11, D8).
-
-   A clean run (zero exit and no limit signature, ``_retry.is_clean_run``) deletes the
-   capacity file (D8 self-healing). The close-out's own failure is retried once (after checking
-   whether the first attempt landed, so the marker is not doubled) and then logged loudly with
-   the full marker text for a human to post: exit ``EXIT_CLOSEOUT_LOST`` (4) -- never swallowed.
-   A SIGKILL cannot be handled: the start marker stays the last word, which is what the reaper
-   looks for (D14).
-
-Exit codes are distinct per outcome (D20: "no work exists" and "the write broke" must not look
-alike): see ``EXIT``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_runner/program.py``.
 """
 
 from __future__ import annotations
@@ -373,7 +310,7 @@ class Run(object):
                     format_time(decision.capacity_state.get('reset_at')) or 'unknown'))
             elif decision.clean and os.path.exists(self.capacity_path):
                 os.unlink(self.capacity_path)
-                self.log('clean run: capacity state %s deleted (D8 self-healing)' % self.capacity_path)
+                self.log('clean run: capacity state %s deleted (self-healing)' % self.capacity_path)
         except OSError as exc:
             self.log('WARNING: the capacity state %s could not be updated: %s' % (self.capacity_path, exc))
 
@@ -526,6 +463,8 @@ class Run(object):
         return code
 
     def _run(self) -> int:
+        """Start marker, run directory, brief, agent, close-out. D19: the mentions are injected into
+        the brief and marked read only after the agent was started with it (at-least-once)."""
         # D12: the start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
         try:
@@ -648,7 +587,11 @@ def _load_json_file(path: str, what: str) -> Dict[str, Any]:
 
 
 def board_spec(path: str, environ) -> Dict[str, Any]:
-    """The board spec from ``path`` plus secrets from the environment (EnvironmentFile; never argv)."""
+    """The board spec from ``path`` plus secrets from the environment (EnvironmentFile; never argv).
+
+    D18: which identity writes and merges is a credential decision of the installation (the
+    master's EnvironmentFile), never a git config or an argument visible in ``ps``.
+    """
     spec = _load_json_file(path, 'the board spec')
     for env_name, key in SECRET_ENV:
         if environ.get(env_name) and not spec.get(key):
@@ -674,7 +617,7 @@ def _parser():
     p.add_argument('--agent-command', default=None, help='the agent argv as a JSON list (overrides the config)')
     p.add_argument('--workdir', default=None, help='the agent\'s working directory (default: the current one)')
     p.add_argument('--timeout', type=float, default=None, help='seconds before the agent is stopped (default: none)')
-    p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update (D11)')
+    p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update')
     p.add_argument('--branch', default=None, help='the branch to self-update from and to brief (default main)')
     p.add_argument('--no-self-update', action='store_true', help='skip the self-update')
     p.add_argument('--version', action='store_true', help='print the installed version as JSON and exit')

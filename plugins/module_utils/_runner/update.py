@@ -70,7 +70,7 @@ def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Op
     def _version_check():
         version = installed_version(code_dir)
         if expected_version and version != expected_version:
-            raise UpdateFailed('the runner at %s is version %s but the dispatcher expects %s (D11: stale runner refused)'
+            raise UpdateFailed('the runner at %s is version %s but the dispatcher expects %s (stale runner refused)'
                                % (code_dir, version, expected_version))
         return version
 
