@@ -4,7 +4,7 @@
 """``fleet.dispatch.guard``: one step of the guarded dispatch path, on the controller (D4, D6, D15).
 
 Thin: every decision is a pure function of ``module_utils/_core/plan.py``. The action validates
-its options, turns Ansible's registered loop results into the plain answer records ``_plan``
+its options, turns Ansible's registered loop results into the plain answer records ``_core.plan``
 reads (``answers``), calls the step, and says every refusal on **stderr** as an Ansible warning:
 a refusal writes nothing to the board (D6), it is logged.
 """

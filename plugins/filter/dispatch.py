@@ -89,7 +89,7 @@ def plan_table(plan, items=None):
 
 
 def place(candidates, masters):
-    """Place candidates on the masters with the most headroom (``_plan.place``; D8, D13)."""
+    """Place candidates on the masters with the most headroom (``_core.plan.place``; D8, D13)."""
     if not isinstance(candidates, list) or not isinstance(masters, list):
         raise AnsibleFilterError('place expects a list of candidates and a list of masters')
     return _place(candidates, masters)

@@ -15,7 +15,7 @@ description:
     runner could not update itself and clears after a cooldown or when the C(fleet.dispatch.worker) role reinstalls the
     runner), the provider's stated
     RV(reset_at) (null when none was stated - never invented) and why. The meaning of the file is the collection's one
-    implementation in C(_capacity), shared with the runner that writes it.
+    implementation in C(_core.capacity), shared with the runner that writes it.
   - A missing, empty or unparseable file means B(not dark), and RV(why) says so (a guard fails open; a refusal needs positive
     evidence).
   - Also measures the master's headroom for placement (measured headroom, never a cap) - load averages from C(/proc/loadavg),

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The GitHub Projects v2 board: the ``Board`` protocol over GitHub's GraphQL and REST APIs.
 
-D1 -- the board *is* the queue, read live, one paginated GraphQL query a cycle:
+The board *is* the queue, read live: one paginated GraphQL query a cycle with the status filter on
+the server, cheap fields on the page, expensive ones per candidate.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_board/github.py``.
 """
@@ -393,7 +394,7 @@ def artifact_of(pr: Dict[str, Any], issue_number: int) -> Artifact:
 
     ``closes`` is the issue: GitHub itself made the link (its own keyword-adjacency parser, or a
     human linking it), which is the D16 "real closing reference". ``merged`` and ``merged_at``
-    are GitHub's; nothing here judges time -- ``_references`` does.
+    are GitHub's; nothing here judges time -- ``_core.references`` does.
     """
     repo = (pr.get('repository') or {}).get('nameWithOwner', '') if isinstance(pr.get('repository'), dict) else ''
     return Artifact(ref='%s#%s' % (repo, pr.get('number')),
@@ -977,7 +978,7 @@ class GitHubBoard(Board):
     def comment(self, number, body, *, author='') -> Comment:
         """Post a comment through REST (``author`` is ignored: GitHub posts as the token's user).
 
-        D14: the body passes through ``_references.defang`` so generated text never carries a
+        D14: the body passes through ``_core.references.defang`` so generated text never carries a
         live closing keyword.
         """
         repo, num = self._resolve(number)

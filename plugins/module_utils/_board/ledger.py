@@ -4,7 +4,7 @@
 """The ledger board: the ``Board`` protocol over SQL (SQLite file, or PostgreSQL).
 
 The embedded default board (demo, single controller) and the shared board of a fleet with
-several dispatchers; the same code and the same statements on both (``_sql``).
+several dispatchers; the same code and the same statements on both (``_store.sql``).
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_board/ledger.py``.
 """
@@ -41,9 +41,9 @@ MIGRATIONS = [
         "item INTEGER NOT NULL REFERENCES items (number), PRIMARY KEY (artifact, item))",
     ]),
     # Room for later board migrations (version 3+). Seed 003's handoff claims are NOT board
-    # tables: they are their own component ('handoff', _handoff.MIGRATIONS through
-    # _sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
-    # not board tables either (_lease.py creates fleet_leases itself): do not add them here.
+    # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
+    # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
+    # not board tables either (_store/lease.py creates fleet_leases itself): do not add them here.
 ]
 """The board's forward migrations, applied in order, each recorded in ``schema_version``."""
 

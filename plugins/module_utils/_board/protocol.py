@@ -4,7 +4,7 @@
 """The board protocol: what every queue adapter (ledger, GitHub) offers the rest of the collection.
 
 The board *is* the queue (D1): nothing here caches it. Each adapter returns the shared model
-(``_model.Item`` and friends) and leaves every decision (markers, eligibility) to the decision
+(``_core.model.Item`` and friends) and leaves every decision (markers, eligibility) to the decision
 core: a board returns data, it never judges it.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_board/protocol.py``.

@@ -40,7 +40,7 @@ MESSAGE_MAX = 500
 
 # --- signatures -----------------------------------------------------------------------------
 # Hard limits only: a 429 "rate_limit_error" or "Too Many Requests" is a transient throttle
-# (_retry), not a dark master. Each pattern names one provider phrasing; keep the list narrow.
+# (_core.retry), not a dark master. Each pattern names one provider phrasing; keep the list narrow.
 
 _REVOKED = [
     ('credit_exhausted', r'credit balance is too low'),

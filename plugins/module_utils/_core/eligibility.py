@@ -30,7 +30,7 @@ PRECEDENCE = ('done', 'closed', 'running', 'tombstone', 'retry_wait', 'parked', 
 #   outage would otherwise burn every item's budget in minutes and park the work.
 # retry: our extension, same reasoning -- the four-fact gate (D7) only writes a retry marker for a
 #   run that PROVABLY did nothing (no envelope, zero turns, no artifact) for a transient reason;
-#   consecutive retries are bounded by the backoff ladder's length (_retry.DEFAULT_BACKOFF), after
+#   consecutive retries are bounded by the backoff ladder's length (_core.retry.DEFAULT_BACKOFF), after
 #   which the runner writes a failure, which counts. So the total starts of one item stay bounded
 #   by max_attempts x (ladder length + 1). Pass ``uncounted=('capacity',)`` for the seed's rule.
 UNCOUNTED_ENDINGS = frozenset(['capacity', 'retry'])

@@ -114,7 +114,7 @@ def format_marker(kind: str, fields: Optional[Dict[str, Any]] = None, text: str 
     """The comment body for a marker of ``kind`` (D6, D14).
 
     ``text`` is the human line (defaults to a short description of the kind); it is passed
-    through ``_references.defang`` so a marker never carries a live closing keyword, and
+    through ``_core.references.defang`` so a marker never carries a live closing keyword, and
     folded to one line. ``fields`` are written as JSON inside an HTML comment. Raises
     ``ValueError`` for an unknown kind.
     """
@@ -180,7 +180,7 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 def markers_of(item: Any) -> List[Marker]:
     """Every marker among an item's comments, in time order (stable for equal times).
 
-    ``item`` is a ``_model.Item`` (or a dict with ``comments``); comments are ``_model.Comment``
+    ``item`` is a ``_core.model.Item`` (or a dict with ``comments``); comments are ``_core.model.Comment``
     objects or dicts with ``body``, ``created_at``, ``id``. Comments without a time keep their
     position relative to each other and sort before timed ones only if they came first.
     """

@@ -160,7 +160,7 @@ def start_key(units: List[Any]) -> str:
 
     ``CLOCK_MONOTONIC`` counts from each machine's boot, so monotonic stamps order units on ONE
     worker only. When the units name more than one ``host`` and every one carries
-    ``start_wall_us`` (wall-clock µs, as ``_systemd.unit_record`` reports), that is used instead;
+    ``start_wall_us`` (wall-clock µs, as ``_host.systemd.unit_record`` reports), that is used instead;
     NTP skew between workers (milliseconds) is far below the measured gap between duplicate
     launches (5-11 s, D4). Units that span hosts without wall stamps fall back to ``start_us``:
     still deterministic, but then "oldest" is only as good as the boot times line up.

@@ -138,7 +138,7 @@ def _refusal(cand, stage, why):
 
 
 def name_candidates(cands) -> Dict[str, Any]:
-    """Give each candidate its unit name (``_naming.unit_name``, D4: zero entropy); that name is
+    """Give each candidate its unit name (``_core.naming.unit_name``, D4: zero entropy); that name is
     also its lease name. A candidate whose identity does not make a unit name is refused."""
     admitted, refused = [], []
     for cand in cands or []:
@@ -201,7 +201,7 @@ def survey(probes) -> Dict[str, Any]:
     ``{live: {unit: [units...]}, duplicates: [{unit, number, repo, keep, stop}], blind: [...],
     masters: {'worker/master': live count}}``. Each unit carries ``worker`` and ``host`` (the worker)
     and ``master``. Duplicates -- one unit name live on more than one master -- are resolved by
-    ``_naming.oldest_wins`` (wall-clock start across workers, monotonic within one; D4). A unit
+    ``_core.naming.oldest_wins`` (wall-clock start across workers, monotonic within one; D4). A unit
     whose name does not parse as an item is still counted as live for its master (D20).
     """
     live, blind, counts = {}, [], {}

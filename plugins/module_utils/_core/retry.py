@@ -164,7 +164,7 @@ class Outcome:
     result: str                    # the envelope's result text ('' without one)
     exit_code: Optional[int]
     transient: str                 # transient signature name, or ''
-    capacity: Optional[Dict[str, Any]] = None   # _capacity.classify_capacity of the signature text
+    capacity: Optional[Dict[str, Any]] = None   # _core.capacity.classify_capacity of the signature text
     signature_text: str = field(default='', repr=False)
 
     @property
@@ -218,7 +218,7 @@ def read_outcome(capture: Any, exit_code: Optional[int] = None, *, envelope_type
                  now: Any = None, tz: Any = None) -> Outcome:
     """Parse a run's capture once (D7): the envelope, turns, and the failure signatures.
 
-    ``now``/``tz`` resolve a stated capacity reset time (``_capacity.resolve_reset``).
+    ``now``/``tz`` resolve a stated capacity reset time (``_core.capacity.resolve_reset``).
     """
     text = capture if isinstance(capture, str) else ''
     objects = json_objects(text)
@@ -259,7 +259,7 @@ def retry_gate(outcome: Outcome, artifacts_since_start: Any) -> Gate:
 
     ``artifacts_since_start``: what the forge reports for this item since the run started --
     ANY artifact, merged or not (an open PR is a side effect too): a count, or a list such as
-    ``_references.artifacts_since(...)``. Do NOT pass ``_references.attribute(...)``: that is
+    ``_core.references.artifacts_since(...)``. Do NOT pass ``_core.references.attribute(...)``: that is
     empty by construction for a zero-turn run, which would make fact 4 vacuous. ``None`` means
     the forge was not asked (or could not answer): fact 4 is unproven and there is no retry --
     a retry needs proof that the run did nothing.

@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The injected command runner: the one seam between the adapters and a process table.
 
-Every adapter that runs a program (``_systemd``, ``_git``) takes a *runner* with one method::
+Every adapter that runs a program (``systemd``, ``git``) takes a *runner* with one method,
+``run(argv, env=None, data=None) -> (rc, stdout, stderr)``; a subprocess one and an
+``AnsibleModule.run_command`` one live here, the tests' scripted one in ``tests/fakes``.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_host/cmd.py``.
 """

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``git fetch`` and ``git worktree``, declared once: one workspace per run.
 
-D10 🔴 — two dispatches once shared a tree and the second run's pre-flight reset the first run's
-live checkout; nothing warned and nothing failed. So:
+Each run gets its own detached worktree at a fresh ``origin/<branch>``, created from the clone's
+physical path and verified before it is handed over; a dirty one is kept, never wiped.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_host/git.py``.
 """

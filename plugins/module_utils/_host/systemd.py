@@ -5,7 +5,7 @@
 
 A *run* is one transient user unit ``task-<item>`` on one master (D3). Everything this fleet
 asks of a master's user manager goes through ``SystemdUser``: which argv, which environment,
-how the output is read. The runner is injected (``_cmd``), so tests replay exact argv.
+how the output is read. The runner is injected (``_host.cmd``), so tests replay exact argv.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_host/systemd.py``.
 """

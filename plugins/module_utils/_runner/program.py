@@ -5,10 +5,8 @@
 
 Run it as ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner --item N``
 (the worker role installs a ``fleet-runner`` wrapper that does exactly that). It imports the same
-board adapters and decisions as the modules -- one implementation, two callers (D15): the marker
-grammar (``_markers``), the single parse of the capture (``_retry.read_outcome``), the four-fact
-gate (``_retry.retry_gate``), attribution by time (``_references.attribute``), the capacity state
-(``_capacity``), the board (``_board.open_board``) and git (``_git``).
+board adapters and decisions as the modules -- one implementation, two callers (D15). The close-out
+decision is ``_core.closeout.decide``, the self-update ``update.self_update``.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_runner/program.py``.
 """

@@ -54,7 +54,7 @@ def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Op
     """Bring the runner's own checkout to ``origin/<branch>`` and re-exec once when it moved (D11).
 
     🔴 Verify the OUTCOME, never the exit code: after the fetch the tracking ref must equal
-    FETCH_HEAD (``_git.Git.fetch``), after the checkout HEAD must equal the fetched sha, and the
+    FETCH_HEAD (``_host.git.Git.fetch``), after the checkout HEAD must equal the fetched sha, and the
     installed version must equal ``expected_version`` when one is given. Anything else raises
     ``UpdateFailed`` with both sides named. With ``FLEET_RUNNER_REEXEC=1`` in ``environ`` the fetch
     is skipped (this process IS the re-exec) and only the version is verified: the guard that stops

@@ -5,7 +5,7 @@
 
 A session that closes may hand off to a successor named ``any-<topic>``: a successor addressed to
 no machine. Every runner with room is eligible, so runners race, and the claim has to be atomic
-and live where all of them can see it -- the ledger. The rules, from the seed:
+and live where all of them can see it -- the ledger.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_store/handoff.py``.
 """
@@ -32,7 +32,7 @@ MIGRATIONS = [
 """``id`` is ``claim_id(parent, successor)``: its PRIMARY KEY is the lock. ``holder`` is the winning
 host; ``workspace`` its ``claimed_name`` (stored so a loser's status line can say where the work
 runs without recomputing it under another naming rule); ``claimed_at`` is the winner's ``now``,
-``_model.format_time`` text. ``parent`` and ``successor`` are kept as columns so a human can query
+``_core.model.format_time`` text. ``parent`` and ``successor`` are kept as columns so a human can query
 them without parsing ids."""
 
 RETURNING_MIN_SQLITE = (3, 35, 0)
@@ -59,7 +59,7 @@ class ClaimUnproven(Exception):
     """The ledger could not be reached, read or written: the claim is unproven and NOBODY launches.
 
     Never caught and turned into a guess (module docstring: fail closed). The message names the
-    ledger (password redacted by ``_sql``) and the fix."""
+    ledger (password redacted by ``_store.sql``) and the fix."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 
 The ledger is the embedded default (a SQLite file on the controller) and PostgreSQL when several
 dispatchers share a fleet. Both run the *same* statements; the dialect shim here is deliberately
-tiny:
+tiny.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_store/sql.py``.
 """
