@@ -14,6 +14,8 @@ import datetime as _dt
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_documents as _github_documents
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_transport as _github_transport
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import GitHubBoard, RateLimited
@@ -361,7 +363,7 @@ def test_a_secondary_limit_without_retry_after_waits_a_minute(gh, sleeps):
     gh.inject(429, {'message': 'You have exceeded a secondary rate limit.'}, path='/graphql', operation='BoardPage')
     with board_for(gh, sleeps, owner_type='organization') as board:
         board.read()
-    assert sleeps == [_github.SECONDARY_DEFAULT_WAIT]
+    assert sleeps == [_github_transport.SECONDARY_DEFAULT_WAIT]
 
 
 def test_primary_rate_limit_waits_until_the_reset(gh, sleeps):
@@ -393,7 +395,7 @@ def test_rate_limit_retries_are_bounded(gh, sleeps):
     with board_for(gh, sleeps, owner_type='organization') as board:
         with pytest.raises(RateLimited):
             board.read()
-    assert len(sleeps) == _github.RATE_LIMIT_RETRIES - 1
+    assert len(sleeps) == _github_transport.RATE_LIMIT_RETRIES - 1
 
 
 @pytest.mark.parametrize('status,body,match', [
@@ -464,7 +466,7 @@ def test_no_token_is_unreadable(monkeypatch):
     ('Work Stage', 'Ready', 'is:issue is:open "work stage":Ready'),
 ])
 def test_project_query(field, value, expect):
-    assert _github.project_query(field, value) == expect
+    assert _github_documents.project_query(field, value) == expect
 
 
 @pytest.mark.parametrize('ref,default,expect', [
