@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The ``fleet.dispatch.mutex`` lookup: a thin shell over ``module_utils/_store/lease.py`` (D4, D5)."""
+"""The ``fleet.dispatch.mutex`` lookup: a thin shell over ``module_utils/_store/lease.py``."""
 
 from __future__ import annotations
 
@@ -218,7 +218,7 @@ display = Display()
 
 
 class LookupModule(LookupBase):
-    """Thin: options -> ``open_store`` -> acquire/release per term (D4); warn on degraded (D5)."""
+    """Thin: options -> ``open_store`` -> acquire/release per term; warn on degraded."""
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)

@@ -175,7 +175,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import a
 
 
 def _warn_refusals(module, wanted, assessed):
-    """A hand dispatch names items; say on stderr why each refused one would not run (D6: never on the board)."""
+    """A hand dispatch names items; say on stderr why each refused one would not run (never on the board)."""
     found = dict((entry['number'], entry) for entry in assessed)
     for number in wanted:
         entry = found.get(number)

@@ -210,7 +210,7 @@ def main():
     result = dict(changed=False, created=False, number=p['number'], before={}, after={})
     try:
         spec = board_spec(p['board'])
-        spec['create'] = True  # the writer that makes a new ledger; readers treat a missing file as unreadable (D20)
+        spec['create'] = True  # the writer that makes a new ledger; readers treat a missing file as unreadable
         with open_board(spec) as board:
             current = None
             if p['number'] is not None:

@@ -123,7 +123,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd impor
 
 
 def _headroom(module, count_units=True):
-    """Headroom figures; a figure that cannot be read is None and a warning says why (D5: fail open)."""
+    """Headroom figures; a figure that cannot be read is None and a warning says why (fail open)."""
     head = measure(warn=module.warn)
     if count_units:
         try:

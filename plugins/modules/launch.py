@@ -201,7 +201,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd impor
 # Names that say "secret" in the credential conventions we know of (GITHUB_TOKEN, *_API_KEY,
 # PGPASSWORD, AWS_SECRET_ACCESS_KEY, ...). A name is not proof (FLEET_LEASE_TOKEN is a lease owner
 # token, not a credential), so a match warns and masks the value in Ansible's output instead of
-# refusing: a refusal needs positive evidence and a false block stops the fleet (D5).
+# refusing: a refusal needs positive evidence and a false block stops the fleet.
 SECRET_NAME = re.compile(r'TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_?KEY', re.I)
 
 
@@ -256,7 +256,7 @@ def _stale_runners(module, runner):
         found = None
         try:
             data = json.loads(out)
-            if isinstance(data, dict) and isinstance(data.get('version'), str):  # D5: the type before trusting it
+            if isinstance(data, dict) and isinstance(data.get('version'), str):  # the type before trusting it
                 found = data['version']
         except ValueError:
             found = None

@@ -46,7 +46,7 @@ def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
 
 
 def cost_of(rate_limits: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """Fold the ``rateLimit`` objects of a read's calls into ``BoardRead.cost`` (D1)."""
+    """Fold the ``rateLimit`` objects of a read's calls into ``BoardRead.cost``."""
     total = 0
     remaining = None
     reset_at = None
@@ -88,7 +88,7 @@ def comment_of(node: Dict[str, Any]) -> Comment:
 
 
 def artifact_of(pr: Dict[str, Any], issue_number: int) -> Artifact:
-    """A ``PullRequest`` linked to an issue as closing it -> ``Artifact`` (D2, D16).
+    """A ``PullRequest`` linked to an issue as closing it -> ``Artifact``.
 
     ``closes`` is the issue: GitHub itself made the link (its own keyword-adjacency parser, or a
     human linking it), which is the D16 "real closing reference". ``merged`` and ``merged_at``
@@ -118,7 +118,7 @@ def detail_into(item: Item, issue: Dict[str, Any]) -> None:
                 continue
             events.append(Event(kind=kind, at=at, actor=_login(node.get('actor'))))
             closer = node.get('closer')
-            # D2: a ClosedEvent whose closer is a *merged* pull request is proof; a commit
+            # A ClosedEvent whose closer is a *merged* pull request is proof; a commit
             # (or a hand close, closer null) is not an artifact.
             if kind == 'closed' and isinstance(closer, dict) and closer.get('__typename') == 'PullRequest':
                 art = artifact_of(closer, item.number)
@@ -155,7 +155,7 @@ def _summary_open_blockers(issue: Dict[str, Any]) -> int:
 # -- the board ----------------------------------------------------------------------------------
 
 class GitHubBoard(Board):
-    """The GitHub Projects v2 board (see the module docstring for D1, D2, D5, D9, D12, D16, D19).
+    """The GitHub Projects v2 board (its design notes: ``docs/internals.md``).
 
     Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
     (``Ready``), ``token`` (else ``GITHUB_TOKEN``/``GH_TOKEN``), ``api_url``
@@ -226,7 +226,7 @@ class GitHubBoard(Board):
         if not isinstance(data, dict):
             raise fail('GitHub GraphQL %s: %s' % (name, error_text(status, data)))
         errors = data.get('errors')
-        if errors:  # 🔴 D5/D20: HTTP 200 with an errors array is an error, whatever data says
+        if errors:  # HTTP 200 with an errors array is an error, whatever data says
             if not reading and isinstance(errors, list) and all(isinstance(e, dict) and e.get('type') == 'NOT_FOUND' for e in errors):
                 fail = ItemNotFound
             raise fail('GitHub GraphQL %s answered HTTP %s with errors: %s'
@@ -509,7 +509,7 @@ class GitHubBoard(Board):
                 'body': body, 'author': author, 'url': url, 'updated_at': thread.get('updated_at')}
 
     def mark_read(self, ids) -> None:
-        """Mark notification threads read -- call only *after* injecting them (D19)."""
+        """Mark notification threads read -- call only *after* injecting them."""
         for tid in ids or []:
             self._rest('PATCH', '/notifications/threads/%s' % (tid,), expect=None, what='mark a mention read')
 
@@ -517,7 +517,7 @@ class GitHubBoard(Board):
     def comment(self, number, body, *, author='') -> Comment:
         """Post a comment through REST (``author`` is ignored: GitHub posts as the token's user).
 
-        D14: the body passes through ``_core.references.defang`` so generated text never carries a
+        The body passes through ``_core.references.defang`` so generated text never carries a
         live closing keyword.
         """
         repo, num = self._resolve(number)
@@ -530,7 +530,7 @@ class GitHubBoard(Board):
                        author=_login(data.get('user')))
 
     def set_state(self, number, state) -> bool:
-        """Open or close the issue; closing a closed one is a no-op that returns False (D12)."""
+        """Open or close the issue; closing a closed one is a no-op that returns False."""
         if state not in ('open', 'closed'):
             raise BoardError('an item state is open or closed, got %r' % (state,))
         repo, num = self._resolve(number)

@@ -205,7 +205,7 @@ def _http_date(text):
 
 
 def error_text(status, data) -> str:
-    """What GitHub said, from a body of any JSON type (D5: never assume a type)."""
+    """What GitHub said, from a body of any JSON type (never assume a type)."""
     if isinstance(data, dict):
         msg = data.get('message')
         if isinstance(msg, str) and msg:

@@ -151,7 +151,7 @@ class LedgerBoard(Board):
             if not unreadable:
                 raise
             # A row the model cannot hold (a time that does not parse): the queue is not readable
-            # as a whole, and guessing around the row could misread eligibility (D5).
+            # as a whole, and guessing around the row could misread eligibility.
             raise BoardUnreadable('the ledger at %s holds a value that does not parse (%s): repair the row by hand'
                                   % (self.location, exc))
 
@@ -270,7 +270,7 @@ class LedgerBoard(Board):
 
     def set_state(self, number, state, *, at=None, actor=''):
         """Open or close an item. A change records a ``closed``/``reopened`` event with its time
-        (D6: a reopen is an explicit event the decision core ranks against markers). Setting
+        (a reopen is an explicit event the decision core ranks against markers). Setting
         the state it already has changes nothing and records nothing.
         """
         number = _number(number)
@@ -398,7 +398,7 @@ class LedgerBoard(Board):
                       (number,))
 
     def add_blocker(self, number, blocker):
-        """Add the edge "``blocker`` blocks ``number``" (D9); returns whether it was new."""
+        """Add the edge "``blocker`` blocks ``number``"; returns whether it was new."""
         number, blocker = _number(number), _number(blocker, 'blocker number')
         if number == blocker:
             raise BoardError('item #%d cannot block itself' % number)
@@ -419,7 +419,7 @@ class LedgerBoard(Board):
     def add_artifact(self, ref, created_at=None, merged=False, merged_at=None, closes=(), title='', url='', actor=None):
         """Record (or update, by ``ref``) an artifact and the items its closing reference names.
 
-        D2: a MERGED artifact closes every open item it closes, like a forge: the item goes
+        A MERGED artifact closes every open item it closes, like a forge: the item goes
         to ``closed`` with a ``closed`` event at ``merged_at`` (actor: the artifact's ref). An
         unmerged artifact closes nothing (an open pull request is not finished). Re-recording
         the same ref updates title/url/merged/merged_at and adds closes; ``created_at`` keeps

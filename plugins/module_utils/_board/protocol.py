@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The board protocol: what every queue adapter (ledger, GitHub) offers the rest of the collection.
 
-The board *is* the queue (D1): nothing here caches it. Each adapter returns the shared model
+The board *is* the queue: nothing here caches it. Each adapter returns the shared model
 (``_core.model.Item`` and friends) and leaves every decision (markers, eligibility) to the decision
 core: a board returns data, it never judges it.
 
@@ -39,7 +39,7 @@ class BoardRead:
 
     ``items`` is every item the read returned, fully populated (comments, events, blockers with
     the blocker's state, artifacts). ``cost`` is what the read cost where the board meters it
-    (GitHub: ``{'cost': n, 'remaining': n, 'reset_at': iso}``, D1); ``None`` for the ledger.
+    (GitHub: ``{'cost': n, 'remaining': n, 'reset_at': iso}``); ``None`` for the ledger.
     """
 
     items: List[Item] = field(default_factory=list)
@@ -71,11 +71,11 @@ class Board(object):
         raise NotImplementedError
 
     def mentions(self, number) -> list:
-        """Unread mentions on the item (D19). Boards without mentions return ``[]``."""
+        """Unread mentions on the item. Boards without mentions return ``[]``."""
         return []
 
     def mark_read(self, ids) -> None:
-        """Mark mentions read, *after* they were injected into the brief (D19: at-least-once)."""
+        """Mark mentions read, *after* they were injected into the brief (at-least-once)."""
         return None
 
     # -- writes -----------------------------------------------------------------------------

@@ -254,7 +254,7 @@ def _line_of(text: str, start: int, end: int) -> str:
 
 
 def classify_capacity(text: Any, now: Any = None, tz: Any = None) -> Optional[Dict[str, Any]]:
-    """Is ``text`` a provider limit, and which kind (D8, D20)? None when no limit signature.
+    """Is ``text`` a provider limit, and which kind? None when no limit signature.
 
     Returns ``{'source': 'rate_limit'|'revoked', 'signature': name, 'message': the line it is on,
     'reset_text': the stated reset or None, 'reset_at': resolved datetime or None}``. ``reset_at``
@@ -333,7 +333,7 @@ def load_state(text: Any) -> Tuple[Optional[Dict[str, Any]], str]:
         data = json.loads(text)
     except ValueError as exc:
         return None, 'capacity state is not JSON (%s)' % exc
-    if not isinstance(data, dict):  # D5: check the type before trusting it
+    if not isinstance(data, dict):  # check the type before trusting it
         return None, 'capacity state is %s, not an object' % type(data).__name__
     source = data.get('source')
     if source not in SOURCES:
@@ -409,7 +409,7 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
 
 
 def update_failed_state(existing: Optional[Dict[str, Any]], *, now: Any, message: str, unit: str = '') -> Optional[Dict[str, Any]]:
-    """The ``update_failed`` state the runner writes when its self-update did not verify (D11, D8),
+    """The ``update_failed`` state the runner writes when its self-update did not verify,
     or None when ``existing`` is stronger evidence that must stay: ``revoked``, or a ``rate_limit``
     still dark at ``now`` (overwriting either would clear the master sooner than its remedy)."""
     if existing and existing.get('source') in ('revoked', 'rate_limit') and is_dark(existing, now)[0]:

@@ -30,9 +30,9 @@ class Decision:
     kind: str
     text: str
     fields: Dict[str, Any] = field(default_factory=dict)
-    close: bool = False                       # success: close the item AFTER the comment (D12)
-    capacity_state: Optional[Dict[str, Any]] = None   # write this capacity state (D8)
-    clean: bool = False                       # a clean run: delete the capacity state (D8)
+    close: bool = False                       # success: close the item AFTER the comment
+    capacity_state: Optional[Dict[str, Any]] = None   # write this capacity state
+    clean: bool = False                       # a clean run: delete the capacity state
 
     @property
     def exit_code(self) -> int:

@@ -4,7 +4,7 @@
 """The eligibility predicate and the attempt count.
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter. Re-derived from the item's own
-comments, events and dependency edges every cycle; nothing here is stored (D1: a stored
+comments, events and dependency edges every cycle; nothing here is stored (a stored
 counter is a second tracker; D9: re-evaluated from scratch, so a closing blocker releases by
 itself).
 
@@ -26,9 +26,9 @@ REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait'
 PRECEDENCE = ('done', 'closed', 'running', 'tombstone', 'retry_wait', 'parked', 'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
-# capacity: the seed's rule (D8) -- a worker going dark is not the work failing, and a fleet-wide
+# capacity: the seed's rule -- a worker going dark is not the work failing, and a fleet-wide
 #   outage would otherwise burn every item's budget in minutes and park the work.
-# retry: our extension, same reasoning -- the four-fact gate (D7) only writes a retry marker for a
+# retry: our extension, same reasoning -- the four-fact gate only writes a retry marker for a
 #   run that PROVABLY did nothing (no envelope, zero turns, no artifact) for a transient reason;
 #   consecutive retries are bounded by the backoff ladder's length (_core.retry.DEFAULT_BACKOFF), after
 #   which the runner writes a failure, which counts. So the total starts of one item stay bounded
@@ -143,7 +143,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
         holds.append('running')
     if kind == 'success' and state != 'closed':
         holds.append('tombstone')
-    # D5: a retry marker whose not_before is missing or unparseable is no evidence of a wait.
+    # A retry marker whose not_before is missing or unparseable is no evidence of a wait.
     if kind == 'retry' and not_before is not None and not_before > when:
         holds.append('retry_wait')
     if max_attempts is not None and attempts >= max_attempts:
@@ -161,8 +161,8 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
 def run_durations(markers: List[Marker]) -> List[float]:
     """Seconds from each start to its run's ending (the next non-start marker), for finished runs.
 
-    The reaper's threshold is set from these (D13: "2x the longest run ever observed"), read from
-    the board's own timestamps rather than a state file (D14). Starts without an ending, and
+    The reaper's threshold is set from these ("2x the longest run ever observed"), read from
+    the board's own timestamps rather than a state file. Starts without an ending, and
     markers without times, are skipped.
     """
     markers = list(markers or [])

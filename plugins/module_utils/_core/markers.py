@@ -36,13 +36,13 @@ GLYPHS = {
 KIND_OF_GLYPH = dict((glyph, kind) for kind, glyph in GLYPHS.items())
 
 # Kinds that end a RUN (a close-out: the runner's EXIT path, or the reaper for an orphan).
-# "The last marker is a start" is the only state in which a run is open (D12, D14).
+# "The last marker is a start" is the only state in which a run is open.
 # NOTE: this is about runs, not items. ``left_open`` ends a run but is NOT terminal for the
 # item's eligibility -- see ITEM_FINAL.
 TERMINAL = frozenset(k for k in KINDS if k != 'start')
 
 # Kinds that, as the last marker, say the ITEM is finished. Only a success: left_open exists
-# precisely to say "finished but keep dispatching" (D6).
+# precisely to say "finished but keep dispatching".
 ITEM_FINAL = frozenset(['success'])
 
 DEFAULT_TEXT = {
@@ -84,7 +84,7 @@ class Marker:
         return GLYPHS[self.kind]
 
     def time(self, name: str) -> Optional[_dt.datetime]:
-        """A time field (e.g. ``not_before``) as an aware datetime; None when absent or unparseable (D5)."""
+        """A time field (e.g. ``not_before``) as an aware datetime; None when absent or unparseable."""
         try:
             return parse_time(self.fields.get(name))
         except (TypeError, ValueError):
@@ -111,7 +111,7 @@ def dump_fields(fields: Optional[Dict[str, Any]]) -> str:
 
 
 def format_marker(kind: str, fields: Optional[Dict[str, Any]] = None, text: str = '') -> str:
-    """The comment body for a marker of ``kind`` (D6, D14).
+    """The comment body for a marker of ``kind``.
 
     ``text`` is the human line (defaults to a short description of the kind); it is passed
     through ``_core.references.defang`` so a marker never carries a live closing keyword, and

@@ -124,7 +124,7 @@ def _host_part(host: Any) -> str:
 
 
 def worktree_name(number: Any, host: Any, repo: str = '') -> str:
-    """The per-run workspace directory name: ``task-42@w1`` (D10).
+    """The per-run workspace directory name: ``task-42@w1``.
 
     Derived from the unit name (so one live run per item per worker maps to one workspace) plus
     the host, so workspaces stay distinct if the workspace root is ever shared between workers.
@@ -162,7 +162,7 @@ def start_key(units: List[Any]) -> str:
     worker only. When the units name more than one ``host`` and every one carries
     ``start_wall_us`` (wall-clock µs, as ``_host.systemd.unit_record`` reports), that is used instead;
     NTP skew between workers (milliseconds) is far below the measured gap between duplicate
-    launches (5-11 s, D4). Units that span hosts without wall stamps fall back to ``start_us``:
+    launches (5-11 s). Units that span hosts without wall stamps fall back to ``start_us``:
     still deterministic, but then "oldest" is only as good as the boot times line up.
     """
     hosts = set(str(_get(u, 'host') or '') for u in units)
@@ -227,7 +227,7 @@ def claimed_name(successor: Any, host: Any) -> str:
 
     ``claimed_name('any-docs', 'desk-2')`` is ``desk-2-docs``. Seed 003: "the winner's worktree drops
     the any- tag and takes its own host's name, so the directory tells you where the work actually
-    ran." Zero entropy (D4): the same successor and host always give the same name. The host part is
+    ran." Zero entropy: the same successor and host always give the same name. The host part is
     ``worktree_name``'s (lower-cased, anything outside ``[a-z0-9._-]`` becomes ``_``).
     Raises ``ValueError`` for a name that is not ``any-<topic>`` or an empty host.
     """

@@ -69,7 +69,7 @@ def _headroom_key(master):
     """Most headroom first: fewest live runs, then lowest load per CPU, then most memory.
 
     Unknown figures (a probe that did not answer) sort as if the master were idle: guards
-    fail open (D5), and a blind spot must not become a refusal.
+    fail open, and a blind spot must not become a refusal.
     """
     head = master.get('headroom') or {}
     live = head.get('live_runs') or 0
@@ -120,13 +120,13 @@ def place(cands, masters) -> Dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
-# The guarded dispatch path (D4, D5, D6, D8, D13, D15): the pure steps between the lease, the
+# The guarded dispatch path: the pure steps between the lease, the
 # probe, the capacity read and the launch. The role runs them through the ``fleet.dispatch.guard``
 # action, so the sweep and the hand dispatch share exactly this code.
 #
 # Every step takes the candidates still admitted and returns ``{'admitted': [...], 'refused':
-# [...]}``; a refusal is ``{number, repo, unit, stage, why}`` and is only ever *logged* (D6: a
-# refusal writes nothing to the board). A refusal needs positive evidence (D5): a lease another
+# [...]}``; a refusal is ``{number, repo, unit, stage, why}`` and is only ever *logged* (a
+# refusal writes nothing to the board). A refusal needs positive evidence: a lease another
 # owner holds, a unit the probe saw live. A blind spot (a probe that failed) is reported, never
 # turned into a refusal.
 
@@ -153,12 +153,12 @@ def name_candidates(cands) -> Dict[str, Any]:
 
 
 def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
-    """Keep the candidates whose lease this dispatcher holds (D4, third layer).
+    """Keep the candidates whose lease this dispatcher holds (third layer).
 
     ``leases`` are the ``fleet.dispatch.mutex`` answers (one per candidate unit, any order).
     ``acquired: false`` is a refusal: another dispatcher holds the item from its probe to its
-    launch. A degraded lease (the store failed open, D5) is admitted and warned about. A candidate
-    with no answer at all is admitted with a warning (no positive evidence of a holder, D5).
+    launch. A degraded lease (the store failed open) is admitted and warned about. A candidate
+    with no answer at all is admitted with a warning (no positive evidence of a holder).
     ``enabled=False`` is the test flag of D15's corollary: the production path minus the lease.
     """
     warnings = []
@@ -195,14 +195,14 @@ def _failed(record):
 
 
 def survey(probes) -> Dict[str, Any]:
-    """The fleet's live runs from the ``units_info`` answers, one per master (D4, D20).
+    """The fleet's live runs from the ``units_info`` answers, one per master.
 
     ``probes`` are the ``units_info`` answer records, ``target`` ``{worker, master}``. Returns
     ``{live: {unit: [units...]}, duplicates: [{unit, number, repo, keep, stop}], blind: [...],
     masters: {'worker/master': live count}}``. Each unit carries ``worker`` and ``host`` (the worker)
     and ``master``. Duplicates -- one unit name live on more than one master -- are resolved by
-    ``_core.naming.oldest_wins`` (wall-clock start across workers, monotonic within one; D4). A unit
-    whose name does not parse as an item is still counted as live for its master (D20).
+    ``_core.naming.oldest_wins`` (wall-clock start across workers, monotonic within one). A unit
+    whose name does not parse as an item is still counted as live for its master.
     """
     live, blind, counts = {}, [], {}
     for res in probes or []:
@@ -252,8 +252,8 @@ def gate_probe(cands, surveyed) -> Dict[str, Any]:
 
 
 def repairs(surveyed, owner='', now=None) -> List[Dict[str, Any]]:
-    """The stops that repair coexisting duplicates (D4), one per unit to stop, with the note the
-    runner reads to know the stop was deliberate (D12; format in docs/dispatch.md)."""
+    """The stops that repair coexisting duplicates, one per unit to stop, with the note the
+    runner reads to know the stop was deliberate (format in docs/dispatch.md)."""
     out = []
     for dup in surveyed.get('duplicates', []):
         keep = dup['keep']
@@ -276,7 +276,7 @@ def repairs(surveyed, owner='', now=None) -> List[Dict[str, Any]]:
 
 
 def dark_why(source, reset_at) -> str:
-    """The words for a dark master (D8, D20: two kinds of dark, opposite remedies)."""
+    """The words for a dark master (two kinds of dark, opposite remedies)."""
     if source == 'revoked':
         return 'revoked: gets nothing until a human clears the capacity state (reset time %s)' % (reset_at or 'unknown')
     if source == 'rate_limit':
@@ -288,12 +288,12 @@ def dark_why(source, reset_at) -> str:
 
 
 def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
-    """The placement input: every configured master with its capacity answer (D8) and its probed
+    """The placement input: every configured master with its capacity answer and its probed
     live-run count (the probe's count wins: it was read inside the lease).
 
     ``capacity`` are the ``capacity_info`` answer records (``target`` ``{worker, master}``).
     A master whose capacity read or probe failed is left out of placement and warned about; it is
-    not dark (D5: no positive evidence), just unusable this cycle.
+    not dark (no positive evidence), just unusable this cycle.
     """
     by_key = dict(('%s/%s' % (_target(r).get('worker'), _target(r).get('master')), r) for r in capacity or [])
     blind = set('%s/%s' % (b['worker'], b['master']) for b in (surveyed or {}).get('blind', []))
@@ -321,8 +321,8 @@ def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
 
 
 def gate_place(cands, masters, capacity, surveyed=None) -> Dict[str, Any]:
-    """Place the admitted candidates on the master with the most measured headroom (D13, no cap);
-    dark masters get nothing (D8). A candidate no master can take is refused (logged, D6)."""
+    """Place the admitted candidates on the master with the most measured headroom (no cap);
+    dark masters get nothing. A candidate no master can take is refused (logged)."""
     if not cands:
         return {'admitted': [], 'refused': [], 'warnings': [], 'plan': {'assignments': [], 'unplaced': [], 'dark': []},
                 'masters': []}
@@ -362,7 +362,7 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     """One launch call per master with work (a user manager is per master, so a worker with two
     busy masters gets two calls -- never one per item), each with the launch-ready items.
 
-    ``workspaces`` are the ``workspace`` answer records (D10: one per run); a candidate whose
+    ``workspaces`` are the ``workspace`` answer records (one per run); a candidate whose
     workspace failed is refused here and launched nowhere. ``command`` is the run's argv with
     ``{number}``, ``{repo}``, ``{unit}`` and ``{workdir}`` filled in per item. Each run also gets
     ``FLEET_ITEM``, ``FLEET_REPO``, ``FLEET_UNIT``, ``FLEET_DISPATCH_OWNER`` and the lease's fencing
@@ -399,7 +399,7 @@ def launch_report(launches) -> Dict[str, Any]:
     """The ``launch`` answer records (``target``: a batch, one per master): launched, refused by the
     unit name (the second layer of D4 caught a race the lease did not cover), failed.
 
-    A skipped launch had no recorded PATH for its master (D3: the run's PATH is explicit).
+    A skipped launch had no recorded PATH for its master (the run's PATH is explicit).
     """
     launched, refused, failed, warnings = [], [], [], []
     for res in launches or []:

@@ -47,7 +47,7 @@ def _ref_of(match) -> Tuple[str, int]:
 
 
 def closing_refs(text: Optional[str]) -> List[Tuple[str, int]]:
-    """Return the ``(repo, number)`` pairs that ``text`` would close on the forge (D16).
+    """Return the ``(repo, number)`` pairs that ``text`` would close on the forge.
 
     ``repo`` is ``''`` for a same-repository reference (``#12``, ``GH-12``) and the lower-cased
     ``owner/repo`` otherwise. Order of first appearance, no duplicates.
@@ -133,7 +133,7 @@ def artifacts_since(artifacts: Iterable[Any], number: int, run_started_at: Any, 
     """Every artifact closing this item created strictly after the run started, merged OR NOT (D7 fact 4).
 
     The retry gate's "no side effects" test: an open pull request is a side effect even though it
-    is not a success (D2). Unlike ``attribute`` this ignores turns -- for a zero-turn run
+    is not a success. Unlike ``attribute`` this ignores turns -- for a zero-turn run
     ``attribute`` is empty by construction, which would make the fact vacuous. An unknown start
     (None or unparseable) cannot prove anything postdates it: every closing artifact is returned,
     so the gate sees side effects rather than none.

@@ -123,7 +123,7 @@ def is_envelope(obj: Any, envelope_type: Optional[str] = ENVELOPE_TYPE) -> bool:
 
 
 def scan_envelope(capture: Any, predicate: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
-    """The LAST well-formed JSON object anywhere in ``capture`` (D7), or None.
+    """The LAST well-formed JSON object anywhere in ``capture``, or None.
 
     ``predicate`` narrows which objects qualify (``read_outcome`` uses ``is_envelope``, so an API
     error body printed on stderr -- itself a JSON object -- is never mistaken for the envelope).
@@ -144,7 +144,7 @@ def _int(value: Any) -> Optional[int]:
 
 def transient_signature(text: Any) -> str:
     """The name of the first transient signature in ``text`` (``http_429``, ``http_5xx``,
-    ``connection``, ``dns``), or ``''``. A bare timeout is not one (D7)."""
+    ``connection``, ``dns``), or ``''``. A bare timeout is not one."""
     if not isinstance(text, str):
         return ''
     for name, pattern in _TRANSIENT_RE:
@@ -155,7 +155,7 @@ def transient_signature(text: Any) -> str:
 
 @dataclass
 class Outcome:
-    """What one run's capture says -- the single parse shared by the retry gate and the close-out (D7)."""
+    """What one run's capture says -- the single parse shared by the retry gate and the close-out."""
 
     envelope: Optional[dict]
     turns: Optional[int]           # 0 without an envelope; the envelope's num_turns, None when it has none
@@ -179,7 +179,7 @@ class Outcome:
 
     @property
     def hard_quota(self) -> bool:
-        """A provider limit (rate_limit or revoked): capacity, never a retry (D7 fact 2, D8)."""
+        """A provider limit (rate_limit or revoked): capacity, never a retry (D7 fact 2)."""
         return self.capacity is not None
 
 
@@ -246,7 +246,7 @@ def read_outcome(capture: Any, exit_code: Optional[int] = None, *, envelope_type
 
 @dataclass
 class Gate:
-    """The retry gate's answer: ``retry`` only when all four ``facts`` hold (D7)."""
+    """The retry gate's answer: ``retry`` only when all four ``facts`` hold."""
 
     retry: bool
     facts: Dict[str, bool]
@@ -295,7 +295,7 @@ def retry_gate(outcome: Outcome, artifacts_since_start: Any) -> Gate:
 def retry_step(markers: List[Any]) -> int:
     """How many retry close-outs in a row end the marker list (starts in between ignored).
 
-    Derived from the markers every time (D1). ``[start, retry, start]`` -> 1.
+    Derived from the markers every time. ``[start, retry, start]`` -> 1.
     """
     count = 0
     for marker in reversed(list(markers or [])):

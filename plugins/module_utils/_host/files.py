@@ -39,7 +39,7 @@ def read_capacity_file(path: str) -> Tuple[Optional[Dict[str, Any]], str, bool]:
     """``(state, why, present)`` of the capacity file at ``path``.
 
     A missing file is ``(None, why, False)``; a file that cannot be read or parsed is
-    ``(None, why, True)``: no state, and the caller fails open and may warn why (D5).
+    ``(None, why, True)``: no state, and the caller fails open and may warn why.
     """
     try:
         with open(path, 'rb') as handle:

@@ -122,7 +122,7 @@ class Git(object):
         """Fetch ``branch`` from the remote into ``refs/remotes/<remote>/<branch>``; return its sha.
 
         The refspec is explicit so a clone with a narrow fetch configuration still updates the
-        tracking ref, and the result is verified (D11): the tracking ref must equal FETCH_HEAD.
+        tracking ref, and the result is verified: the tracking ref must equal FETCH_HEAD.
         """
         tracking = 'refs/remotes/%s/%s' % (self.remote, branch)
         self._run(clone, ['fetch', '--no-tags', self.remote, '+refs/heads/%s:%s' % (branch, tracking)],
@@ -168,7 +168,7 @@ class Git(object):
 
 
 class Workspace(object):
-    """The workspace decisions over a ``Git``: ensure present / release (D10).
+    """The workspace decisions over a ``Git``: ensure present / release.
 
     ``clone`` and ``path`` may be given through symlinks; both are resolved physically here.
     Methods return a result dict and never touch anything in ``check`` mode.

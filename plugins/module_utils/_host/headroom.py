@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Host measurements for placement by headroom (D8, D13): load, memory and CPUs of this machine.
+"""Host measurements for placement by headroom: load, memory and CPUs of this machine.
 
-A figure that cannot be read is None and ``warn`` says why: a measurement never refuses (D5).
+A figure that cannot be read is None and ``warn`` says why: a measurement never refuses.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``systemctl --user`` and ``systemd-run --user``, declared once (the CLI-wrapper shape).
 
-A *run* is one transient user unit ``task-<item>`` on one master (D3). Everything this fleet
+A *run* is one transient user unit ``task-<item>`` on one master. Everything this fleet
 asks of a master's user manager goes through ``SystemdUser``: which argv, which environment,
 how the output is read. The runner is injected (``_host.cmd``), so tests replay exact argv.
 
@@ -28,7 +28,7 @@ STOPPED_STATES = frozenset(('inactive', 'failed'))
 
 # What one probe reads per unit. ExecMainStartTimestampMonotonic is the start we report as
 # ``start_us``: it is stamped when the main process is forked, i.e. when the run began to do work
-# (D4: oldest wins because it has done the most work). ActiveEnterTimestampMonotonic is the
+# (oldest wins because it has done the most work). ActiveEnterTimestampMonotonic is the
 # fallback for a unit that has no main process stamp yet (0); for a systemd-run service of the
 # default Type=simple the two differ by the fork-to-active step only.
 #
@@ -98,7 +98,7 @@ def classify(state):
     if load and load != 'not-found':
         # Loaded (or in an error load state) but not running: the name is still taken until the
         # manager collects it. An unknown ActiveState also lands here: not "live" without positive
-        # evidence (D5), but not free either.
+        # evidence, but not free either.
         return 'unloading'
     return 'absent'
 
@@ -227,7 +227,7 @@ class SystemdUser(object):
         ``systemctl --user show 'task-*.service'`` expands the glob against loaded units and prints
         one block per unit with exactly the properties we need (list-units' JSON lacks
         InvocationID and the timestamps, so it would cost a second call). Units whose name does
-        not parse as an item are returned with ``item: None``, never dropped (D20: a parser that
+        not parse as an item are returned with ``item: None``, never dropped (a parser that
         silently stops matching empties the live set).
         """
         argv, rc, out, err = self._ctl(['show', TASK_GLOB, '--property=' + ','.join(UNIT_PROPS)] + list(SHOW_OPTS))
@@ -255,7 +255,7 @@ class SystemdUser(object):
         """The exact ``systemd-run`` argv for one run (pure; see ``run_transient``).
 
         ``success_exit_status``: exit codes that are not a failure of the unit, so ``OnFailure=`` does
-        not fire for them (D14: a retry or a capacity ending is the mechanism working, and an
+        not fire for them (a retry or a capacity ending is the mechanism working, and an
         announcer that reports it trains the human to ignore the channel).
         """
         problems = unit_problems(path, environment_file, success_exit_status) + command_problems(argv, workdir)

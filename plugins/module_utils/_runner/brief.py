@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The agent's brief: a versioned template that lives in this repository, and its rendering.
 
-D17: the brief carries the fleet's accumulated corrections; almost every numbered step is a scar.
+The brief carries the fleet's accumulated corrections; almost every numbered step is a scar.
 It is versioned (``BRIEF_VERSION``): the runner writes the version into its start marker and its
 ``result.json``, so a run can always be traced to the doctrine it was given, and the self-update
-(D11) brings the template up to date together with the code -- a frozen clone is frozen doctrine.
+brings the template up to date together with the code -- a frozen clone is frozen doctrine.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_runner/brief.py``.
 """
@@ -74,7 +74,7 @@ def template_hash(template: str = TEMPLATE) -> str:
 
 
 def format_mentions(mentions: Optional[List[Dict[str, Any]]]) -> str:
-    """The mention list as brief text; each mention's own words are quoted verbatim (D19)."""
+    """The mention list as brief text; each mention's own words are quoted verbatim."""
     if not mentions:
         return '(none)'
     lines = []

@@ -5,7 +5,7 @@
 
 Run it as ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner --item N``
 (the worker role installs a ``fleet-runner`` wrapper that does exactly that). It imports the same
-board adapters and decisions as the modules -- one implementation, two callers (D15). The close-out
+board adapters and decisions as the modules -- one implementation, two callers. The close-out
 decision is ``_core.closeout.decide``, the self-update ``update.self_update``.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_runner/program.py``.
@@ -40,8 +40,8 @@ from .brief import BRIEF_VERSION, render
 from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
 
 EXIT_USAGE = 2            # bad arguments or configuration; nothing was posted
-EXIT_UPDATE_FAILED = 3    # the self-update did not verify (D11); nothing was posted
-EXIT_CLOSEOUT_LOST = 4    # the terminal marker could not be posted (retried once); logged loudly (D12)
+EXIT_UPDATE_FAILED = 3    # the self-update did not verify; nothing was posted
+EXIT_CLOSEOUT_LOST = 4    # the terminal marker could not be posted (retried once); logged loudly
 EXIT_START_LOST = 5       # the start marker could not be posted; the agent was not started
 
 DEFAULT_CONFIG = '~/.config/fleet-dispatch/runner.json'
@@ -56,7 +56,7 @@ DEFAULT_AGENT = ['claude', '-p', '--output-format', 'json']
 # mid-tool-call over 20 stops and take 3x the maximum.
 KILL_GRACE = 10.0
 
-# Board secrets come from the unit's EnvironmentFile, never from argv (D3): env name -> spec key.
+# Board secrets come from the unit's EnvironmentFile, never from argv: env name -> spec key.
 SECRET_ENV = (('FLEET_BOARD_DSN', 'dsn'), ('FLEET_GITHUB_TOKEN', 'token'), ('GITHUB_TOKEN', 'token'))
 
 
@@ -128,7 +128,7 @@ class RunConfig:
 
 
 def _default_reraise(signum):
-    """Die of ``signum`` with the default action, so systemd records the signal (D12)."""
+    """Die of ``signum`` with the default action, so systemd records the signal."""
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
     time.sleep(5)  # the default action of SIGTERM/SIGINT terminates before this returns
@@ -213,7 +213,7 @@ class Run(object):
         fields.update(more)
         return fields
 
-    # -- signals (D12) --------------------------------------------------------------------------
+    # -- signals --------------------------------------------------------------------------
     def _on_signal(self, signum, _frame):
         if self._pending is None:
             self._pending = signum
@@ -242,7 +242,7 @@ class Run(object):
             self._stopping = True
             raise _Signalled(self._pending)
 
-    # -- board writes with one retry (D12) ------------------------------------------------------
+    # -- board writes with one retry ------------------------------------------------------
     def _landed(self, kind: str) -> Optional[bool]:
         """Did a marker of ``kind`` from this run reach the board? None when the board cannot say."""
         try:
@@ -286,7 +286,7 @@ class Run(object):
         os.replace(tmp, path)
 
     def _prepare_run_dir(self) -> None:
-        """Clear and recreate the run directory (D17: a prior run's state cannot leak)."""
+        """Clear and recreate the run directory (a prior run's state cannot leak)."""
         if os.path.lexists(self.run_dir):
             if os.path.isdir(self.run_dir) and not os.path.islink(self.run_dir):
                 shutil.rmtree(self.run_dir)
@@ -299,7 +299,7 @@ class Run(object):
             'runner_version': self.config.runner_version, 'host': self.config.host, 'master': self.config.master})
 
     def _apply_capacity(self, decision: Decision) -> None:
-        """Write the capacity state (D8) or, after a clean run, delete it. Failures are logged, never fatal."""
+        """Write the capacity state or, after a clean run, delete it. Failures are logged, never fatal."""
         try:
             if decision.capacity_state is not None:
                 write_capacity_file(self.capacity_path, decision.capacity_state)
@@ -340,7 +340,7 @@ class Run(object):
         try:
             item = self.board.get(self.ref)
             title, body = item.title, item.body
-        except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds (D5)
+        except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds
             self.log('WARNING: the item could not be read for the brief: %s' % exc)
             title, body = '(unreadable)', '(the item could not be read when this run started: %s)' % exc
         ref = ('%s#%d' % (self.config.repo, self.config.number)) if self.config.repo else '#%d' % self.config.number
@@ -384,12 +384,12 @@ class Run(object):
             self._critical -= 1
 
     def _stop_note(self) -> Optional[Dict[str, Any]]:
-        """The dispatcher's deliberate-stop note for THIS invocation, read once and deleted (docs/dispatch.md, D4/D12).
+        """The dispatcher's deliberate-stop note for THIS invocation, read once and deleted (docs/dispatch.md).
 
         ``<state_dir>/stops/<unit>.<INVOCATION_ID>.json`` with ``reason: duplicate``: the dispatcher
         stopped this run as the younger of two duplicates. A note for another invocation is stale
         and ignored (left for nobody: it names a run that is gone); anything that is not a JSON
-        object naming this invocation is no evidence (D5) and is ignored.
+        object naming this invocation is no evidence and is ignored.
         """
         invocation = self.environ.get('INVOCATION_ID', '')
         if not invocation:
@@ -409,9 +409,9 @@ class Run(object):
         return note
 
     def _stopped(self, signum: int) -> None:
-        """The external-stop path (D12): stop the agent, post ``stopped`` (no claim about the work).
+        """The external-stop path: stop the agent, post ``stopped`` (no claim about the work).
 
-        A stop the dispatcher made to repair a duplicate (D4) carries ``reason: duplicate`` and the
+        A stop the dispatcher made to repair a duplicate carries ``reason: duplicate`` and the
         kept run, from the dispatcher's note; it is still only a ``stopped`` marker and never closes.
         """
         self._enter_critical()
@@ -452,7 +452,7 @@ class Run(object):
                     self._board.close()
             except Exception:  # noqa: BLE001 - closing a connection at exit cannot change the outcome
                 pass
-        # D12: a stop (or a signal that arrived during a normal close-out) is re-raised, after the
+        # A stop (or a signal that arrived during a normal close-out) is re-raised, after the
         # close-out, so the unit's result says "signal" -- honest, never a made-up exit code.
         signum = stop if stop is not None else self._pending
         if signum is not None:
@@ -463,7 +463,7 @@ class Run(object):
     def _run(self) -> int:
         """Start marker, run directory, brief, agent, close-out. D19: the mentions are injected into
         the brief and marked read only after the agent was started with it (at-least-once)."""
-        # D12: the start marker before anything that can fail (it is itself retried once).
+        # The start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
         try:
             body = format_marker('start', self._fields(), 'run started on %s/%s' % (self.config.host, self.config.master))
@@ -491,7 +491,7 @@ class Run(object):
                                            env=self._agent_env(), cwd=self.config.workdir or None)
             ids = [m.get('id') for m in mentions if isinstance(m, dict) and m.get('id') is not None]
             if ids:
-                try:  # D19: only now, after injection, are they marked read (at-least-once)
+                try:  # only now, after injection, are they marked read (at-least-once)
                     self.board.mark_read(ids)
                 except Exception as exc:  # noqa: BLE001 - they will be delivered again: at-least-once
                     self.log('WARNING: mentions were injected but not marked read (delivered again next run): %s' % exc)
@@ -507,7 +507,7 @@ class Run(object):
         return self._finish(rc, timed_out)
 
     def _finish(self, rc, timed_out) -> int:
-        """Read the capture once, re-read the item, decide, close out (D7: one parse for both)."""
+        """Read the capture once, re-read the item, decide, close out (one parse for both)."""
         if isinstance(rc, int) and -rc in (signal.SIGTERM, signal.SIGINT) and not timed_out:
             # The agent died of a stop signal the runner did not send. When the unit is stopped,
             # systemd signals every process of the cgroup at once and the agent may be reaped
@@ -547,7 +547,7 @@ class Run(object):
         return self._closeout(decision)
 
 
-# --- the master's capacity file (D8): one reader, one writer --------------------------------------
+# --- the master's capacity file: one reader, one writer --------------------------------------
 
 def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit: str, log) -> None:
     """D11 + D8: a self-update that did not verify darkens the master (``update_failed``) so the
@@ -632,7 +632,7 @@ def _log_line(message: str) -> None:
 def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_runner=None, reraise=None) -> int:
     """The runner's entry point; returns the exit code (see ``EXIT`` and the module docstring)."""
     environ = os.environ if environ is None else environ
-    # D16: the start time first. A re-exec (D11) carries the original process's start.
+    # The start time first (D16). A re-exec carries the original process's start.
     started_at = None
     if environ.get(REEXEC_ENV) == '1':
         try:

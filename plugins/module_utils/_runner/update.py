@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The runner's self-update (D11): fetch its own checkout, verify the outcome, re-exec once.
+"""The runner's self-update: fetch its own checkout, verify the outcome, re-exec once.
 
 ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner`` (``MODULE``) is
 what the worker role's wrapper runs and what the re-exec runs again.
@@ -27,7 +27,7 @@ EXPECTED_VERSION_ENV = 'FLEET_RUNNER_EXPECTED_VERSION'
 
 
 class UpdateFailed(Exception):
-    """The self-update's outcome did not verify (D11); the message names both sides."""
+    """The self-update's outcome did not verify; the message names both sides."""
 
 
 _VERSION_RE = re.compile(r'^version:\s*["\']?([^"\'\s#]+)', re.MULTILINE)

@@ -87,7 +87,7 @@ def check_successor(successor):
 def claim_id(parent, successor):
     """The claim's unique id: ``<parent>/<successor>``, e.g. ``s-1842/any-docs``.
 
-    Zero entropy (D4): a pure function of the parent session and the successor name, so every
+    Zero entropy: a pure function of the parent session and the successor name, so every
     runner racing for one successor inserts the same key and the unique index lets one through.
     Unambiguous: a successor never contains ``/`` (``any-<topic>``), so the last ``/`` splits the
     id back (``split_claim_id``) even when the parent contains one. Raises ``HandoffError``.

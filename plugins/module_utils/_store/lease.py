@@ -200,7 +200,7 @@ def _live(record: Optional[Dict[str, Any]], now: _dt.datetime) -> bool:
 
 def decide_acquire(record: Optional[Dict[str, Any]], name: str, owner: str, ttl: float,
                    now: _dt.datetime, backend: str = 'file') -> Tuple[Optional[Dict[str, Any]], Lease]:
-    """The acquisition rule (D4), pure: ``record`` is the stored lease (or ``None``).
+    """The acquisition rule, pure: ``record`` is the stored lease (or ``None``).
 
     Returns ``(new_record, lease)``; ``new_record`` is ``None`` when nothing must be written
     (a refusal). Same owner and live -> same token, expiry extended. Free, released or expired
@@ -280,7 +280,7 @@ class _Corrupt(Exception):
 
 
 class FileLeaseStore(LeaseStore):
-    """Leases as JSON files in one directory on the controller (D4: the lock across probe and
+    """Leases as JSON files in one directory on the controller (the lock across probe and
     launch; D5: fail open). See the module docstring for the guarantees."""
 
     backend = 'file'
@@ -376,7 +376,7 @@ class FileLeaseStore(LeaseStore):
                 try:
                     record = self._read(data_path)
                 except _Corrupt as exc:
-                    # No positive evidence of a holder (D5), and nothing a human must clean up:
+                    # No positive evidence of a holder, and nothing a human must clean up:
                     # overwrite it, and report the lease as degraded because the previous token
                     # and holder are unknown.
                     record, repaired = None, str(exc)
@@ -450,7 +450,7 @@ _DDL = (
     ' released_at timestamptz)',
 )
 
-# D4: ONE statement decides. Under READ COMMITTED, a concurrent acquirer of the same name waits
+# ONE statement decides. Under READ COMMITTED, a concurrent acquirer of the same name waits
 # for the row lock and then re-checks the WHERE clause against the winner's committed row, so
 # exactly one of them gets a row back. nextval() inside DO UPDATE runs while the row is locked,
 # hence a takeover's token is strictly larger than the token it replaces. A released lease keeps
@@ -481,7 +481,7 @@ FROM fleet_leases WHERE name = %(name)s
 
 
 class PostgresLeaseStore(LeaseStore):
-    """Leases in PostgreSQL for dispatchers on several controllers (D4: one lock across probe and
+    """Leases in PostgreSQL for dispatchers on several controllers (one lock across probe and
     launch, judged by the database clock; D5: an unreachable store fails open)."""
 
     backend = 'postgres'
