@@ -36,7 +36,7 @@ import race  # noqa: E402  (the same import setup and fleet helpers)
 
 def measure(fleet, dispatch_fleet, repeat, workdir, log=print):
     """``repeat`` hand dispatches; returns the list of guard-to-launch seconds (and logs each)."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._model import parse_time
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     figures = []

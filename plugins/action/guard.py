@@ -1,65 +1,72 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``fleet.dispatch.guard``: one step of the guarded dispatch path, on the controller (D4, D6, D15).
+"""``fleet.dispatch.guard``: one step of the guarded dispatch path, on the controller.
 
-Thin: every decision is a pure function of ``module_utils/_plan.py``. The action exists so that
-the shared dispatch tasks can (1) call those functions, and (2) say every refusal on **stderr**
-as an Ansible warning -- a refusal writes nothing to the board (D6), it is logged.
+Thin: every decision is a pure function of ``module_utils/_core/plan.py``. The action validates
+its options, turns Ansible's registered loop results into the plain answer records ``_core.plan``
+reads (``answers``), calls the step, and says every refusal on **stderr** as an Ansible warning:
+a refusal writes nothing to the board, it is logged.
 """
 
 from __future__ import annotations
 
 import datetime
 
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import UTC
-from ansible_collections.fleet.dispatch.plugins.module_utils._plan import (
-    batches, gate_leases, gate_place, gate_probe, name_candidates, repairs, survey,
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import (
+    batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
 STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'report')
+
+ARGUMENT_SPEC = dict(
+    stage=dict(type='str', required=True, choices=list(STAGES)),
+    candidates=dict(type='list', elements='dict', default=[]),
+    leases=dict(type='list', elements='dict', default=[]),
+    lease_enabled=dict(type='bool', default=True),
+    probes=dict(type='list', elements='dict', default=[]),
+    owner=dict(type='str', default=''),
+    masters=dict(type='list', elements='dict', default=[]),
+    capacity=dict(type='list', elements='dict', default=[]),
+    survey=dict(type='dict', default={}),
+    workspaces=dict(type='list', elements='dict', default=[]),
+    command=dict(type='list', elements='str', default=[]),
+    setenv=dict(type='dict', default={}),
+    launches=dict(type='list', elements='dict', default=[]),
+)
+
+# what Ansible adds to a module's answer; the rest is the module's own return values
+_RESULT_KEYS = frozenset(['changed', 'failed', 'unreachable', 'skipped', 'skip_reason', 'false_condition', 'invocation',
+                          'msg', 'item'])
+
+
+def answers(results):
+    """Registered loop results -> answer records: the module's return values, ``target`` (the loop
+    item), ``status`` (``ok``/``failed``/``unreachable``/``skipped``) and ``msg``."""
+    records = []
+    for res in results or []:
+        loop_var = res.get('ansible_loop_var') or 'item'
+        if res.get('unreachable'):
+            status = 'unreachable'
+        elif res.get('failed'):
+            status = 'failed'
+        elif res.get('skipped'):
+            status = 'skipped'
+        else:
+            status = 'ok'
+        record = dict((k, v) for k, v in res.items()
+                      if k not in _RESULT_KEYS and k != loop_var and not k.startswith(('ansible_', '_ansible')))
+        record.update(target=res.get(loop_var) or {}, status=status, msg=res.get('msg') or '')
+        records.append(record)
+    return records
 
 
 def _refusal_text(ref):
     where = ref.get('repo') + '#' if ref.get('repo') else '#'
     return '%s%s refused (%s): %s' % (where, ref.get('number'), ref.get('stage'), ref.get('why'))
-
-
-def report(launches):
-    """Read the registered ``launch`` results (one per master): launched, refused by the unit name
-    (the second layer of D4 caught a race the lease did not cover), failed."""
-    launched, refused, failed, warnings = [], [], [], []
-    for res in launches or []:
-        where = res.get(res.get('ansible_loop_var') or 'item') or {}
-        label = '%s/%s' % (where.get('worker'), where.get('master'))
-        if res.get('skipped'):
-            for cand in where.get('items') or []:
-                failed.append({'number': cand.get('number'), 'unit': cand.get('unit'), 'worker': where.get('worker'),
-                               'master': where.get('master'), 'why': 'no PATH recorded for this master (D3)'})
-                warnings.append('%s on %s: not launched: the master has no recorded PATH (~/.config/fleet-dispatch/path; '
-                                'run the worker role, or set dispatch_run_path) - D3' % (cand.get('unit'), label))
-            continue
-        if res.get('failed') or res.get('unreachable'):
-            for cand in where.get('items') or []:
-                failed.append({'number': cand.get('number'), 'unit': cand.get('unit'), 'worker': where.get('worker'),
-                               'master': where.get('master'), 'why': res.get('msg') or 'unreachable'})
-                warnings.append('%s on %s: launch failed: %s' % (cand.get('unit'), label, res.get('msg') or 'unreachable'))
-            continue
-        for entry in res.get('results') or []:
-            row = {'number': entry.get('number'), 'repo': entry.get('repo'), 'unit': entry.get('unit'),
-                   'worker': where.get('worker'), 'master': where.get('master'), 'reason': entry.get('reason'),
-                   'invocation_id': entry.get('invocation_id')}
-            if entry.get('reason') in ('launched', 'would-launch'):
-                launched.append(row)
-            elif entry.get('reason') in ('live', 'unloading'):
-                refused.append(dict(row, stage='launch', why='the unit name %s is held on %s (%s)' % (
-                    entry.get('unit'), label, entry.get('reason'))))
-            else:
-                failed.append(dict(row, why=entry.get('stderr') or 'failed to launch'))
-    return {'launched': launched, 'refused': refused, 'failed': failed, 'warnings': warnings}
 
 
 class ActionModule(ActionBase):
@@ -69,35 +76,30 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        args = self._task.args
-        stage = args.get('stage')
-        if stage not in STAGES:
-            raise AnsibleActionFail('stage must be one of %s, got %r' % (', '.join(STAGES), stage))
-        cands = args.get('candidates') or []
-        if not isinstance(cands, list):
-            raise AnsibleActionFail('candidates must be a list')
+        _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        stage, cands = args['stage'], args['candidates']
         if stage == 'name':
             out = name_candidates(cands)
         elif stage == 'lease':
-            out = gate_leases(cands, args.get('leases') or [], enabled=bool(args.get('lease_enabled', True)))
+            out = gate_leases(cands, args['leases'], enabled=args['lease_enabled'])
         elif stage == 'probe':
-            surveyed = survey(args.get('probes') or [])
+            surveyed = survey(answers(args['probes']))
             out = gate_probe(cands, surveyed)
             out['survey'] = surveyed
             out['duplicates'] = surveyed['duplicates']
-            out['repairs'] = repairs(surveyed, owner=args.get('owner') or '', now=datetime.datetime.now(UTC))
+            out['repairs'] = repairs(surveyed, owner=args['owner'], now=datetime.datetime.now(UTC))
             for dup in surveyed['duplicates']:
                 keep = dup['keep']
-                out['warnings'].append('%s is live on %d masters: keeping the oldest on %s/%s (started %s), stopping %s (D4)' % (
+                out['warnings'].append('%s is live on %d masters: keeping the oldest on %s/%s (started %s), stopping %s' % (
                     dup['unit'], 1 + len(dup['stop']), keep.get('worker'), keep.get('master'), keep.get('started_at'),
                     ', '.join('%s/%s' % (u.get('worker'), u.get('master')) for u in dup['stop'])))
         elif stage == 'place':
-            out = gate_place(cands, args.get('masters') or [], args.get('capacity') or [], args.get('survey') or {})
+            out = gate_place(cands, args['masters'], answers(args['capacity']), args['survey'])
         elif stage == 'batch':
-            out = batches(cands, args.get('workspaces') or [], command=args.get('command') or [],
-                          setenv=args.get('setenv') or {}, owner=args.get('owner') or '')
+            out = batches(cands, answers(args['workspaces']), command=args['command'], setenv=args['setenv'],
+                          owner=args['owner'])
         else:
-            out = report(args.get('launches') or [])
+            out = launch_report(answers(args['launches']))
         for ref in out.get('refused', []):
             self._display.warning(_refusal_text(ref))
         for text in out.pop('warnings', []):

@@ -12,7 +12,7 @@ class ModuleDocFragment(object):
 options:
   board:
     description:
-      - Which board is the queue (D1) and how to reach it.
+      - Which board is the queue and how to reach it.
       - C(kind=ledger) is the embedded ledger board, an SQLite file by default or PostgreSQL with O(board.dsn).
       - C(kind=github) is a GitHub Projects v2 board.
     type: dict
@@ -26,7 +26,7 @@ options:
       path:
         description:
           - The SQLite ledger file. Only M(fleet.dispatch.board_item) creates a missing one; to every reader a missing file is an
-            unreadable queue, never an empty one (D20).
+            unreadable queue, never an empty one.
           - Defaults to C($XDG_DATA_HOME/fleet-dispatch/ledger.sqlite3) (C(~/.local/share/...)) when neither O(board.path) nor O(board.dsn) is set.
         type: path
       dsn:

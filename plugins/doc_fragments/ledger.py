@@ -13,7 +13,7 @@ options:
   path:
     description:
       - The SQLite ledger file, for a single controller whose runners share one filesystem.
-      - A missing file is an unreachable ledger, never an empty one, and is never created here (D20) - create the ledger with
+      - A missing file is an unreachable ledger, never an empty one, and is never created here - create the ledger with
         M(fleet.dispatch.board_item) or the demo playbook.
       - Defaults to C($XDG_DATA_HOME/fleet-dispatch/ledger.sqlite3) (C(~/.local/share/...)), the ledger board's default, when neither
         O(path) nor O(dsn) is set.

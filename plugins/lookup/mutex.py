@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The ``fleet.dispatch.mutex`` lookup: a thin shell over ``module_utils/_lease.py`` (D4, D5)."""
+"""The ``fleet.dispatch.mutex`` lookup: a thin shell over ``module_utils/_store/lease.py``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ version_added: 0.1.0
 short_description: Acquire or release a named lease held across the probe and the launch
 description:
   - Acquires (O(state=acquired)) or releases (O(state=released)) one lease per term in a lease store, and returns
-    the lease. This is the third layer of the duplicate-run guarantee (decision D4 of the dispatch design) -
+    the lease. This is the third layer of the duplicate-run guarantee -
     one lock held from the probe of live units through the launch, so that a second dispatcher's probe sees the
     first dispatcher's unit instead of racing it.
   - The lease is data in a store (owner, fencing token, expiry), not a held file descriptor, because a lookup runs
@@ -23,7 +23,7 @@ description:
     not an error.
   - An expired lease is taken over by the next owner that asks, with a larger token. Nothing a crash leaves behind
     needs a human.
-  - Fails B(open) (D5) - when the store cannot be written or reached the lease comes back with
+  - Fails B(open) - when the store cannot be written or reached the lease comes back with
     RV(_raw[].acquired=true) and RV(_raw[].degraded=true), and a warning on stderr names the failure and the fix.
     Other mistakes (no O(owner), an empty term, a non-positive O(ttl), an unknown O(backend)) are errors.
   - A lookup is evaluated again every time a templated variable that uses it is rendered. Pin the result once
@@ -212,13 +212,13 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._lease import LeaseError, open_store, redact_dsn, scrub
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import LeaseError, open_store, redact_dsn, scrub
 
 display = Display()
 
 
 class LookupModule(LookupBase):
-    """Thin: options -> ``open_store`` -> acquire/release per term (D4); warn on degraded (D5)."""
+    """Thin: options -> ``open_store`` -> acquire/release per term; warn on degraded."""
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
@@ -231,8 +231,6 @@ class LookupModule(LookupBase):
 
         if not owner or not str(owner).strip():
             raise AnsibleLookupError('fleet.dispatch.mutex needs owner= (a token naming this dispatcher run)')
-        if state not in ('acquired', 'released'):
-            raise AnsibleLookupError('state must be acquired or released, got %r' % (state,))
         try:
             store = open_store(backend, path=path, dsn=dsn)
         except LeaseError as exc:

@@ -10,12 +10,12 @@ module: board_info
 short_description: Read the board once and decide, for every item, whether it may run
 version_added: 0.1.0
 description:
-  - Reads the whole board in one paginated read (D1 - the board is the queue, read live every cycle; nothing is cached).
+  - Reads the whole board in one paginated read (the board is the queue, read live every cycle; nothing is cached).
   - Evaluates every item with the decision core and returns each item's eligibility, the single reason code that decides it,
     the attempt count derived from its markers, its last marker, its blockers and its artifacts, plus the eligible C(candidates).
-  - The attempt count is counted from the item's own markers on every read and never stored (D1, D8).
+  - The attempt count is counted from the item's own markers on every read and never stored.
   - An unreadable queue is the one guard that fails closed, and only when O(mode=apply); with O(mode=plan) the failure is
-    reported in RV(error) and no candidates are returned (D5). An empty queue is not a failure (D20).
+    reported in RV(error) and no candidates are returned. An empty queue is not a failure.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
@@ -32,8 +32,8 @@ options:
     choices: [plan, apply]
   max_attempts:
     description:
-      - Attempts after which an item is parked (D13 - the attempt cap bounds wasted starts; there is no concurrency cap).
-      - Starts that ended in a capacity marker do not count (D8).
+      - Attempts after which an item is parked (the attempt cap bounds wasted starts; there is no concurrency cap).
+      - Starts that ended in a capacity marker do not count.
     type: int
     default: 3
   now:
@@ -44,7 +44,7 @@ options:
   numbers:
     description:
       - Only return these items (for a hand dispatch of one item). The whole board is still read, so blockers resolve.
-      - Each named item that may not run is reported as a warning on stderr with its reason; nothing is written to the board (D6).
+      - Each named item that may not run is reported as a warning on stderr with its reason; nothing is written to the board.
     type: list
     elements: int
 notes:
@@ -147,7 +147,7 @@ items:
       description: The last marker (kind, at, age_s, fields), or null.
       type: dict
     blockers:
-      description: Dependency edges with the blocker's state; only open ones block (D9).
+      description: Dependency edges with the blocker's state; only open ones block.
       type: list
       elements: dict
     open_blockers:
@@ -168,13 +168,14 @@ candidates:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardError, BoardUnreadable, open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import format_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._plan import assess, candidates
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess, candidates
 
 
 def _warn_refusals(module, wanted, assessed):
-    """A hand dispatch names items; say on stderr why each refused one would not run (D6: never on the board)."""
+    """A hand dispatch names items; say on stderr why each refused one would not run (never on the board)."""
     found = dict((entry['number'], entry) for entry in assessed)
     for number in wanted:
         entry = found.get(number)
@@ -216,7 +217,7 @@ def main():
     except BoardUnreadable as exc:
         result.update(readable=False, error=str(exc))
         if module.params['mode'] == 'apply':
-            module.fail_json(msg='the queue cannot be read, so nothing can be decided (D5): %s' % exc, **result)
+            module.fail_json(msg='the queue cannot be read, so nothing can be decided: %s' % exc, **result)
         module.warn('the queue cannot be read; plan mode reports it and returns no candidates: %s' % exc)
         module.exit_json(**result)
     except BoardError as exc:

@@ -13,8 +13,8 @@ description:
   - On the ledger board, creates or updates an item - title, body, status, dependency edges, open/closed/reopened - and records
     artifacts (a merged change and the items it closes, as a forge would record a merged pull request).
   - On a GitHub board, sets the project status field and the issue state; items themselves are created on GitHub.
-  - A reopen is recorded as an event with its time, and it outranks every older marker (D6).
-  - Dependencies are edges, evaluated at selection (D9) - never a hold written in prose.
+  - A reopen is recorded as an event with its time, and it outranks every older marker.
+  - Dependencies are edges, evaluated at selection - never a hold written in prose.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
@@ -45,18 +45,18 @@ options:
   state:
     description:
       - V(open) or V(closed) sets the item state.
-      - V(reopened) opens a closed item and records a reopen event, which outranks older markers (D6). On an open item it changes nothing.
+      - V(reopened) opens a closed item and records a reopen event, which outranks older markers. On an open item it changes nothing.
     type: str
     choices: [open, closed, reopened]
   blocked_by:
     description:
-      - The complete list of item numbers that block this one (D9). Edges not listed are removed. Omit to leave edges alone.
+      - The complete list of item numbers that block this one. Edges not listed are removed. Omit to leave edges alone.
     type: list
     elements: int
   artifact:
     description:
       - Record a change on the ledger board. A merged artifact that closes items closes them, as a forge closes an issue when the
-        pull request that references it merges (D2).
+        pull request that references it merges.
     type: dict
     suboptions:
       ref:
@@ -137,8 +137,9 @@ after:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardError, ItemNotFound, open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
 
 FIELDS = ('title', 'body', 'status', 'state', 'blocked_by')
 
@@ -209,7 +210,7 @@ def main():
     result = dict(changed=False, created=False, number=p['number'], before={}, after={})
     try:
         spec = board_spec(p['board'])
-        spec['create'] = True  # the writer that makes a new ledger; readers treat a missing file as unreadable (D20)
+        spec['create'] = True  # the writer that makes a new ledger; readers treat a missing file as unreadable
         with open_board(spec) as board:
             current = None
             if p['number'] is not None:

@@ -11,13 +11,13 @@ short_description: Post one status marker on a board item (comment first, then a
 version_added: 0.1.0
 description:
   - Posts one marker comment in the single marker grammar of the collection. Every marker starts with its own glyph, so a human
-    sees it in the thread and the eligibility rule sees it too (D6 - a marker without a glyph is invisible and leaves the previous
+    sees it in the thread and the eligibility rule sees it too (a marker without a glyph is invisible and leaves the previous
     marker as the last word).
-  - When O(close=true), the comment is written first and the close is attempted after it (D12 - closing an already-closed item
+  - When O(close=true), the comment is written first and the close is attempted after it (closing an already-closed item
     with a comment once returned success and silently dropped the comment). Finding the item already closed is not an error.
-  - The human text is stripped of live closing keywords next to references before it is posted (D14 - a quoted remedy once
+  - The human text is stripped of live closing keywords next to references before it is posted (a quoted remedy once
     closed the issue it protected).
-  - B(Every writer of a marker is a writer of the queue's eligibility) (D6). Refusals must not post markers; they log to stderr.
+  - B(Every writer of a marker is a writer of the queue's eligibility). Refusals must not post markers; they log to stderr.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
@@ -39,8 +39,8 @@ options:
     required: true
   kind:
     description:
-      - The marker kind. V(stopped) is for an external stop and makes no claim about the work (D12); V(capacity) is excluded from
-        the attempt count (D8); V(retry) must carry C(not_before) in O(fields) (D7); V(left_open) keeps the item dispatchable (D6).
+      - The marker kind. V(stopped) is for an external stop and makes no claim about the work; V(capacity) is excluded from
+        the attempt count; V(retry) must carry C(not_before) in O(fields); V(left_open) keeps the item dispatchable.
     type: str
     required: true
     choices: [start, success, noop, failure, stopped, capacity, retry, reset, left_open]
@@ -53,7 +53,7 @@ options:
     type: str
     default: ''
   close:
-    description: Close the item after the comment is posted (D12 order).
+    description: Close the item after the comment is posted (comment first, then the close).
     type: bool
     default: false
 seealso:
@@ -61,7 +61,7 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: Announce a run's start before anything that can fail (D12)
+- name: Announce a run's start before anything that can fail
   fleet.dispatch.board_marker:
     board: "{{ fleet_board }}"
     number: 42
@@ -107,8 +107,9 @@ state:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardError, open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._markers import KINDS, format_marker, markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import KINDS, format_marker, markers_of
 
 
 def _last_kind(item):

@@ -10,15 +10,15 @@ module: capacity_info
 short_description: Is this master dark, why, until when - and how much headroom it has
 version_added: 0.1.0
 description:
-  - Reads the master's capacity state file, written by the runner when a run dies on a provider limit (D8), and says whether the
-    master is dark, the RV(source) (V(rate_limit) clears by the clock, V(revoked) needs a human - D20, V(update_failed) - the
-    runner could not update itself, D11 - clears after a cooldown or when the C(fleet.dispatch.worker) role reinstalls the
+  - Reads the master's capacity state file, written by the runner when a run dies on a provider limit, and says whether the
+    master is dark, the RV(source) (V(rate_limit) clears by the clock, V(revoked) needs a human, V(update_failed) - the
+    runner could not update itself and clears after a cooldown or when the C(fleet.dispatch.worker) role reinstalls the
     runner), the provider's stated
     RV(reset_at) (null when none was stated - never invented) and why. The meaning of the file is the collection's one
-    implementation in C(_capacity) (D15), shared with the runner that writes it.
-  - A missing, empty or unparseable file means B(not dark), and RV(why) says so (D5 - a guard fails open; a refusal needs positive
+    implementation in C(_core.capacity), shared with the runner that writes it.
+  - A missing, empty or unparseable file means B(not dark), and RV(why) says so (a guard fails open; a refusal needs positive
     evidence).
-  - Also measures the master's headroom for placement (D13 - measured headroom, never a cap) - load averages from C(/proc/loadavg),
+  - Also measures the master's headroom for placement (measured headroom, never a cap) - load averages from C(/proc/loadavg),
     C(MemAvailable) and C(MemTotal) from C(/proc/meminfo), usable CPUs, and the number of live C(task-*) runs of this master
     (one C(systemctl --user show) call). A figure that cannot be read is null and a warning says why.
   - Run it as the master (C(become_user)).
@@ -111,88 +111,20 @@ headroom:
       type: int
 '''
 
-import os
-import pwd
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import is_dark, load_state
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import format_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SystemdError, SystemdUser
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import is_dark
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import default_state_path, read_capacity_file
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.headroom import measure
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
 
 
-def home_dir():
-    """The home of the user the module runs as, by uid (HOME may still name the user become started from)."""
-    try:
-        return pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        return os.environ.get('HOME', '/')
-
-
-def default_state_path(environ=None):
-    environ = os.environ if environ is None else environ
-    base = environ.get('XDG_STATE_HOME') or os.path.join(home_dir(), '.local', 'state')
-    return os.path.join(base, 'fleet-dispatch', 'capacity.json')
-
-
-def parse_loadavg(text):
-    """``/proc/loadavg`` → ``(load1, load5, load15)``; ValueError when it does not read."""
-    parts = (text or '').split()
-    if len(parts) < 3:
-        raise ValueError('unexpected /proc/loadavg: %r' % (text,))
-    return float(parts[0]), float(parts[1]), float(parts[2])
-
-
-def parse_meminfo(text):
-    """``/proc/meminfo`` → ``{'MemAvailable': kB, 'MemTotal': kB, ...}`` (kB as the kernel prints them)."""
-    out = {}
-    for line in (text or '').splitlines():
-        key, sep, rest = line.partition(':')
-        fields = rest.split()
-        if sep and fields and fields[0].isdigit():
-            out[key.strip()] = int(fields[0])
-    return out
-
-
-def _read(path):
-    with open(path) as handle:
-        return handle.read()
-
-
-def read_state_text(path):
-    """The file's text, or None when it is missing; other read errors become a reason (D5)."""
-    try:
-        return _read(path), ''
-    except (IOError, OSError) as exc:
-        if not os.path.exists(path):
-            return None, ''
-        return None, 'capacity state %s unreadable (%s)' % (path, exc)
-
-
-def cpu_count():
-    try:
-        return len(os.sched_getaffinity(0))   # honours cpusets (containers), unlike os.cpu_count()
-    except (AttributeError, OSError):
-        return os.cpu_count()
-
-
-def measure(module, proc='/proc', count_units=True):
-    """Headroom figures; a figure that cannot be read is None and a warning says why (D5: fail open)."""
-    head = dict(load1=None, load5=None, load15=None, mem_available_kb=None, mem_total_kb=None, cpus=cpu_count(), live_runs=None)
-    try:
-        head['load1'], head['load5'], head['load15'] = parse_loadavg(_read(os.path.join(proc, 'loadavg')))
-    except (IOError, OSError, ValueError) as exc:
-        module.warn('load average not read: %s' % exc)
-    try:
-        mem = parse_meminfo(_read(os.path.join(proc, 'meminfo')))
-        head['mem_available_kb'] = mem.get('MemAvailable')
-        head['mem_total_kb'] = mem.get('MemTotal')
-        if head['mem_available_kb'] is None:
-            module.warn('MemAvailable missing from %s/meminfo' % proc)
-    except (IOError, OSError) as exc:
-        module.warn('memory not read: %s' % exc)
+def _headroom(module, count_units=True):
+    """Headroom figures; a figure that cannot be read is None and a warning says why (fail open)."""
+    head = measure(warn=module.warn)
     if count_units:
         try:
             sd = SystemdUser(ModuleRunner(module), systemctl=module.get_bin_path('systemctl', required=True))
@@ -217,20 +149,17 @@ def main():
     except ValueError as exc:
         module.fail_json(msg='now: %s' % exc)
     path = p['path'] or default_state_path()
-    text, read_problem = read_state_text(path)
-    state, why_ignored = load_state(text)
-    if read_problem:
-        why_ignored = read_problem
+    state, why_ignored, present = read_capacity_file(path)
     dark, source, reset_at, why = is_dark(state, now)
     if state is None:
-        why = 'not dark: %s (%s); guards fail open (D5)' % (why_ignored, path)
-        if text is not None or read_problem:
+        why = 'not dark: %s (%s); guards fail open' % (why_ignored, path)
+        if present:
             module.warn('capacity state %s ignored: %s' % (path, why_ignored))
     elif why_ignored:
         why = '%s; note: %s' % (why, why_ignored)
     module.exit_json(changed=False, dark=bool(dark), source=source, reset_at=format_time(reset_at), why=why,
                      state_file=path, state_present=state is not None, message=(state or {}).get('message', ''),
-                     headroom=measure(module, count_units=p['units']))
+                     headroom=_headroom(module, count_units=p['units']))
 
 
 if __name__ == '__main__':

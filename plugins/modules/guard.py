@@ -12,14 +12,14 @@ version_added: 0.1.0
 description:
   - The shared dispatch tasks (role C(fleet.dispatch.dispatch)) call this action between their remote steps. Each call takes the
     candidates still admitted and returns the ones that pass this step (RV(admitted)) and the ones refused (RV(refused)).
-  - Every refusal is printed as a warning on stderr and written nowhere else - a refusal writes nothing to the board (D6).
-    A refusal needs positive evidence (D5) - a lease another dispatcher holds, a unit the probe saw live, no usable master.
-  - O(stage=batch) joins the placed candidates with their workspaces (D10) into one launch call per master with work.
-  - O(stage=name) gives each candidate its unit name (its lease name, D4). O(stage=lease) keeps the candidates whose lease this
+  - Every refusal is printed as a warning on stderr and written nowhere else - a refusal writes nothing to the board.
+    A refusal needs positive evidence - a lease another dispatcher holds, a unit the probe saw live, no usable master.
+  - O(stage=batch) joins the placed candidates with their workspaces into one launch call per master with work.
+  - O(stage=name) gives each candidate its unit name (its lease name). O(stage=lease) keeps the candidates whose lease this
     dispatcher holds. O(stage=probe) drops the candidates already live on any master and lists the duplicates to repair (oldest
-    wins, D4). O(stage=place) reads the capacity answers, leaves dark masters out (D8) and places each candidate on the master with
-    the most measured headroom, without a cap (D13). O(stage=report) reads the launch results.
-  - The decisions are the pure functions of C(module_utils/_plan.py); this action only calls them and logs.
+    wins). O(stage=place) reads the capacity answers, leaves dark masters out and places each candidate on the master with
+    the most measured headroom, without a cap. O(stage=report) reads the launch results.
+  - The decisions are the pure functions of C(module_utils/_core/plan.py); this action only calls them and logs.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
@@ -47,7 +47,7 @@ options:
     default: []
   lease_enabled:
     description:
-      - V(false) runs the production path without the lease - a test flag (D15) that lets the race harness show what the lease
+      - V(false) runs the production path without the lease - a test flag that lets the race harness show what the lease
         prevents. Every admitted candidate is then named in a warning.
     type: bool
     default: true

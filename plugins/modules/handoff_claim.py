@@ -10,16 +10,16 @@ module: handoff_claim
 short_description: Claim a dispatched successor (any-<topic>) on the ledger - the first runner with room takes it
 version_added: 0.1.0
 description:
-  - A session that closes may hand off to a successor named C(any-<topic>), addressed to no machine (seed 003). Every runner with
+  - A session that closes may hand off to a successor named C(any-<topic>), addressed to no machine. Every runner with
     room is eligible, so runners race; this module is the race's one atomic decision.
   - The claim is B(one) C(INSERT ... ON CONFLICT DO NOTHING RETURNING) on the ledger, on a unique id built from O(parent) and
-    O(successor) and nothing else (zero entropy, D4). The runner that gets a row back won (RV(won=true), C(changed=true)). Every
+    O(successor) and nothing else (zero entropy). The runner that gets a row back won (RV(won=true), C(changed=true)). Every
     other runner reads the holder and gets RV(won=false) and RV(holder); its RV(why) is the line to log, C(already claimed by <host>).
     Asking again gives the same answer; the row is never changed or removed.
   - The same O(host) asking again still holds its claim - RV(won=true), C(changed=false).
   - The winner's workspace (RV(workspace)) drops the C(any-) tag and takes the host's name - C(any-docs) claimed by C(desk-2) runs in
     C(desk-2-docs).
-  - Fails B(closed), unlike the guards and the lease (D5) - when the ledger cannot be reached, read or written the module fails and
+  - Fails B(closed), unlike the guards and the lease - when the ledger cannot be reached, read or written the module fails and
     says that no launch will happen. A claim that cannot be proven is not a claim - failing open would let every runner that lost the
     ledger start the same successor. The successor waits for the next tick instead.
   - Only dispatched successors are claimed. A successor name without the C(any-) tag is refused; an untagged successor follows its
@@ -36,7 +36,7 @@ attributes:
     details:
       - Writes nothing (not even the table) and reports what a claim would answer - RV(won=true) and C(changed=true) when nobody
         holds the successor yet.
-      - An unreachable ledger does not fail a check-mode run (a dry run cannot launch anything, D5) - it returns RV(won=false) with
+      - An unreachable ledger does not fail a check-mode run (a dry run cannot launch anything) - it returns RV(won=false) with
         RV(error) and a warning.
   diff_mode:
     support: none
@@ -97,7 +97,7 @@ holder:
   type: str
   sample: desk-1
 id:
-  description: The claim's id, C(<parent>/<successor>) - a pure function of both (D4).
+  description: The claim's id, C(<parent>/<successor>) - a pure function of both.
   returned: always
   type: str
   sample: s-1842/any-docs
@@ -126,10 +126,10 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import default_ledger_path, ledger_argspec, resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._handoff import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.handoff import (
     ClaimUnproven, HandoffError, HandoffStore, check_successor, claim_id,
 )
-from ansible_collections.fleet.dispatch.plugins.module_utils._sql import redact_dsn
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import redact_dsn
 
 
 def _fix(location):
@@ -168,7 +168,7 @@ def main():
     except HandoffError as exc:
         module.fail_json(msg=str(exc), id=ident)
     except ClaimUnproven as exc:
-        text = ('no launch: the claim %s for %s could not be proven, and a claim that cannot be proven is not a claim (seed 003): '
+        text = ('no launch: the claim %s for %s could not be proven, and a claim that cannot be proven is not a claim: '
                 '%s; %s' % (ident, host, exc, _fix(location)))
         if module.check_mode:
             module.warn(text)

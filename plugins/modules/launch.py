@@ -10,19 +10,19 @@ module: launch
 short_description: Start runs as transient systemd user units task-<item> on one master
 version_added: 0.1.0
 description:
-  - Starts each item's run with C(systemd-run --user --unit=task-<item> --collect) under the master's user manager (D3). The run
+  - Starts each item's run with C(systemd-run --user --unit=task-<item> --collect) under the master's user manager. The run
     survives the SSH session, its whole process tree dies with the unit, and a failure starts the notifier template unit.
-  - The unit name carries no entropy (D4); it is the lock. Each item's unit is read first and a live one is refused without being
+  - The unit name carries no entropy; it is the lock. Each item's unit is read first and a live one is refused without being
     touched. When C(systemd-run) fails, the unit is read again and the refusal is named from its state, never from the error text
-    (D20) - V(live) (another start won the name), V(unloading) (still stopping, or stopped and not yet collected; retry later) or
+    - V(live) (another start won the name), V(unloading) (still stopping, or stopped and not yet collected; retry later) or
     V(failed-to-launch) (with systemd-run's stderr).
-  - The run gets the explicit O(path) (D3 - the unit does not inherit the caller's environment, so tools under C(~/.local/bin)
+  - The run gets the explicit O(path) (the unit does not inherit the caller's environment, so tools under C(~/.local/bin)
     are otherwise absent and the run dies with exit 127). Secrets reach the run only through O(environment_file); O(items[].setenv)
     is for non-secret values and refuses names that look like secrets.
   - The unit is C(Type=exec), so systemd-run returns only once the run's program has been executed; a missing working directory,
     credentials file or program is a V(failed-to-launch), not a run reported as started that dies a moment later.
   - One call takes the whole list of items for this master, so a dispatcher needs one call per worker per cycle.
-  - A refusal writes nothing anywhere (D6); it is reported in RV(refused) and RV(results).
+  - A refusal writes nothing anywhere; it is reported in RV(refused) and RV(results).
   - Run it as the master (C(become_user)). C(XDG_RUNTIME_DIR) is set to C(/run/user/<uid>) when the become method left it unset.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
@@ -67,13 +67,13 @@ options:
             process list.
           - A name that looks like a secret (containing TOKEN, SECRET, PASSW, CREDENTIAL, API_KEY, APIKEY or PRIVATE_KEY) gets a
             warning and its value is masked in this module's output and logs; it is still passed, because a name is not proof and a
-            false block stops the fleet (D5). Put real secrets in O(environment_file).
+            false block stops the fleet. Put real secrets in O(environment_file).
           - C(PATH) is refused here; it is O(path).
         type: dict
         default: {}
   path:
     description:
-      - The explicit C(PATH) of every run, for example C(/home/m/.local/bin:/usr/local/bin:/usr/bin:/bin). Required (D3).
+      - The explicit C(PATH) of every run, for example C(/home/m/.local/bin:/usr/local/bin:/usr/bin:/bin). Required.
     type: str
     required: true
   environment_file:
@@ -84,7 +84,7 @@ options:
   notifier:
     description:
       - The template unit started on failure, as C(OnFailure=<notifier><unit>.service) with the literal unit name (specifiers are not
-        expanded in transient units). The notifier must always exit 0 (D3). An empty string disables it.
+        expanded in transient units). The notifier must always exit 0. An empty string disables it.
     type: str
     default: fleet-notify@
   success_exit_status:
@@ -93,7 +93,7 @@ options:
         O(notifier) does not fire for them.
       - The default is the runner's C(13) (a retry was scheduled) and C(12) (the master hit its provider's limit). Both are the
         mechanism working, written on the board as markers, and an announcer that reports them trains the human to ignore the
-        channel (D14). Its C(10) (no-op), C(11) (failure), C(3) (self-update did not verify), C(4) (close-out lost) and C(5)
+        channel. Its C(10) (no-op), C(11) (failure), C(3) (self-update did not verify), C(4) (close-out lost) and C(5)
         (start marker lost) still fire it.
       - An empty list makes every non-zero exit a failure.
     type: list
@@ -101,7 +101,7 @@ options:
     default: [12, 13]
   runner_version:
     description:
-      - The runner version the dispatcher expects (D11). When given, C(<command[0]> --version) of every item is run with O(path)
+      - The runner version the dispatcher expects. When given, C(<command[0]> --version) of every item is run with O(path)
         before any unit is touched, and the call fails, naming both versions, when the installed runner reports another one - a
         stale runner is refused, never launched. The answer must be a JSON object with a string C(version).
       - It is also passed to each run as C(FLEET_RUNNER_EXPECTED_VERSION), so the runner's own self-update verifies the same version.
@@ -193,14 +193,15 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._naming import unit_name
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SystemdError, SystemdUser, launch, notifier_unit
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import unit_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import (
+    SystemdError, SystemdUser, command_problems, launch, notifier_unit, unit_problems)
 
 # Names that say "secret" in the credential conventions we know of (GITHUB_TOKEN, *_API_KEY,
 # PGPASSWORD, AWS_SECRET_ACCESS_KEY, ...). A name is not proof (FLEET_LEASE_TOKEN is a lease owner
 # token, not a credential), so a match warns and masks the value in Ansible's output instead of
-# refusing: a refusal needs positive evidence and a false block stops the fleet (D5).
+# refusing: a refusal needs positive evidence and a false block stops the fleet.
 SECRET_NAME = re.compile(r'TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_?KEY', re.I)
 
 
@@ -224,25 +225,15 @@ def argument_spec():
 def _problems(module):
     """Configuration errors for the whole call (checked before any unit is touched)."""
     p = module.params
-    problems = []
-    if not p['path'].strip():
-        problems.append('path must name the run\'s PATH explicitly (D3)')
+    problems = unit_problems(p['path'], p['environment_file'], p['success_exit_status'])
     env_file = p['environment_file']
-    if env_file:
-        if not os.path.isabs(env_file):
-            problems.append('environment_file must be absolute: %s' % env_file)
-        elif not os.path.isfile(env_file):
+    if env_file and os.path.isabs(env_file):
+        if not os.path.isfile(env_file):
             problems.append('environment_file %s does not exist: the unit would fail to start' % env_file)
         elif os.stat(env_file).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             module.warn('environment_file %s is readable by group or others; it holds credentials (chmod 0600)' % env_file)
-    for code in p['success_exit_status']:
-        if not 0 < code < 256:
-            problems.append('success_exit_status: %s is not an exit code from 1 to 255' % code)
     for item in p['items']:
-        if not item['command']:
-            problems.append('item %s: command is empty' % item['number'])
-        if not os.path.isabs(item['workdir']):
-            problems.append('item %s: workdir must be absolute: %s' % (item['number'], item['workdir']))
+        problems += ['item %s: %s' % (item['number'], why) for why in command_problems(item['command'], item['workdir'])]
         for key in item['setenv'] or {}:
             if key == 'PATH':
                 problems.append('item %s: PATH goes in the path option, not setenv' % item['number'])
@@ -265,7 +256,7 @@ def _stale_runners(module, runner):
         found = None
         try:
             data = json.loads(out)
-            if isinstance(data, dict) and isinstance(data.get('version'), str):  # D5: the type before trusting it
+            if isinstance(data, dict) and isinstance(data.get('version'), str):  # the type before trusting it
                 found = data['version']
         except ValueError:
             found = None

@@ -12,9 +12,9 @@ version_added: 0.1.0
 description:
   - Reads every loaded C(task-*) service of the master's systemd user manager with one C(systemctl --user show 'task-*.service')
     and returns the live ones (ActiveState V(active), V(activating) or V(reloading)) with the item each belongs to.
-  - This is the probe of the dispatch path (D4) - run it inside the lease, so a second dispatcher sees the first one's unit - and
-    the reaper's signal (D14).
-  - A C(task-*) unit whose name does not parse as an item is still returned, with RV(units[].item) null, and named in a warning (D20 -
+  - This is the probe of the dispatch path - run it inside the lease, so a second dispatcher sees the first one's unit - and
+    the reaper's signal.
+  - A C(task-*) unit whose name does not parse as an item is still returned, with RV(units[].item) null, and named in a warning (
     a parser that silently stopped matching once emptied the live set and let one item run on two workers).
   - Run it as the master (C(become_user)). C(XDG_RUNTIME_DIR) is set to C(/run/user/<uid>) when the become method left it unset.
 author:
@@ -90,8 +90,8 @@ items:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SystemdError, SystemdUser
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
 
 KEYS = ('name', 'item', 'active_state', 'sub_state', 'invocation_id', 'start_us', 'start_wall_us', 'started_at', 'main_pid')
 

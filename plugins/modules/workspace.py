@@ -11,15 +11,15 @@ short_description: One git worktree per run, detached at a fresh origin branch a
 version_added: 0.1.0
 description:
   - O(state=present) fetches O(branch) from O(remote) in the clone, adds a B(detached) worktree at the fetched commit, then verifies
-    that git works inside it (its top level is the workspace and C(HEAD) is the fetched commit) before returning (D10). A run's
+    that git works inside it (its top level is the workspace and C(HEAD) is the fetched commit) before returning. A run's
     workspace is never shared; two items on one clone get two trees.
-  - The clone and the workspace root are resolved physically first (D10 - through a symlinked clone, git writes a worktree pointer
+  - The clone and the workspace root are resolved physically first (through a symlinked clone, git writes a worktree pointer
     naming a path that does not exist and every git command inside the run dies with C(not a git repository)).
-  - An existing workspace that verifies is returned unchanged and B(never) reset or moved - it may be a live run's checkout (D10 -
+  - An existing workspace that verifies is returned unchanged and B(never) reset or moved - it may be a live run's checkout (
     a second run's reset once destroyed the first run's edits). RV(fresh) says whether it is still at the remote's tip.
   - O(state=absent) removes a clean workspace. One holding work - modified, staged or untracked files, or commits no remote ref
-    contains - is B(kept) and named in a warning and in the result (D10 - keep, do not wipe).
-  - The fetch is checked by its outcome - the remote-tracking ref must equal C(FETCH_HEAD) - not by its exit code (D11).
+    contains - is B(kept) and named in a warning and in the result (keep, do not wipe).
+  - The fetch is checked by its outcome - the remote-tracking ref must equal C(FETCH_HEAD) - not by its exit code.
   - Run it as the master (C(become_user)).
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
@@ -152,22 +152,14 @@ pruned:
 '''
 
 import os
-import pwd
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._git import Git, GitError, Workspace
-from ansible_collections.fleet.dispatch.plugins.module_utils._naming import worktree_name
-
-
-def home_dir():
-    """The home of the user the module runs as, by uid (HOME may still name the user become started from)."""
-    try:
-        return pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        return os.environ.get('HOME', '/')
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import home_dir
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import Git, GitError, Workspace
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import worktree_name
 
 
 def main():

@@ -216,7 +216,7 @@ def duplicates(rows, items=None):
 
 def ledger_board(path, items):
     """A fresh ledger board file with ``items`` (number -> title), all Ready."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
     spec = {'kind': 'ledger', 'path': str(path)}
     if os.path.exists(str(path)):
         os.unlink(str(path))

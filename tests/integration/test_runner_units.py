@@ -61,9 +61,9 @@ PLAYBOOK = '''
 
 READ_BACK = r'''
 import datetime, json, sys
-from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
-from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
 board = LedgerBoard(path=%(ledger)r)
 print(json.dumps(dict((str(n), %(summary)s) for n in %(numbers)r)))
 '''
@@ -71,8 +71,8 @@ print(json.dumps(dict((str(n), %(summary)s) for n in %(numbers)r)))
 
 def summary(board, number, now):
     '''One item read back through the shipped decision core: markers, state, reason, attempts.'''
-    from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
-    from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
     item = board.get(number)
     verdict = evaluate(item, now=now)
     markers = markers_of(item)
@@ -86,7 +86,7 @@ SUMMARY_EXPR = ("(lambda item, markers, verdict: {'kinds': [m.kind for m in mark
                 "(board.get(n), markers_of(board.get(n)), evaluate(board.get(n), now=datetime.datetime.now(datetime.timezone.utc)))")
 
 CREATE = r'''
-from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 board = LedgerBoard(path=%(ledger)r, create=True)
 for number in %(numbers)r:
     board.upsert_item(number=number, title='item %%d' %% number, body='Make item %%d work' %% number, status='Ready')
@@ -178,7 +178,7 @@ def worker(request, bed, tmp_path_factory, fresh_database):
         forwarder = Forwarder((params.get('host', '127.0.0.1'), int(params.get('port', 5432))))
         cleanup.append(forwarder.close)
         worker_dsn = 'postgresql://%s:%s@%s:%d/%s' % (params['user'], params['password'], BRIDGE, forwarder.port, params['dbname'])
-        from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
+        from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
         local_board = LedgerBoard(dsn=local_dsn)     # migrates the fresh database
         cleanup.insert(0, local_board.close)
         # the worker's python needs psycopg for a PostgreSQL ledger (Debian's package)
@@ -238,7 +238,7 @@ def worker(request, bed, tmp_path_factory, fresh_database):
         if backend == 'postgres':
             local_board.upsert_item(number=number, state='reopened')
         else:
-            py('from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard\n'
+            py('from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard\n'
                'b = LedgerBoard(path=%r)\nb.upsert_item(number=%d, state="reopened")\nb.close()' % (ledger, number))
 
     def read(numbers):

@@ -93,7 +93,7 @@ def _board_spec():
 
 def _merge(item):
     """Record a merged change closing ``item`` on the ledger, the way a forge merge would (D2)."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 
     spec = _board_spec()
     board = open_board(spec)

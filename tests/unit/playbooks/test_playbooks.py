@@ -18,8 +18,8 @@ import sys
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(sys.executable).parent
@@ -144,7 +144,7 @@ def test_apply_mode_fails_on_an_unreadable_queue(tmp_path):
 def test_apply_refuses_an_item_whose_lease_another_dispatcher_holds(tmp_path, board):
     """D4: the lease is held from the probe to the launch; a second dispatcher is refused before it probes,
     says so on stderr, writes nothing (D6), and leaves the holder's lease alone."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._lease import FileLeaseStore
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import FileLeaseStore
     store = FileLeaseStore(str(tmp_path / 'leases'))
     held = store.acquire('task-1', 'sweep-on-the-timer', 600)
     assert held.acquired

@@ -18,7 +18,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 SOURCES = sorted(p for d in ('plugins/module_utils', 'plugins/modules', 'plugins/lookup', 'plugins/action', 'plugins/filter')
-                 for p in (REPO / d).glob('*.py'))
+                 for p in (REPO / d).rglob('*.py'))
 
 NOT_TUNABLES = {
     'EXIT_USAGE': 'an exit code (an identifier, documented in the runner docstring)',

@@ -11,39 +11,15 @@ password never leaving the plugin, and errors for caller mistakes.
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import json
-import sys
 
 import pytest
 
 from ansible.errors import AnsibleError
-from ansible.plugins.loader import init_plugin_loader, lookup_loader
-from ansible.utils.collection_loader import AnsibleCollectionConfig
+from ansible.plugins.loader import lookup_loader
 
-
-def _install_collection_loader():
-    """Install Ansible's collection finder so ``lookup_loader.get('fleet.dispatch.mutex')`` works.
-
-    If another test module imported ``ansible_collections.fleet.dispatch`` first, through the plain
-    namespace-package path that ``tests/conftest.py`` sets up, that package object lacks the
-    collection metadata the plugin loader needs ("collection metadata was not loaded"). Only the
-    three package objects are dropped so the finder re-imports them; every submodule stays the
-    same object. (The clean fix is ``init_plugin_loader()`` in conftest; see the mutex report.)
-    """
-    if not AnsibleCollectionConfig.collection_finder:  # a pytest plugin may have installed it already
-        init_plugin_loader()
-    pkg = sys.modules.get('ansible_collections.fleet.dispatch')
-    if pkg is not None and not hasattr(pkg, '_collection_meta'):
-        for name in ('ansible_collections.fleet.dispatch', 'ansible_collections.fleet', 'ansible_collections'):
-            sys.modules.pop(name, None)
-        importlib.import_module('ansible_collections.fleet.dispatch')
-
-
-_install_collection_loader()
-
-from ansible_collections.fleet.dispatch.plugins.module_utils._lease import DEFAULT_LEASE_DIR, DEFAULT_TTL, FileLeaseStore
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import DEFAULT_LEASE_DIR, DEFAULT_TTL, FileLeaseStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
 
 ENV_VARS = ('FLEET_DISPATCH_LEASE_DIR', 'FLEET_DISPATCH_LEASE_TTL', 'FLEET_DISPATCH_LEASE_BACKEND', 'FLEET_DISPATCH_LEASE_DSN')
 

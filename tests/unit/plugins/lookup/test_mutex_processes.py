@@ -34,7 +34,7 @@ import pytest
 
 from racing import run_contenders
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._lease import FileLeaseStore, PostgresLeaseStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import FileLeaseStore, PostgresLeaseStore
 
 PROCS = 8
 ROUNDS = 20

@@ -12,10 +12,11 @@ import types
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _board
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import (
-    KINDS, Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound, open_board)
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import Comment
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import protocol as _board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import KINDS, open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import (
+    Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound)
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Comment
 
 UTC = dt.timezone.utc
 
@@ -58,7 +59,7 @@ def test_github_kind_imports_github_lazily_and_passes_the_spec(monkeypatch):
 
     fake = types.ModuleType('fake_github')
     fake.GitHubBoard = FakeGitHubBoard
-    name = _board.__name__.rsplit('.', 1)[0] + '._github'
+    name = _board.__name__.rsplit('.', 1)[0] + '.github'
     monkeypatch.setitem(sys.modules, name, fake)
     spec = {'kind': 'github', 'owner': 'o', 'project': 3}
     board = open_board(spec)
@@ -69,8 +70,8 @@ def test_github_kind_imports_github_lazily_and_passes_the_spec(monkeypatch):
 def test_importing_board_pulls_in_neither_adapter():
     """The ledger must work without requests, GitHub without psycopg: _board imports neither adapter."""
     code = ('import sys\n'
-            'import ansible_collections.fleet.dispatch.plugins.module_utils._board as b\n'
-            'mods = [m for m in sys.modules if m.endswith(("._github", "._ledger", "._sql"))]\n'
+            'import ansible_collections.fleet.dispatch.plugins.module_utils._board.factory as b\n'
+            'mods = [m for m in sys.modules if m.endswith(("._board.github", "._board.ledger", "._store.sql"))]\n'
             'print(repr(mods))\n')
     env = dict(os.environ, PYTHONPATH=os.environ['ANSIBLE_COLLECTIONS_PATH'])
     out = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True).stdout

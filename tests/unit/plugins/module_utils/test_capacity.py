@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import (
-    DEFAULT_UNKNOWN_RESET_COOLDOWN, STATE_FIELDS, classify_capacity, dump_state, is_clean_run, is_dark, load_state,
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import (
+    DEFAULT_UNKNOWN_RESET_COOLDOWN, STATE_FIELDS, classify_capacity, dump_state, is_dark, load_state,
     make_state, reset_phrase, resolve_reset, state_from, update_failed_state, clears_after_update)
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.retry import is_clean_run
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 30, 15, 0, 0, tzinfo=UTC)   # 15:00 UTC = 16:00 in Berlin, 10:00 in New York

@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner, SubprocessRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._git import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import SubprocessRunner
+from fakes.scripted_runner import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import (
     Git, GitError, Workspace, parse_worktree_list, physical)
 from fakes.git_origin import git as _git, make_origin
 

@@ -13,11 +13,13 @@ import datetime as _dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _github
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import (
-    BoardError, BoardUnreadable, ItemNotFound, open_board)
-from ansible_collections.fleet.dispatch.plugins.module_utils._github import GitHubBoard, RateLimited
-from ansible_collections.fleet.dispatch.plugins.module_utils._references import attribute, closing_refs
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_documents as _github_documents
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_transport as _github_transport
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable, ItemNotFound
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import GitHubBoard, RateLimited
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import attribute, closing_refs
 
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -361,7 +363,7 @@ def test_a_secondary_limit_without_retry_after_waits_a_minute(gh, sleeps):
     gh.inject(429, {'message': 'You have exceeded a secondary rate limit.'}, path='/graphql', operation='BoardPage')
     with board_for(gh, sleeps, owner_type='organization') as board:
         board.read()
-    assert sleeps == [_github.SECONDARY_DEFAULT_WAIT]
+    assert sleeps == [_github_transport.SECONDARY_DEFAULT_WAIT]
 
 
 def test_primary_rate_limit_waits_until_the_reset(gh, sleeps):
@@ -393,7 +395,7 @@ def test_rate_limit_retries_are_bounded(gh, sleeps):
     with board_for(gh, sleeps, owner_type='organization') as board:
         with pytest.raises(RateLimited):
             board.read()
-    assert len(sleeps) == _github.RATE_LIMIT_RETRIES - 1
+    assert len(sleeps) == _github_transport.RATE_LIMIT_RETRIES - 1
 
 
 @pytest.mark.parametrize('status,body,match', [
@@ -464,7 +466,7 @@ def test_no_token_is_unreadable(monkeypatch):
     ('Work Stage', 'Ready', 'is:issue is:open "work stage":Ready'),
 ])
 def test_project_query(field, value, expect):
-    assert _github.project_query(field, value) == expect
+    assert _github_documents.project_query(field, value) == expect
 
 
 @pytest.mark.parametrize('ref,default,expect', [
@@ -533,8 +535,8 @@ def test_a_runs_board_sequence_against_github(gh):
     """What the runner does on the board (D12, D16, D19), through the shipped decision core: the
     start marker first, mentions injected then marked read, the artifact attributed by time, the
     close-out comment before the close -- and the next read says the item is done."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
-    from ansible_collections.fleet.dispatch.plugins.module_utils._markers import format_marker, markers_of
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker, markers_of
 
     gh.store.clock = lambda: T0  # the fake's comments and events are stamped at T0
     item = ready(gh, 'run me')

@@ -16,12 +16,12 @@ import os
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _lease
-from ansible_collections.fleet.dispatch.plugins.module_utils._lease import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._store import lease as _lease
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import (
     FileLeaseStore, LeaseError, PostgresLeaseStore, decide_acquire, decide_release, open_store, redact_dsn,
     safe_name, scrub,
 )
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import format_time, parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time, parse_time
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 
@@ -359,7 +359,7 @@ def test_file_lock_file_holds_no_data_and_never_blocks_after_a_crash(tmp_path):
 _AS_OTHER_USER = '''
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.fleet.dispatch.plugins.module_utils._lease import FileLeaseStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import FileLeaseStore
 store = FileLeaseStore(sys.argv[2])
 print(json.dumps(store.acquire('task-42', sys.argv[3], 60).as_dict()))
 '''

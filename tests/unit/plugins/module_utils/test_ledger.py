@@ -9,12 +9,12 @@ import sqlite3
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _sql
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import (
-    BoardError, BoardRead, BoardUnreadable, ItemNotFound, open_board)
-from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import MIGRATIONS, LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import Blocker, format_time, parse_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._sql import redact_dsn
+from ansible_collections.fleet.dispatch.plugins.module_utils._store import sql as _sql
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardRead, BoardUnreadable, ItemNotFound
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import MIGRATIONS, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Blocker, format_time, parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import redact_dsn
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._naming import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import (
     item_of_unit, oldest_wins, systemd_escape, systemd_unescape, unit_name, worktree_name)
 
 

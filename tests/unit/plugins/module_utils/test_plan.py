@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._plan import place
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import place
 
 
 def cand(*numbers):
@@ -65,7 +65,7 @@ def test_input_is_not_mutated():
 
 # -- the guarded dispatch path (D4, D5, D6, D8, D13) -------------------------------------------
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._plan import (  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import (  # noqa: E402
     batches, dark_why, gate_leases, gate_place, gate_probe, name_candidates, repairs, survey,
 )
 
@@ -75,7 +75,9 @@ def named(*numbers):
 
 
 def probe(worker, master, *units, **kw):
-    res = {'_m': {'worker': worker, 'master': master}, 'ansible_loop_var': '_m', 'units': list(units)}
+    """An answer record of a per-master call (the action plugin builds these from registered results)."""
+    status = 'unreachable' if kw.pop('unreachable', False) else 'failed' if kw.pop('failed', False) else 'ok'
+    res = {'target': {'worker': worker, 'master': master}, 'status': status, 'msg': kw.pop('msg', ''), 'units': list(units)}
     res.update(kw)
     return res
 
@@ -186,8 +188,8 @@ def test_place_skips_dark_masters_and_uses_the_probed_counts():
 def test_batches_one_launch_call_per_master_and_a_failed_workspace_launches_nothing():
     placed = [dict(c, worker=w, master=m, lease={'token': 4}) for c, (w, m) in
               zip(named(1, 2, 3), [('w1', 'a'), ('w2', 'b'), ('w1', 'a')])]
-    ws = [{'_c': c, 'ansible_loop_var': '_c', 'path': '/ws/%s' % c['unit']} for c in placed[:2]]
-    ws.append({'_c': placed[2], 'ansible_loop_var': '_c', 'failed': True, 'msg': 'not a git repository'})
+    ws = [{'target': c, 'status': 'ok', 'msg': '', 'path': '/ws/%s' % c['unit']} for c in placed[:2]]
+    ws.append({'target': placed[2], 'status': 'failed', 'msg': 'not a git repository'})
     out = batches(placed, ws, command=['run', '--item', '{number}', '{unit}'], owner='o1')
     assert [(b['worker'], b['master'], [i['number'] for i in b['launch']]) for b in out['batches']] == [('w1', 'a', [1]), ('w2', 'b', [2])]
     first = out['batches'][0]['launch'][0]

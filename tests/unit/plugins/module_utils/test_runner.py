@@ -20,15 +20,17 @@ import time
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _runner
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import load_state
-from ansible_collections.fleet.dispatch.plugins.module_utils._eligibility import evaluate
-from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core import closeout as _closeout
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import load_state
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
-COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[5]  # the symlinked collection root, unresolved
+COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]  # the symlinked collection root, unresolved
 UTC = _dt.timezone.utc
 
 
@@ -62,7 +64,7 @@ def world(ledger_url, tmp_path):
         return e
 
     def argv(item=7):
-        return [sys.executable, '-m', _runner.MODULE, '--item', str(item), '--board-spec', str(spec_file),
+        return [sys.executable, '-m', _update.MODULE, '--item', str(item), '--board-spec', str(spec_file),
                 '--state-dir', str(state), '--workdir', str(tmp_path), '--no-self-update',
                 '--config', str(tmp_path / 'runner.json'),
                 '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
@@ -314,7 +316,7 @@ def test_an_agent_stopped_from_outside_alone_is_stopped_not_failed(world):
     agent = _wait_for(world.tmp / 'agent.pid')
     os.kill(agent, signal.SIGTERM)
     _out, err = proc.communicate(timeout=30)
-    assert proc.returncode == _runner.EXIT['stopped'], err
+    assert proc.returncode == _closeout.EXIT['stopped'], err
     last = markers_of(world.item())[-1]
     assert last.kind == 'stopped' and last.fields['who'] == 'agent' and last.fields['signal'] == 'SIGTERM'
 
@@ -335,7 +337,7 @@ def test_a_hung_agent_is_stopped_at_the_time_limit_and_fails(world):
     """A bare timeout is a failure, never a transient retry (D7)."""
     argv_env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='hang',
                     FAKE_AGENT_PIDFILE=str(world.tmp / 'agent.pid'))
-    argv = [sys.executable, '-m', _runner.MODULE, '--item', '7', '--board-spec', str(world.spec_file), '--state-dir',
+    argv = [sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(world.spec_file), '--state-dir',
             str(world.state), '--no-self-update', '--timeout', '1', '--config', str(world.tmp / 'runner.json'),
             '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
     proc = subprocess.run(argv, env=argv_env, capture_output=True, text=True, timeout=60, check=False)
@@ -349,7 +351,7 @@ def test_an_unreadable_board_at_start_starts_no_agent(world, tmp_path):
     """D12: without a start marker the run would be invisible; the agent is not started."""
     missing = tmp_path / 'missing-board.json'
     missing.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'nope.sqlite3')}))
-    argv = [sys.executable, '-m', _runner.MODULE, '--item', '7', '--board-spec', str(missing), '--state-dir',
+    argv = [sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(missing), '--state-dir',
             str(world.state), '--no-self-update', '--config', str(world.tmp / 'runner.json'),
             '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
     env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='merge', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'))
@@ -361,10 +363,10 @@ def test_an_unreadable_board_at_start_starts_no_agent(world, tmp_path):
 
 def test_usage_errors_post_nothing(world):
     env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT))
-    proc = subprocess.run([sys.executable, '-m', _runner.MODULE, '--board-spec', str(world.spec_file)], env=env,
+    proc = subprocess.run([sys.executable, '-m', _update.MODULE, '--board-spec', str(world.spec_file)], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == _runner.EXIT_USAGE
-    proc = subprocess.run([sys.executable, '-m', _runner.MODULE, '--item', '7', '--board-spec', str(world.spec_file),
+    proc = subprocess.run([sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(world.spec_file),
                            '--agent-command', '"claude -p"', '--no-self-update'], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == _runner.EXIT_USAGE and 'agent_command' in proc.stderr
@@ -373,7 +375,7 @@ def test_usage_errors_post_nothing(world):
 
 def test_version_prints_the_installed_version():
     env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT))
-    proc = subprocess.run([sys.executable, '-m', _runner.MODULE, '--version'], env=env, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, '-m', _update.MODULE, '--version'], env=env, capture_output=True, text=True,
                           timeout=60, check=True)
     data = json.loads(proc.stdout)
     assert data['version'] == _runner.installed_version(str(REPO)) and data['brief_version'] == _runner.BRIEF_VERSION

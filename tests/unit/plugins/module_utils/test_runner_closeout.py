@@ -16,17 +16,19 @@ import sys
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _brief, _runner
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardError
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import is_clean_run
-from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
-from ansible_collections.fleet.dispatch.plugins.module_utils._model import Artifact, Comment, Item
-from ansible_collections.fleet.dispatch.plugins.module_utils._retry import read_outcome
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import brief as _brief
+from ansible_collections.fleet.dispatch.plugins.module_utils._core import closeout as _closeout
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.retry import is_clean_run
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Artifact, Comment, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.retry import read_outcome
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
-COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[5]
+COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -75,10 +77,10 @@ CASES = [
 @pytest.mark.parametrize('capture,code,artifacts,markers,timed_out,kind,close', [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_decide(capture, code, artifacts, markers, timed_out, kind, close):
     outcome = read_outcome(capture, exit_code=code, now=AFTER)
-    decision = _runner.decide(outcome, _item(artifacts, markers), number=7, started_at=T0, now=AFTER, exit_code=code,
-                              capture=capture, timed_out=timed_out, unit='task-7')
+    decision = _closeout.decide(outcome, _item(artifacts, markers), number=7, started_at=T0, now=AFTER, exit_code=code,
+                                capture=capture, timed_out=timed_out, unit='task-7')
     assert (decision.kind, decision.close) == (kind, close)
-    assert decision.exit_code == _runner.EXIT[kind]
+    assert decision.exit_code == _closeout.EXIT[kind]
     # D8 "clean" is _capacity.is_clean_run's predicate on the same capture (one parse, same answer)
     assert decision.clean == is_clean_run(code, capture)
     assert (decision.capacity_state is not None) == (kind == 'capacity')
@@ -86,7 +88,7 @@ def test_decide(capture, code, artifacts, markers, timed_out, kind, close):
 
 def test_decide_retry_step_and_not_before_come_from_the_markers():
     outcome = read_outcome(DIED_503, exit_code=1)
-    decision = _runner.decide(outcome, _item([], [START, RETRY, START]), number=7, started_at=T0, now=AFTER, exit_code=1)
+    decision = _closeout.decide(outcome, _item([], [START, RETRY, START]), number=7, started_at=T0, now=AFTER, exit_code=1)
     assert decision.kind == 'retry'
     assert decision.fields['step'] == 2 and decision.fields['delay_s'] == 120
     assert decision.fields['not_before'] == _runner.format_time(AFTER + _dt.timedelta(seconds=120))
@@ -95,16 +97,16 @@ def test_decide_retry_step_and_not_before_come_from_the_markers():
 def test_decide_with_an_unreadable_board_neither_credits_nor_retries():
     """Fact 4 unproven (the forge was not asked) and nothing attributable: failure, never retry or success."""
     outcome = read_outcome(DIED_503, exit_code=1)
-    assert _runner.decide(outcome, None, number=7, started_at=T0, now=AFTER, exit_code=1).kind == 'failure'
+    assert _closeout.decide(outcome, None, number=7, started_at=T0, now=AFTER, exit_code=1).kind == 'failure'
     outcome = read_outcome(SUCCESS, exit_code=0)
-    assert _runner.decide(outcome, None, number=7, started_at=T0, now=AFTER, exit_code=0).kind == 'noop'
+    assert _closeout.decide(outcome, None, number=7, started_at=T0, now=AFTER, exit_code=0).kind == 'noop'
 
 
 def test_a_merge_that_also_hit_a_limit_is_a_success_and_still_writes_the_capacity_state():
     capture = SUCCESS + '\nClaude AI usage limit reached. Your limit will reset at 5pm (UTC).'
     outcome = read_outcome(capture, exit_code=0, now=AFTER)
-    decision = _runner.decide(outcome, _item([_pr('pr/1', AFTER, AFTER)], [START]), number=7, started_at=T0, now=AFTER,
-                              exit_code=0, capture=capture, unit='task-7')
+    decision = _closeout.decide(outcome, _item([_pr('pr/1', AFTER, AFTER)], [START]), number=7, started_at=T0, now=AFTER,
+                                exit_code=0, capture=capture, unit='task-7')
     assert decision.kind == 'success' and decision.capacity_state['source'] == 'rate_limit'
     assert decision.clean is False          # a trailing limit notice after a zero exit is not clean (D8)
 
@@ -142,7 +144,7 @@ class Recording(object):
 
     def post_marker(self, number, body, close=False):
         """The protocol's own order (``_board.Board.post_marker``): comment, then close."""
-        from ansible_collections.fleet.dispatch.plugins.module_utils._board import Board
+        from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import Board
         return Board.post_marker(self, number, body, close=close)
 
     def mentions(self, number):
@@ -298,7 +300,7 @@ def test_mentions_stay_unread_when_the_agent_never_started(tmp_path, ledger):
     mentions = [{'id': 'th-2', 'body': 'ping'}]
     board = Recording(ledger, mentions=mentions)
     code, run = _run(tmp_path, board, 'claim', spawner=RecordingSpawner(board.calls, fail=True))
-    assert code == _runner.EXIT['failure']
+    assert code == _closeout.EXIT['failure']
     assert not [c for c in board.calls if c[0] == 'mark_read']
     last = markers_of(ledger.get(7))[-1]
     assert last.kind == 'failure' and last.fields['cause'] == 'runner_error'

@@ -17,9 +17,10 @@ import sys
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _runner
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core import closeout as _closeout
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
 
 REPO_DIR = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO_DIR / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
@@ -106,7 +107,7 @@ def test_an_older_merged_pr_is_not_credited_on_github(gh, tmp_path):
     gh.store.add_pr(REPO, 'earlier fix', closes=[number], created_at=old, merged_at=old + _dt.timedelta(hours=1))
     gh.store.set_state(gh.store.issue(REPO, number), 'open')       # a human reopened it
     code, calls = _run(gh, tmp_path, number, merge=False)
-    assert code == _runner.EXIT['noop']
+    assert code == _closeout.EXIT['noop']
     item = _item(gh, number)
     assert [m.kind for m in markers_of(item)] == ['start', 'noop'] and item.state == 'open'
     assert 'mark_read' not in calls                              # nothing to mark: no mention

@@ -22,11 +22,12 @@ from ansible.module_utils import basic
 # the module's own test harness is ansible-core 2.19's; the oldest-Python run (tests/run) has 2.15
 patch_module_args = pytest.importorskip('ansible.module_utils.testing', reason='ansible-core < 2.19').patch_module_args
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _runner
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import SubprocessRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import SubprocessRunner
 from ansible_collections.fleet.dispatch.plugins.modules import launch as mod
 
-COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[5]
+COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]
 INSTALLED = _runner.installed_version(str(pathlib.Path(__file__).resolve().parents[4]))
 
 
@@ -44,7 +45,7 @@ def wrapper(tmp_path):
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     script = bindir / 'fleet-runner'
-    script.write_text('#!/bin/sh\nPYTHONPATH=%s exec %s -m %s "$@"\n' % (COLLECTIONS_ROOT, sys.executable, _runner.MODULE))
+    script.write_text('#!/bin/sh\nPYTHONPATH=%s exec %s -m %s "$@"\n' % (COLLECTIONS_ROOT, sys.executable, _update.MODULE))
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     liar = bindir / 'not-a-runner'
     liar.write_text('#!/bin/sh\necho \'{"message": "Not Found"}\'\n')   # D5: a JSON body that is not an answer

@@ -17,10 +17,12 @@ import sys
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils import _runner
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core import closeout as _closeout
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
+from fakes.scripted_runner import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
@@ -68,7 +70,7 @@ def test_a_moved_remote_is_checked_out_verified_and_re_executed_once(repos):
     assert result['status'] == 'updated' and result['to'] == new and git(code, 'rev-parse', 'HEAD') == new
     assert len(calls) == 1
     exe, args, env = calls[0]
-    assert args[1:] == ['-m', _runner.MODULE, '--item', '7'] and exe == sys.executable
+    assert args[1:] == ['-m', _update.MODULE, '--item', '7'] and exe == sys.executable
     assert env[_runner.REEXEC_ENV] == '1'                             # the guard against a loop
     assert env[_runner.STARTED_ENV] == '2026-11-30T12:00:00.000000Z'   # the start time survives the exec (D16)
     # the re-executed process: no fetch at all (an empty script fails on any command), version verified
@@ -176,7 +178,7 @@ def test_an_update_that_does_not_verify_darkens_the_master_and_a_verified_one_cl
     assert 'could not update itself' in state['message'] and state['written_at'] == '2026-11-30T12:00:00.000000Z'
     origin.with_name('moved.git').rename(origin)
     # an agent that fails is not a clean run (which would delete any state, D8): only the verified update cleared it
-    assert _main(tmp_path, code, '--agent-command', '["false"]') == _runner.EXIT['failure']
+    assert _main(tmp_path, code, '--agent-command', '["false"]') == _closeout.EXIT['failure']
     assert _capacity(tmp_path) is None
 
 
@@ -190,7 +192,7 @@ def test_an_update_failure_leaves_a_revoked_master_revoked(repos, tmp_path):
     assert _capacity(tmp_path)['source'] == 'revoked'
     origin.with_name('moved.git').rename(origin)
     # a verified update says nothing about the entitlement: only a clean run of the agent would (D8)
-    assert _main(tmp_path, code, '--agent-command', '["false"]') == _runner.EXIT['failure']
+    assert _main(tmp_path, code, '--agent-command', '["false"]') == _closeout.EXIT['failure']
     assert _capacity(tmp_path)['source'] == 'revoked'
 
 
@@ -239,7 +241,7 @@ def test_the_runner_really_re_executes_itself_once_from_its_updated_checkout(tmp
     env = dict(os.environ, PYTHONPATH=str(root), FAKE_AGENT_MODE='claim', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'),
                HOME=str(tmp_path), GIT_CONFIG_GLOBAL='/dev/null')
     env.pop(_runner.REEXEC_ENV, None)
-    proc = subprocess.run([sys.executable, '-m', _runner.MODULE, '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
+    proc = subprocess.run([sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
                            '--state-dir', str(tmp_path / 'state'),
                            '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])],
                           env=env, capture_output=True, text=True, timeout=120, check=False)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import (
+from fakes.scripted_runner import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import (
     SHOW_OPTS, UNIT_PROPS, SystemdError, SystemdUser, classify, launch, notifier_unit, parse_show,
     parse_wall_us, runtime_env)
 
@@ -269,7 +269,7 @@ def test_launch_check_mode_starts_nothing():
 # -- the runner seam underneath (_cmd) ------------------------------------------------------
 
 def test_subprocess_runner_is_argv_only_and_c_locale():
-    from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import SubprocessRunner
+    from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import SubprocessRunner
     r = SubprocessRunner()
     rc, out, _err = r.run(['sh', '-c', 'echo "$LC_ALL/$LANGUAGE/$EXTRA" "$1"', 'sh', '$(echo injected); $HOME'], env={'EXTRA': 'x'})
     assert rc == 0 and out == 'C/C/x $(echo injected); $HOME\n'   # board text arrives verbatim, never re-parsed
@@ -283,7 +283,7 @@ def test_module_runner_does_not_expand_user_or_vars():
     """AnsibleModule.run_command expands ~ and $VAR in every argument by default: board text must not be rewritten."""
     from ansible.module_utils.basic import AnsibleModule
     patch_module_args = pytest.importorskip('ansible.module_utils.testing', reason='ansible-core < 2.19 (the oldest-Python run)').patch_module_args
-    from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ModuleRunner
+    from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
     with patch_module_args({}):
         module = AnsibleModule(argument_spec={})
     rc, out, _err = ModuleRunner(module).run(['printf', '%s|', '$HOME', '~', '$(id)'])

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._capacity import dump_state, make_state
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SHOW_OPTS, UNIT_PROPS
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import dump_state, make_state
+from ansible_collections.fleet.dispatch.plugins.module_utils._host import files, headroom
+from fakes.scripted_runner import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SHOW_OPTS, UNIT_PROPS
 from ansible_collections.fleet.dispatch.plugins.modules import capacity_info as mod
 
 ARGV = ['systemctl', '--user', 'show', 'task-*.service', '--property=' + ','.join(UNIT_PROPS)] + list(SHOW_OPTS)
@@ -79,22 +80,22 @@ def test_units_false_runs_nothing(run_module, tmp_path):
     ('2.29 1.00 0.50 3/100 1\n', (2.29, 1.0, 0.5)),
 ])
 def test_parse_loadavg(text, expected):
-    assert mod.parse_loadavg(text) == expected
+    assert headroom.parse_loadavg(text) == expected
 
 
 def test_parse_loadavg_rejects_garbage():
     with pytest.raises(ValueError):
-        mod.parse_loadavg('')
+        headroom.parse_loadavg('')
 
 
 def test_parse_meminfo():
-    mem = mod.parse_meminfo('MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   26000000 kB\nHugePages_Total:       0\n')
+    mem = headroom.parse_meminfo('MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   26000000 kB\nHugePages_Total:       0\n')
     assert mem['MemAvailable'] == 26000000 and mem['MemTotal'] == 24576000 and mem['HugePages_Total'] == 0
 
 
 def test_default_state_path():
-    assert mod.default_state_path({'XDG_STATE_HOME': '/x/state'}) == '/x/state/fleet-dispatch/capacity.json'
-    assert mod.default_state_path({}).endswith('/.local/state/fleet-dispatch/capacity.json')
+    assert files.default_state_path({'XDG_STATE_HOME': '/x/state'}) == '/x/state/fleet-dispatch/capacity.json'
+    assert files.default_state_path({}).endswith('/.local/state/fleet-dispatch/capacity.json')
 
 
 def test_bad_now_fails(run_module):

@@ -14,8 +14,8 @@ import pytest
 
 from racing import free_port
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._handoff import HandoffStore
-from ansible_collections.fleet.dispatch.plugins.module_utils._sql import SqlStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.handoff import HandoffStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import SqlStore
 from ansible_collections.fleet.dispatch.plugins.modules import handoff_claim
 
 NOW = '2026-11-29T09:27:00Z'

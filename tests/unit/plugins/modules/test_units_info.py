@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._systemd import SHOW_OPTS, UNIT_PROPS
+from fakes.scripted_runner import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SHOW_OPTS, UNIT_PROPS
 from ansible_collections.fleet.dispatch.plugins.modules import units_info as mod
 
 PROPS = '--property=' + ','.join(UNIT_PROPS)

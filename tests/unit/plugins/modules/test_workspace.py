@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._cmd import ScriptedRunner
+from fakes.scripted_runner import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.modules import workspace as mod
 from fakes.git_origin import git as _git, make_origin
 

@@ -25,9 +25,9 @@ import pytest
 import yaml
 from psycopg.conninfo import make_conninfo
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import BoardUnreadable
-from ansible_collections.fleet.dispatch.plugins.module_utils._lease import PostgresLeaseStore
-from ansible_collections.fleet.dispatch.plugins.module_utils._ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardUnreadable
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import PostgresLeaseStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 
 SCENARIO = pathlib.Path(__file__).resolve().parent.parent
 CONVERGE = yaml.safe_load((SCENARIO / 'converge.yml').read_text())[0]

@@ -5,7 +5,7 @@
 
 Pure data, no I/O. Boards (the ledger over SQL, GitHub over GraphQL) build these objects;
 the decision core (markers, eligibility, retry, attribution) only reads them. Keeping one
-model is what lets the sweeper, the hand dispatch and the runner agree (D15: one
+model is what lets the sweeper, the hand dispatch and the runner agree (one
 implementation, two callers).
 
 All times are timezone-aware UTC ``datetime`` objects. Text times cross module boundaries
@@ -73,7 +73,7 @@ class Event:
 
 @dataclass
 class Blocker:
-    """A dependency edge: ``number`` blocks the item while ``state`` is ``open`` (D9)."""
+    """A dependency edge: ``number`` blocks the item while ``state`` is ``open``."""
 
     number: int
     state: str
@@ -82,7 +82,7 @@ class Blocker:
 
 @dataclass
 class Artifact:
-    """A change that may prove work done (D2): a pull request, or a ledger change.
+    """A change that may prove work done: a pull request, or a ledger change.
 
     ``closes`` lists the item numbers whose closing reference it carries (D16 adjacency
     already applied by whoever built it). ``created_at`` is when the artifact first existed,

@@ -1,26 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit and worktree names, and the oldest-wins repair of duplicate runs (D4, D10, D20).
+"""Unit and worktree names, and the oldest-wins repair of duplicate runs.
 
 Pure functions, no I/O, no clock reads.
 
-D4: the unit name is a pure function of the item's identity and carries ZERO entropy -- no
-timestamp, no attempt number, no random part. The supervisor refuses a second live unit with
-the same name, atomically; that refusal IS the per-worker lock. Entropy once made two units for
-one item legal, and (D20) silently broke the parser that extracted items from unit names: eleven
-live units, zero extracted. So ``item_of_unit`` is the exact inverse of ``unit_name`` and
-accepts only canonical names: anything ``unit_name`` would not have produced is not ours.
-
-Names:
-
-* single-repo board: ``task-42``
-* multi-repo board: ``task-<systemd-escaped owner/repo>-42``, e.g. ``task-acme-widgets-42``
-  (``/`` escapes to ``-``; a ``-`` inside the repo escapes to ``\\x2d``, so the last ``-`` always
-  separates the number). The repo is lower-cased first: GitHub repository names are
-  case-insensitive, and two spellings of one repo must not become two names (two names = no lock).
-
-Callers must pass ``repo`` consistently: a board either always names the repo or never does.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/naming.py``.
 """
 
 from __future__ import annotations
@@ -139,7 +124,7 @@ def _host_part(host: Any) -> str:
 
 
 def worktree_name(number: Any, host: Any, repo: str = '') -> str:
-    """The per-run workspace directory name: ``task-42@w1`` (D10).
+    """The per-run workspace directory name: ``task-42@w1``.
 
     Derived from the unit name (so one live run per item per worker maps to one workspace) plus
     the host, so workspaces stay distinct if the workspace root is ever shared between workers.
@@ -175,9 +160,9 @@ def start_key(units: List[Any]) -> str:
 
     ``CLOCK_MONOTONIC`` counts from each machine's boot, so monotonic stamps order units on ONE
     worker only. When the units name more than one ``host`` and every one carries
-    ``start_wall_us`` (wall-clock µs, as ``_systemd.unit_record`` reports), that is used instead;
+    ``start_wall_us`` (wall-clock µs, as ``_host.systemd.unit_record`` reports), that is used instead;
     NTP skew between workers (milliseconds) is far below the measured gap between duplicate
-    launches (5-11 s, D4). Units that span hosts without wall stamps fall back to ``start_us``:
+    launches (5-11 s). Units that span hosts without wall stamps fall back to ``start_us``:
     still deterministic, but then "oldest" is only as good as the boot times line up.
     """
     hosts = set(str(_get(u, 'host') or '') for u in units)
@@ -212,7 +197,7 @@ def oldest_wins(units: List[Any], key: Optional[str] = None) -> Tuple[Optional[A
 # seed 003: dispatched successors (``any-<topic>``) and the winner's workspace name
 
 DISPATCH_TAG = 'any-'
-"""The tag that addresses a successor to no machine (seed 003: "a successor named any-<topic> is
+"""The tag that addresses a successor to no machine ("a successor named any-<topic> is
 addressed to no machine. Every runner on the fleet is eligible")."""
 
 _TOPIC_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$')
@@ -242,7 +227,7 @@ def claimed_name(successor: Any, host: Any) -> str:
 
     ``claimed_name('any-docs', 'desk-2')`` is ``desk-2-docs``. Seed 003: "the winner's worktree drops
     the any- tag and takes its own host's name, so the directory tells you where the work actually
-    ran." Zero entropy (D4): the same successor and host always give the same name. The host part is
+    ran." Zero entropy: the same successor and host always give the same name. The host part is
     ``worktree_name``'s (lower-cased, anything outside ``[a-z0-9._-]`` becomes ``_``).
     Raises ``ValueError`` for a name that is not ``any-<topic>`` or an empty host.
     """

@@ -5,21 +5,7 @@
 
 Pure functions, no I/O, no clock reads.
 
-* ``closing_refs(text)`` mirrors the forge's adjacency rule (D16): a closing keyword
-  (``close``/``closes``/``closed``/``fix``/``fixes``/``fixed``/``resolve``/``resolves``/``resolved``,
-  any case) with an optional colon, then nothing but whitespace, then the reference. A verb
-  whose object is something else ("fixes the failing criterion from VERIFY #6038") is not a
-  reference, and a bare number is never one.
-* ``defang(text)`` rewrites every live keyword+reference so that ``closing_refs`` finds none
-  while a human still reads the same sentence ("fixes issue #12"). Everything this system
-  writes passes through it (D14: a PR quoting a remedy verbatim, in a blockquote to refute it,
-  closed the issue it existed to protect -- the forge ignores quoting).
-* ``attribute(...)`` credits a run only with merged artifacts that close this item and were
-  created and merged after the run started; a zero-turn run gets none by construction (D16).
-
-Reference forms recognised (wider than most people write, because for ``defang`` missing a
-form is the dangerous direction): ``#12``, ``GH-12``, ``owner/repo#12`` and the issue URL
-``https://github.com/owner/repo/issues/12`` (GitHub accepts all four after a keyword).
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/references.py``.
 """
 
 from __future__ import annotations
@@ -61,7 +47,7 @@ def _ref_of(match) -> Tuple[str, int]:
 
 
 def closing_refs(text: Optional[str]) -> List[Tuple[str, int]]:
-    """Return the ``(repo, number)`` pairs that ``text`` would close on the forge (D16).
+    """Return the ``(repo, number)`` pairs that ``text`` would close on the forge.
 
     ``repo`` is ``''`` for a same-repository reference (``#12``, ``GH-12``) and the lower-cased
     ``owner/repo`` otherwise. Order of first appearance, no duplicates.
@@ -147,12 +133,12 @@ def artifacts_since(artifacts: Iterable[Any], number: int, run_started_at: Any, 
     """Every artifact closing this item created strictly after the run started, merged OR NOT (D7 fact 4).
 
     The retry gate's "no side effects" test: an open pull request is a side effect even though it
-    is not a success (D2). Unlike ``attribute`` this ignores turns -- for a zero-turn run
+    is not a success. Unlike ``attribute`` this ignores turns -- for a zero-turn run
     ``attribute`` is empty by construction, which would make the fact vacuous. An unknown start
     (None or unparseable) cannot prove anything postdates it: every closing artifact is returned,
     so the gate sees side effects rather than none.
     """
-    from ._model import parse_time
+    from .model import parse_time
 
     try:
         started = parse_time(run_started_at)
@@ -189,10 +175,10 @@ def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_t
       is not credited, because a false success is invisible while a missing one is a loud no-op.
 
     ``run_started_at`` of ``None`` means the run's start is unknown: nothing can be proved to
-    postdate it, so nothing is credited. Artifacts may be ``_model.Artifact`` objects or dicts;
+    postdate it, so nothing is credited. Artifacts may be ``_core.model.Artifact`` objects or dicts;
     datetimes or ISO strings.
     """
-    from ._model import parse_time  # local: keep this module importable on its own for defang
+    from .model import parse_time  # local: keep this module importable on its own for defang
 
     if zero_turns:
         return []

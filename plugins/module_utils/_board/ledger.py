@@ -4,38 +4,18 @@
 """The ledger board: the ``Board`` protocol over SQL (SQLite file, or PostgreSQL).
 
 The embedded default board (demo, single controller) and the shared board of a fleet with
-several dispatchers; the same code and the same statements on both (``_sql``).
+several dispatchers; the same code and the same statements on both (``_store.sql``).
 
-It stores facts and returns them; it never judges them. Which marker is last, whether an item is
-eligible, whether an artifact is this run's -- all of that is the decision core's
-(``_markers``, ``_eligibility``, ``_references``). What the ledger does guarantee:
-
-* D1: it *is* the queue. ``read`` fetches every table once per call (no per-item loop) and
-  joins in Python; nothing is cached between calls, and there is no attempt counter column
-  (attempts are counted from the comments every cycle).
-* D2: completion is derived from an artifact. Recording a MERGED artifact that closes an item
-  closes it the way a forge does -- a ``closed`` event at the merge time. An open artifact
-  closes nothing.
-* D5/D20: a store that cannot be read raises ``BoardUnreadable``; an empty queue is
-  ``BoardRead(items=[])``. The two never look alike.
-* D6: state changes are events with times. A reopen is an explicit ``reopened`` event, so
-  the decision core can see that it came after the last marker.
-* D9: dependencies are edges (``dependencies``); each blocker comes back with its own
-  current state, so "no open blocker" is one predicate re-evaluated every read.
-* D12: ``post_marker`` commits the comment first, then closes; a close that finds the item
-  already closed is a no-op that keeps the comment.
-
-Every time is either passed in (``at=``, for demo data and tests) or read once per call from
-``clock``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_board/ledger.py``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 
-from ._board import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
-from ._model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
-from ._sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
+from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
+from .._core.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
+from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
 
 COMPONENT = 'board'
 """The ``schema_version.component`` of the board's tables."""
@@ -61,9 +41,9 @@ MIGRATIONS = [
         "item INTEGER NOT NULL REFERENCES items (number), PRIMARY KEY (artifact, item))",
     ]),
     # Room for later board migrations (version 3+). Seed 003's handoff claims are NOT board
-    # tables: they are their own component ('handoff', _handoff.MIGRATIONS through
-    # _sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
-    # not board tables either (_lease.py creates fleet_leases itself): do not add them here.
+    # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
+    # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
+    # not board tables either (_store/lease.py creates fleet_leases itself): do not add them here.
 ]
 """The board's forward migrations, applied in order, each recorded in ``schema_version``."""
 
@@ -171,7 +151,7 @@ class LedgerBoard(Board):
             if not unreadable:
                 raise
             # A row the model cannot hold (a time that does not parse): the queue is not readable
-            # as a whole, and guessing around the row could misread eligibility (D5).
+            # as a whole, and guessing around the row could misread eligibility.
             raise BoardUnreadable('the ledger at %s holds a value that does not parse (%s): repair the row by hand'
                                   % (self.location, exc))
 
@@ -290,7 +270,7 @@ class LedgerBoard(Board):
 
     def set_state(self, number, state, *, at=None, actor=''):
         """Open or close an item. A change records a ``closed``/``reopened`` event with its time
-        (D6: a reopen is an explicit event the decision core ranks against markers). Setting
+        (a reopen is an explicit event the decision core ranks against markers). Setting
         the state it already has changes nothing and records nothing.
         """
         number = _number(number)
@@ -418,7 +398,7 @@ class LedgerBoard(Board):
                       (number,))
 
     def add_blocker(self, number, blocker):
-        """Add the edge "``blocker`` blocks ``number``" (D9); returns whether it was new."""
+        """Add the edge "``blocker`` blocks ``number``"; returns whether it was new."""
         number, blocker = _number(number), _number(blocker, 'blocker number')
         if number == blocker:
             raise BoardError('item #%d cannot block itself' % number)
@@ -439,7 +419,7 @@ class LedgerBoard(Board):
     def add_artifact(self, ref, created_at=None, merged=False, merged_at=None, closes=(), title='', url='', actor=None):
         """Record (or update, by ``ref``) an artifact and the items its closing reference names.
 
-        D2: a MERGED artifact closes every open item it closes, like a forge: the item goes
+        A MERGED artifact closes every open item it closes, like a forge: the item goes
         to ``closed`` with a ``closed`` event at ``merged_at`` (actor: the artifact's ref). An
         unmerged artifact closes nothing (an open pull request is not finished). Re-recording
         the same ref updates title/url/merged/merged_at and adds closes; ``created_at`` keeps

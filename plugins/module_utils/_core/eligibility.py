@@ -1,48 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The eligibility predicate and the attempt count (D1, D5, D6, D8, D9).
+"""The eligibility predicate and the attempt count.
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter. Re-derived from the item's own
-comments, events and dependency edges every cycle; nothing here is stored (D1: a stored
+comments, events and dependency edges every cycle; nothing here is stored (a stored
 counter is a second tracker; D9: re-evaluated from scratch, so a closing blocker releases by
 itself).
 
-Reason codes and their PRECEDENCE (the first that holds is the one reported):
-
-1. ``done``       closed, and the last marker (not outranked by a reopen) is a success.
-2. ``closed``     closed otherwise. The item's state is the forge's word (D2); nothing else matters.
-3. ``running``    the last marker is a start: a run is (or was, until the reaper says) in flight.
-4. ``tombstone``  open, and the last marker is a success with no reopen after it (D6): a latch
-                  only a human can clear, so it is reported before anything that clears itself.
-5. ``retry_wait`` the last marker is a retry whose ``not_before`` is still in the future (D7).
-6. ``parked``     the attempt cap is spent (D13): needs a human; sticky, so it outranks the
-                  self-releasing reasons below.
-7. ``blocked``    an OPEN blocker (D9). A closed blocker does not block; nor does one whose state
-                  is not literally ``open`` (D5: a refusal needs positive evidence).
-8. ``not_ready``  the status field is not the ready value (compared trimmed, case-insensitively).
-9. ``eligible``
-
-Rationale: 1-2 are facts about the item no run can change; 3-5 are mutually exclusive (they
-read the one last marker) and describe what the fleet itself is doing; 6 needs a human; 7-8
-clear themselves or are a human's routine hold. A human reading ``reason`` sees the most
-specific cause first.
-
-The last marker. Eligibility reads the LAST marker (D6); a comment without a glyph is not a
-marker (``_markers``). ``left_open`` is a run's close-out that keeps the item dispatchable.
-A REOPEN event strictly after the last marker outranks it: the item is treated as if it had no
-last marker (eligible unless another reason holds) -- a reopen is an explicit "not finished"
-written after the marker that said it was (D6). That includes a start: a reopen during a run
-makes the item look not running, and the real guard against a second run is the unit probe
-under the lease (D4), not this predicate. On an exact tie the marker stands: a false "done"
-stays visible as a tombstone, a false "eligible" would launch.
-
-Attempts are counted SINCE THE LAST REOPEN. A reopen is a human's explicit grant of a fresh
-budget: the cap exists to bound wasted starts of a stuck item (D13), and every new budget still
-needs a human act (nothing in the fleet reopens items), so the burn-loop bound holds. Counting
-across reopens would leave an item that once used its budget parked forever after a human
-reopened it, with no remedy but deleting comments from the queue's own history. The remedy for
-``parked`` is therefore: close and reopen the item.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/eligibility.py``.
 """
 
 from __future__ import annotations
@@ -51,8 +17,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
-from ._markers import Marker, markers_of
-from ._model import parse_time
+from .markers import Marker, markers_of
+from .model import parse_time
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked')
 
@@ -60,11 +26,11 @@ REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait'
 PRECEDENCE = ('done', 'closed', 'running', 'tombstone', 'retry_wait', 'parked', 'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
-# capacity: the seed's rule (D8) -- a worker going dark is not the work failing, and a fleet-wide
+# capacity: the seed's rule -- a worker going dark is not the work failing, and a fleet-wide
 #   outage would otherwise burn every item's budget in minutes and park the work.
-# retry: our extension, same reasoning -- the four-fact gate (D7) only writes a retry marker for a
+# retry: our extension, same reasoning -- the four-fact gate only writes a retry marker for a
 #   run that PROVABLY did nothing (no envelope, zero turns, no artifact) for a transient reason;
-#   consecutive retries are bounded by the backoff ladder's length (_retry.DEFAULT_BACKOFF), after
+#   consecutive retries are bounded by the backoff ladder's length (_core.retry.DEFAULT_BACKOFF), after
 #   which the runner writes a failure, which counts. So the total starts of one item stay bounded
 #   by max_attempts x (ladder length + 1). Pass ``uncounted=('capacity',)`` for the seed's rule.
 UNCOUNTED_ENDINGS = frozenset(['capacity', 'retry'])
@@ -177,7 +143,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
         holds.append('running')
     if kind == 'success' and state != 'closed':
         holds.append('tombstone')
-    # D5: a retry marker whose not_before is missing or unparseable is no evidence of a wait.
+    # A retry marker whose not_before is missing or unparseable is no evidence of a wait.
     if kind == 'retry' and not_before is not None and not_before > when:
         holds.append('retry_wait')
     if max_attempts is not None and attempts >= max_attempts:
@@ -195,8 +161,8 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
 def run_durations(markers: List[Marker]) -> List[float]:
     """Seconds from each start to its run's ending (the next non-start marker), for finished runs.
 
-    The reaper's threshold is set from these (D13: "2x the longest run ever observed"), read from
-    the board's own timestamps rather than a state file (D14). Starts without an ending, and
+    The reaper's threshold is set from these ("2x the longest run ever observed"), read from
+    the board's own timestamps rather than a state file. Starts without an ending, and
     markers without times, are skipped.
     """
     markers = list(markers or [])

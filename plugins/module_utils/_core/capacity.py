@@ -1,47 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Capacity: is a master dark, why, and until when (D5, D8, D20).
+"""Capacity: is a master dark, why, and until when.
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter.
 
-"The work failed" and "this worker cannot accept work" need opposite responses (D8). When a run
-dies on a provider limit the runner writes a state file (one per master,
-``~/.local/state/fleet-dispatch/capacity.json``) and posts a capacity marker (not an attempt).
-The dispatcher reads the file before starting anything and skips a dark master. The format::
-
-    {"source": "rate_limit" | "revoked" | "update_failed",   # D20: kinds of dark, different remedies
-     "reset_at": "2026-11-30T17:00:00.000000Z" | null,   # the provider's stated reset, never invented
-     "written_at": "2026-11-30T12:00:00.000000Z",
-     "message": "Claude usage limit reached ...",        # the provider's own words (trimmed)
-     "unit": "task-42"}                                  # which run wrote it
-
-* ``rate_limit`` clears by the clock at ``reset_at``. With no stated reset it clears after a
-  bounded cooldown from ``written_at`` (``DEFAULT_UNKNOWN_RESET_COOLDOWN``): otherwise no run
-  would ever reach the master again to delete the file, and the master would stay dark forever.
-* ``revoked`` (entitlement revoked/disabled, credit exhausted, key invalid) never clears by itself:
-  the remedy is a human, and telling someone to wait out a revocation is worse than silence.
-* ``update_failed`` (D11 + D8): the runner's self-update did not verify, so the master would run
-  on stale code -- frozen doctrine. The runner refuses to start (exit 3, nothing posted) and writes
-  this state, so the dispatcher stops placing work on a master that cannot run it: without it the
-  master, running nothing, always had the most headroom and drew every item into the same refusal,
-  every cycle, while the board showed them all eligible. It clears like a rate limit with no
-  stated reset (after the cooldown from ``written_at``, one run tries again: a network blip heals
-  by itself), and is deleted by the next verified self-update and by ``fleet.dispatch.worker``
-  after a verified runner install -- the human remedy. It never overwrites a ``revoked`` or a
-  still-dark ``rate_limit`` state (stronger evidence, longer remedy).
-* The master's next CLEAN run deletes the file (self-healing, not a cache): clean means a zero
-  exit AND no limit signature in the capture (``is_clean_run``) -- a run that exits 0 on a
-  trailing limit notice must not delete a marker that is still true.
-* An unreadable file means "not dark" (D5: a refusal needs positive evidence); ``load_state``
-  says why so the caller can warn.
-
-Reset times (D8 property 2): ISO-8601, epoch seconds (or milliseconds), a relative duration
-("in 2h 30m"), or a bare clock time ("5pm", "17:00", "3:30 AM UTC", "5pm (Europe/Berlin)").
-A bare clock time is resolved against today in the stated timezone (else the given one, else
-UTC) and ROLLED FORWARD a day when that instant has already passed -- a reset stamped in the past
-renders a dark worker as recovered. A timezone named but not understood (``CST``: China or
-Central?) resolves to None rather than to a guess. No time stated: None, never invented.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/capacity.py``.
 """
 
 from __future__ import annotations
@@ -51,12 +15,9 @@ import json
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from ._model import format_time, parse_time
+from .model import format_time, parse_time
 
-try:
-    from zoneinfo import ZoneInfo
-except ImportError:  # pragma: no cover - Python < 3.9 is not supported; kept importable for sanity tests
-    ZoneInfo = None
+from zoneinfo import ZoneInfo
 
 UTC = _dt.timezone.utc
 SOURCES = ('rate_limit', 'revoked', 'update_failed')
@@ -79,7 +40,7 @@ MESSAGE_MAX = 500
 
 # --- signatures -----------------------------------------------------------------------------
 # Hard limits only: a 429 "rate_limit_error" or "Too Many Requests" is a transient throttle
-# (_retry), not a dark master. Each pattern names one provider phrasing; keep the list narrow.
+# (_core.retry), not a dark master. Each pattern names one provider phrasing; keep the list narrow.
 
 _REVOKED = [
     ('credit_exhausted', r'credit balance is too low'),
@@ -150,7 +111,7 @@ def _tzinfo(tz: Any) -> Optional[_dt.tzinfo]:
     if match:
         sign = -1 if match.group(1) == '-' else 1
         return _dt.timezone(sign * _dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3) or 0)))
-    if '/' in text and ZoneInfo is not None:
+    if '/' in text:
         try:
             return ZoneInfo(text)
         except Exception:  # noqa: BLE001 - unknown zone or missing tzdata: not understood
@@ -293,7 +254,7 @@ def _line_of(text: str, start: int, end: int) -> str:
 
 
 def classify_capacity(text: Any, now: Any = None, tz: Any = None) -> Optional[Dict[str, Any]]:
-    """Is ``text`` a provider limit, and which kind (D8, D20)? None when no limit signature.
+    """Is ``text`` a provider limit, and which kind? None when no limit signature.
 
     Returns ``{'source': 'rate_limit'|'revoked', 'signature': name, 'message': the line it is on,
     'reset_text': the stated reset or None, 'reset_at': resolved datetime or None}``. ``reset_at``
@@ -372,7 +333,7 @@ def load_state(text: Any) -> Tuple[Optional[Dict[str, Any]], str]:
         data = json.loads(text)
     except ValueError as exc:
         return None, 'capacity state is not JSON (%s)' % exc
-    if not isinstance(data, dict):  # D5: check the type before trusting it
+    if not isinstance(data, dict):  # check the type before trusting it
         return None, 'capacity state is %s, not an object' % type(data).__name__
     source = data.get('source')
     if source not in SOURCES:
@@ -422,10 +383,10 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
         except (TypeError, ValueError):
             written = None
         if written is None:
-            return False, source, None, 'self-update failure with unreadable written_at: proceeding (D5)'
+            return False, source, None, 'self-update failure with unreadable written_at: proceeding'
         until = written + unknown_reset_cooldown
         if when < until:
-            return True, source, None, ('the runner could not update itself (D11); re-run fleet.dispatch.worker or fix the '
+            return True, source, None, ('the runner could not update itself; re-run fleet.dispatch.worker or fix the '
                                         'runner checkout; tried again after %s (%s)' % (format_time(until), message))
         return False, source, None, 'self-update failure cooled down at %s: the next run tries again' % format_time(until)
     if source != 'rate_limit':
@@ -440,7 +401,7 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
             return True, 'rate_limit', reset_at, 'rate limited until %s (%s)' % (format_time(reset_at), message)
         return False, 'rate_limit', reset_at, 'rate limit reset passed at %s' % format_time(reset_at)
     if written is None:
-        return False, 'rate_limit', None, 'rate limit with unknown reset and unreadable written_at: proceeding (D5)'
+        return False, 'rate_limit', None, 'rate limit with unknown reset and unreadable written_at: proceeding'
     until = written + unknown_reset_cooldown
     if when < until:
         return True, 'rate_limit', None, 'rate limited, reset unknown; cooling down until %s (%s)' % (format_time(until), message)
@@ -448,7 +409,7 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
 
 
 def update_failed_state(existing: Optional[Dict[str, Any]], *, now: Any, message: str, unit: str = '') -> Optional[Dict[str, Any]]:
-    """The ``update_failed`` state the runner writes when its self-update did not verify (D11, D8),
+    """The ``update_failed`` state the runner writes when its self-update did not verify,
     or None when ``existing`` is stronger evidence that must stay: ``revoked``, or a ``rate_limit``
     still dark at ``now`` (overwriting either would clear the master sooner than its remedy)."""
     if existing and existing.get('source') in ('revoked', 'rate_limit') and is_dark(existing, now)[0]:
@@ -459,17 +420,3 @@ def update_failed_state(existing: Optional[Dict[str, Any]], *, now: Any, message
 def clears_after_update(existing: Optional[Dict[str, Any]]) -> bool:
     """A verified self-update (or install) deletes an ``update_failed`` state, and only that one."""
     return bool(existing) and existing.get('source') == 'update_failed'
-
-
-def is_clean_run(exit_code: Any, capture: Any) -> bool:
-    """"The next clean run deletes the file" (D8): zero exit AND no limit signature in the capture.
-
-    The capture is read through ``_retry.read_outcome`` -- the same parse the retry gate and the
-    close-out use (D7) -- so a success envelope that merely discusses quotas is not a limit,
-    while a trailing limit notice after a zero exit is.
-    """
-    from ._retry import read_outcome  # _retry imports this module; import here to keep one direction at import time
-
-    if isinstance(exit_code, bool) or exit_code != 0:
-        return False
-    return read_outcome(capture, exit_code=exit_code).capacity is None

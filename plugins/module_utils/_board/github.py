@@ -3,378 +3,28 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The GitHub Projects v2 board: the ``Board`` protocol over GitHub's GraphQL and REST APIs.
 
-D1 -- the board *is* the queue, read live, one paginated GraphQL query a cycle:
+The board *is* the queue, read live: one paginated GraphQL query a cycle with the status filter on
+the server, cheap fields on the page, expensive ones per candidate.
 
-* **The page pass** (``BOARD_PAGE``) asks the server to filter the project's items
-  (``ProjectV2.items(query: "is:issue is:open status:Ready")``) and carries only cheap fields:
-  scalars and single objects, no nested connection. By GitHub's published formula (sum of the
-  requests each connection needs, assuming each fills its ``first``/``last``, divided by 100,
-  rounded, at least 1 -- docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api)
-  one page of 100 items is 1 request = **1 point**; ``benchmarks/github_cost.py`` prints it.
-* **The cheap filter** then keeps the items that can possibly be eligible: an open issue whose
-  status is the ready value and whose ``issueDependenciesSummary.blockedBy`` (open blockers) is 0.
-* **The detail pass** (``DETAILS``) fetches the fields that cost real points -- comments (the
-  markers), the closed/reopened timeline, closing pull requests, the dependency edges -- only for
-  those items, batched through ``nodes(ids:)`` (one request for many issues, not one per item).
-  ``nodes(ids:)`` does what a document of aliases (``i1: node(id: ...) ...``) would, with one
-  constant document that the tests validate against the schema, instead of one generated per batch.
-  Items the summary says are blocked get only their blocker edges (``BLOCKERS``), so the
-  eligibility decision sees positive evidence of the open blocker (D9); if the edges show no open
-  blocker after all, the item is promoted to the detail pass rather than judged on missing data.
-
-Every call's ``rateLimit { cost remaining resetAt }`` is summed into ``BoardRead.cost``.
-
-D9 -- dependencies are ``Issue.blockedBy`` edges; the connection returns closed blockers too, so
-every ``Blocker`` carries the blocker's own state and the decision core filters on it.
-
-D2, D16 -- completion is derived from ``closedByPullRequestsReferences(includeClosedPrs: true)``
-and from a ``ClosedEvent`` whose closer is a pull request; each becomes an ``Artifact`` with
-``merged``, ``merged_at`` and ``created_at`` exactly as GitHub reports them, so attribution by time
-(``_references``) can refuse a merge from before the run's start. An issue closed by a commit
-(or by hand) yields a ``closed`` event and no artifact: only a merge is proof of work.
-
-D6, D1 -- markers are issue comments, all of them read every cycle (older pages fetched when an
-issue has more than one page), so the attempt count is derived, never stored.
-
-D12 -- writes: a marker is a comment (REST), then, separately, a close (``Board.post_marker``);
-never ``gh issue close --comment``, which drops the comment on an already-closed issue and
-exits 0. The status field is set with ``updateProjectV2ItemFieldValue``; the project, field and
-option ids are resolved by name once per board instance (one instance per cycle).
-
-D14 -- generated text never carries a live closing keyword: every comment body passes through
-``_references.defang`` before it is posted.
-
-D19 -- mentions come from the notifications API; they are marked read only by ``mark_read``,
-which the runner calls after it injected them into the brief.
-
-D5, D20 -- failures have names. Every body is type-checked before it is trusted (🔴 D5: a 404
-error *object* read as "non-empty" once blocked the fleet); a GraphQL ``errors`` array with
-HTTP 200 is an error; primary and secondary rate limits honour ``retry-after`` /
-``x-ratelimit-reset`` through an injectable ``sleep``; a queue that cannot be read raises
-``BoardUnreadable``, which is never the same thing as an empty ``BoardRead``.
-
-Tokens come only from the spec's ``token`` (a ``no_log`` option) or the environment
-(``GITHUB_TOKEN``, then ``GH_TOKEN``); no message ever contains one.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_board/github.py``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
-import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._board import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
-from ._model import Artifact, Blocker, Comment, Event, Item, UTC, format_time, parse_time
-from ._references import defang
-
-try:
-    import requests
-    HAS_REQUESTS = True
-    REQUESTS_IMPORT_ERROR = None
-except ImportError as _exc:  # pragma: no cover - environment dependent
-    requests = None
-    HAS_REQUESTS = False
-    REQUESTS_IMPORT_ERROR = _exc
-
-
-# -- sizes and thresholds, each with the cost figure that chose it ------------------------------
-#
-# The figures are GitHub's published formula applied to the documents below (the fake GitHub in
-# tests/fakes/github computes the same formula; benchmarks/github_cost.py prints the totals):
-# a connection costs one request per parent object, whatever its first/last, so every page size
-# is the maximum GitHub allows (100) unless the batch's nested connections push it past 1 point.
-
-PAGE_SIZE = 100
-"""Items per page pass call. Derived from GitHub's published cost formula: the page has no nested connection, so a page of 100 is 1 request =
-1 point, the same as a page of 10: 100 is GitHub's maximum and the cheapest per item
-(0.01 point/item; 5,000 items = 50 points, printed by benchmarks/github_cost.py)."""
-
-DETAIL_BATCH = 25
-"""Issues per ``DETAILS`` call. Each issue carries 4 nested connections (comments, timeline,
-closing PRs, blockers) = 4 requests, so 25 issues = 100 requests = exactly 1 point; 100 issues
-would be 4 points for the same 0.04 point/issue, in a response four times the size (up to 40,000
-nodes). Same price, smaller answers: 25. (Unmeasured: the response time of a 100-issue batch
-against GitHub's own 10 s query timeout; a timing run against github.com would settle it.)"""
-
-BLOCKER_BATCH = 100
-"""Issues per ``BLOCKERS`` call. Derived from GitHub's published cost formula: one nested connection each, so 100 issues = 100 requests =
-1 point, GitHub's maximum ``nodes(ids:)`` length."""
-
-COMMENTS_PER_PAGE = 100
-"""``comments(last: 100)``. Derived from GitHub's published cost formula: the cost is per parent, not per node, so the maximum is free; an
-issue with more comments is paged backwards with ``MORE_COMMENTS`` (1 point per extra page)."""
-
-RATE_LIMIT_MAX_WAIT = 90.0
-"""Longest wait (seconds) the client sleeps for a rate limit before giving up with the reset time.
-Unmeasured guess: a sweep runs every few minutes (the sweeper's timer), so waiting longer than
-about a minute and a half only delays the next cycle's fresh read; GitHub's secondary limit
-asks for ``retry-after`` values of 60 s in its documentation. Settle it by logging the
-``retry-after`` values a real fleet receives for a week."""
-
-RATE_LIMIT_RETRIES = 3
-"""Attempts per call when GitHub answers with a rate limit (unmeasured guess: one wait usually
-clears a secondary limit; three bounds a call at 3 x RATE_LIMIT_MAX_WAIT). Experiment that settles it:
-count, over a week of a real fleet's logs, how many waits each rate-limited call needed."""
-
-SECONDARY_DEFAULT_WAIT = 60.0
-"""Derived from GitHub's documented advice when a secondary rate limit names no ``retry-after``:
-wait at least one minute."""
-
-HTTP_TIMEOUT = (10.0, 60.0)
-"""(connect, read) seconds. Unmeasured guess: GitHub ends a GraphQL query at 10 s server side,
-so a 60 s read timeout only triggers on a broken connection. Experiment that settles it: log each
-board read's slowest response for a week and keep the read timeout at 3x the p99 or more."""
-
-USER_AGENT = 'fleet.dispatch-github-board'
-
-
-# -- the GraphQL documents: every document this module can send (tests validate each one) -------
-
-RATE_LIMIT_FIELDS = 'rateLimit { cost remaining resetAt limit used nodeCount }'
-
-_STATUS_VALUE = '''
-      fieldValueByName(name: $statusField) {
-        __typename
-        ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
-      }'''
-
-# The nested connections below each cost one request per parent issue whatever their size, so
-# each asks for GitHub's maximum of 100: a Details batch of DETAIL_BATCH (25) issues is
-# 25 x 4 = 100 requests = 1 point and at most 25 x 4 x 100 = 10,000 nodes (GitHub's cap: 500,000).
-# Comments and closing PRs are read from the newest end (last:), where this run's own are.
-# Comments past the first 100 are paged with MORE_COMMENTS; timeline events (closed/reopened
-# only), closing PRs and blockers past 100 are not read (unmeasured: no issue in a real fleet is
-# known to carry more; a count of these per issue on a production board would settle it).
-_ISSUE_DETAIL_FRAGMENT = '''
-fragment IssueDetail on Issue {
-  comments(last: 100) {
-    pageInfo { hasPreviousPage startCursor }
-    nodes { id databaseId body createdAt author { login } }
-  }
-  timelineItems(last: 100, itemTypes: [CLOSED_EVENT, REOPENED_EVENT]) {
-    nodes {
-      __typename
-      ... on ClosedEvent {
-        createdAt
-        actor { login }
-        closer {
-          __typename
-          ... on PullRequest { ...PullFields }
-          ... on Commit { oid }
-        }
-      }
-      ... on ReopenedEvent { createdAt actor { login } }
-    }
-  }
-  closedByPullRequestsReferences(last: 100, includeClosedPrs: true) {
-    nodes { ...PullFields }
-  }
-  ...BlockerEdges
-}
-'''
-
-_PULL_FRAGMENT = '''
-fragment PullFields on PullRequest {
-  number url title state merged mergedAt createdAt
-  repository { nameWithOwner }
-}
-'''
-
-_BLOCKER_FRAGMENT = '''
-fragment BlockerEdges on Issue {
-  issueDependenciesSummary { blockedBy totalBlockedBy }
-  blockedBy(first: 100) {
-    nodes { number state repository { nameWithOwner } }
-  }
-}
-'''
-
-OWNER_TYPE = '''
-query OwnerType($owner: String!) {
-  %s
-  repositoryOwner(login: $owner) { __typename login }
-}
-''' % RATE_LIMIT_FIELDS
-"""``owner_type: auto``: is the owner an organization or a user? (1 point, once per instance)"""
-
-BOARD_PAGE = '''
-query BoardPage($owner: String!, $isOrg: Boolean!, $number: Int!, $query: String!,
-                $statusField: String!, $after: String) {
-  %s
-  organization(login: $owner) @include(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
-  user(login: $owner) @skip(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
-}
-
-fragment ProjectPage on ProjectV2 {
-  id
-  title
-  field(name: $statusField) {
-    __typename
-    ... on ProjectV2SingleSelectField { id name options { id name } }
-  }
-  items(first: 100, after: $after, query: $query) {
-    totalCount
-    pageInfo { hasNextPage endCursor }
-    nodes {
-      id
-      type
-      isArchived%s
-      content {
-        __typename
-        ... on Issue {
-          id number title state url createdAt updatedAt
-          repository { nameWithOwner }
-          issueDependenciesSummary { blockedBy totalBlockedBy }
-        }
-      }
-    }
-  }
-}
-''' % (RATE_LIMIT_FIELDS, _STATUS_VALUE)
-"""The page pass (D1): server-side status filter, cheap fields only; 1 point per 100 items."""
-
-DETAILS = '''
-query Details($ids: [ID!]!) {
-  %s
-  nodes(ids: $ids) {
-    __typename
-    ... on Issue { id number repository { nameWithOwner } ...IssueDetail }
-  }
-}
-''' % RATE_LIMIT_FIELDS + _ISSUE_DETAIL_FRAGMENT + _PULL_FRAGMENT + _BLOCKER_FRAGMENT
-"""The detail pass for items that passed the cheap filter: 4 requests per issue."""
-
-BLOCKERS = '''
-query Blockers($ids: [ID!]!) {
-  %s
-  nodes(ids: $ids) {
-    __typename
-    ... on Issue { id number repository { nameWithOwner } ...BlockerEdges }
-  }
-}
-''' % RATE_LIMIT_FIELDS + _BLOCKER_FRAGMENT
-"""Dependency edges only, for items whose summary shows an open blocker: 1 request per issue."""
-
-MORE_COMMENTS = '''
-query MoreComments($id: ID!, $before: String) {
-  %s
-  node(id: $id) {
-    __typename
-    ... on Issue {
-      comments(last: 100, before: $before) {
-        pageInfo { hasPreviousPage startCursor }
-        nodes { id databaseId body createdAt author { login } }
-      }
-    }
-  }
-}
-''' % RATE_LIMIT_FIELDS
-"""Older comments of an issue with more than one page of them (markers are never truncated)."""
-
-ISSUE = '''
-query Issue($owner: String!, $name: String!, $number: Int!, $statusField: String!) {
-  %s
-  repository(owner: $owner, name: $name) {
-    issue(number: $number) {
-      id number title state body url createdAt updatedAt
-      repository { nameWithOwner }
-      projectItems(first: 100) {
-        nodes {
-          id
-          project { id number }%s
-        }
-      }
-      ...IssueDetail
-    }
-  }
-}
-''' % (RATE_LIMIT_FIELDS, _STATUS_VALUE) + _ISSUE_DETAIL_FRAGMENT + _PULL_FRAGMENT + _BLOCKER_FRAGMENT
-"""One item in full (``get``), with its project item (for ``set_status``)."""
-
-PROJECT_FIELD = '''
-query ProjectField($owner: String!, $isOrg: Boolean!, $number: Int!, $statusField: String!) {
-  %s
-  organization(login: $owner) @include(if: $isOrg) { projectV2(number: $number) { ...ProjectField } }
-  user(login: $owner) @skip(if: $isOrg) { projectV2(number: $number) { ...ProjectField } }
-}
-
-fragment ProjectField on ProjectV2 {
-  id
-  field(name: $statusField) {
-    __typename
-    ... on ProjectV2SingleSelectField { id name options { id name } }
-  }
-}
-''' % RATE_LIMIT_FIELDS
-"""The project, status field and option ids by name, when no read resolved them this cycle."""
-
-SET_STATUS = '''
-mutation SetStatus($projectId: ID!, $itemId: ID!, $fieldId: ID!, $optionId: String!) {
-  updateProjectV2ItemFieldValue(input: {projectId: $projectId, itemId: $itemId, fieldId: $fieldId,
-                                        value: {singleSelectOptionId: $optionId}}) {
-    projectV2Item { id }
-  }
-}
-'''
-"""Set the single-select status field of one project item."""
-
-DOCUMENTS = {
-    'OwnerType': OWNER_TYPE,
-    'BoardPage': BOARD_PAGE,
-    'Details': DETAILS,
-    'Blockers': BLOCKERS,
-    'MoreComments': MORE_COMMENTS,
-    'Issue': ISSUE,
-    'ProjectField': PROJECT_FIELD,
-    'SetStatus': SET_STATUS,
-}
-"""Every GraphQL document this module can send, by operation name. ``_graphql`` refuses any
-other, so this dict *is* the list tests/unit/github/test_documents.py validates."""
-
-
-# -- errors -------------------------------------------------------------------------------------
-
-class RateLimited(BoardUnreadable):
-    """GitHub's rate limit outlasts ``RATE_LIMIT_MAX_WAIT``; ``reset_at`` says when it clears.
-
-    A subclass of ``BoardUnreadable`` because a read that hits it has not read the queue; a
-    write that hits it is re-raised as a plain ``BoardError`` by the write paths.
-    """
-
-    def __init__(self, message, reset_at=None, kind='primary'):
-        super(RateLimited, self).__init__(message)
-        self.reset_at = reset_at
-        self.kind = kind
-
-
-class _HttpFailure(Exception):
-    """Internal: one HTTP exchange failed; the board methods give it its public name."""
-
-    def __init__(self, message, status=None):
-        super(_HttpFailure, self).__init__(message)
-        self.status = status
+from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
+from .._core.model import Artifact, Blocker, Comment, Event, Item, UTC, parse_time
+from .._core.references import defang
+from .github_documents import (
+    BLOCKER_BATCH, DETAIL_BATCH, DOCUMENTS, project_query)
+from .github_transport import (
+    RATE_LIMIT_MAX_WAIT, HttpFailure, NotJson, RateLimited, Transport, error_text, one_error)
 
 
 # -- small pure helpers (tested directly) -------------------------------------------------------
-
-def project_query(status_field: str, ready: str) -> str:
-    """The server-side filter of the page pass: open issues whose status field is ``ready``.
-
-    GitHub's project filter syntax is ``field:value``, the field name in lower case; a value or
-    field name with spaces is quoted. (Field names with spaces: quoting is how GitHub's filter bar
-    writes them; verified only against the fake, which parses the same syntax.)
-    """
-    return 'is:issue is:open %s:%s' % (_quote_filter(status_field.lower()), _quote_filter(ready))
-
-
-def _quote_filter(text: str) -> str:
-    text = str(text)
-    if any(ch.isspace() for ch in text) or ':' in text or '"' in text:
-        return '"%s"' % text.replace('"', '')
-    return text
-
 
 def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
     """``42`` / ``'42'`` / ``'#42'`` / ``'owner/name#42'`` -> (repo, number). Repo may be ''."""
@@ -396,7 +46,7 @@ def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
 
 
 def cost_of(rate_limits: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """Fold the ``rateLimit`` objects of a read's calls into ``BoardRead.cost`` (D1)."""
+    """Fold the ``rateLimit`` objects of a read's calls into ``BoardRead.cost``."""
     total = 0
     remaining = None
     reset_at = None
@@ -438,11 +88,11 @@ def comment_of(node: Dict[str, Any]) -> Comment:
 
 
 def artifact_of(pr: Dict[str, Any], issue_number: int) -> Artifact:
-    """A ``PullRequest`` linked to an issue as closing it -> ``Artifact`` (D2, D16).
+    """A ``PullRequest`` linked to an issue as closing it -> ``Artifact``.
 
     ``closes`` is the issue: GitHub itself made the link (its own keyword-adjacency parser, or a
     human linking it), which is the D16 "real closing reference". ``merged`` and ``merged_at``
-    are GitHub's; nothing here judges time -- ``_references`` does.
+    are GitHub's; nothing here judges time -- ``_core.references`` does.
     """
     repo = (pr.get('repository') or {}).get('nameWithOwner', '') if isinstance(pr.get('repository'), dict) else ''
     return Artifact(ref='%s#%s' % (repo, pr.get('number')),
@@ -468,7 +118,7 @@ def detail_into(item: Item, issue: Dict[str, Any]) -> None:
                 continue
             events.append(Event(kind=kind, at=at, actor=_login(node.get('actor'))))
             closer = node.get('closer')
-            # D2: a ClosedEvent whose closer is a *merged* pull request is proof; a commit
+            # A ClosedEvent whose closer is a *merged* pull request is proof; a commit
             # (or a hand close, closer null) is not an artifact.
             if kind == 'closed' and isinstance(closer, dict) and closer.get('__typename') == 'PullRequest':
                 art = artifact_of(closer, item.number)
@@ -502,169 +152,10 @@ def _summary_open_blockers(issue: Dict[str, Any]) -> int:
     return 0
 
 
-# -- the transport: one place for HTTP, rate limits and the D5 type checks ----------------------
-
-class _Transport(object):
-    """HTTP to GitHub through an injectable ``requests``-like session; no decisions."""
-
-    def __init__(self, api_url, token, session=None, sleep=None, clock=None,
-                 max_wait=RATE_LIMIT_MAX_WAIT, retries=RATE_LIMIT_RETRIES):
-        self.api_url = api_url.rstrip('/')
-        self._token = token
-        self._own_session = session is None
-        if session is None:
-            if not HAS_REQUESTS:
-                raise BoardUnreadable('the GitHub board needs the Python library "requests" '
-                                      '(pip install requests): %s' % (REQUESTS_IMPORT_ERROR,))
-            session = requests.Session()
-        self.session = session
-        self.sleep = time.sleep if sleep is None else sleep
-        self.clock = (lambda: _dt.datetime.now(UTC)) if clock is None else clock
-        self.max_wait = float(max_wait)
-        self.retries = int(retries)
-        self.waits = []  # type: List[float]
-        """Every rate-limit wait this transport slept, in seconds (reported, never hidden)."""
-
-    @property
-    def graphql_url(self):
-        # GitHub Enterprise serves REST at /api/v3 and GraphQL at /api/graphql.
-        if self.api_url.endswith('/api/v3'):
-            return self.api_url[:-len('/v3')] + '/graphql'
-        return self.api_url + '/graphql'
-
-    def close(self):
-        if self._own_session and hasattr(self.session, 'close'):
-            self.session.close()
-
-    def _headers(self):
-        return {'Authorization': 'bearer %s' % self._token,
-                'Accept': 'application/vnd.github+json',
-                'X-GitHub-Api-Version': '2022-11-28',
-                'User-Agent': USER_AGENT}
-
-    def request(self, method, url, *, body=None, params=None):
-        """One HTTP exchange with rate-limit waits; returns (status, headers, parsed JSON or None)."""
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                resp = self.session.request(method, url, headers=self._headers(), json=body,
-                                            params=params, timeout=HTTP_TIMEOUT)
-            except Exception as exc:  # requests.RequestException and anything a session raises
-                raise _HttpFailure('%s %s did not answer: %s' % (method, self._safe(url), type(exc).__name__ + ': ' + str(exc)))
-            status = int(resp.status_code)
-            headers = dict((str(k).lower(), v) for k, v in (resp.headers or {}).items())
-            data = self._parse(resp)
-            wait = self._rate_limit_wait(status, headers, data)
-            if wait is None:
-                return status, headers, data
-            seconds, kind, reset_at = wait
-            if attempt >= self.retries or seconds > self.max_wait:
-                raise RateLimited('GitHub %s rate limit on %s %s: clears %s (waited %d time(s) already; '
-                                  'a wait of %.0f s is over the %.0f s this client sleeps)'
-                                  % (kind, method, self._safe(url),
-                                     format_time(reset_at) if reset_at else 'in %.0f s' % seconds,
-                                     attempt - 1, seconds, self.max_wait),
-                                  reset_at=reset_at, kind=kind)
-            self.waits.append(seconds)
-            self.sleep(seconds)
-
-    def _safe(self, url):
-        return url.replace(self.api_url, '') or '/'
-
-    @staticmethod
-    def _parse(resp):
-        text = resp.text if hasattr(resp, 'text') else resp.content.decode('utf-8', 'replace')
-        if text is None or not text.strip():
-            return None
-        try:
-            return json.loads(text)
-        except ValueError:
-            return _NotJson(text)
-
-    def _rate_limit_wait(self, status, headers, data):
-        """(seconds, kind, reset_at) when this answer is a rate limit, else None.
-
-        GitHub's rules: a ``retry-after`` header means wait that long (secondary limit, or a
-        primary one on some endpoints); ``x-ratelimit-remaining: 0`` means wait until
-        ``x-ratelimit-reset`` (epoch seconds); a secondary limit with neither header means wait
-        at least a minute. GraphQL reports an exhausted primary limit as HTTP 200 with an
-        ``errors`` entry of type ``RATE_LIMITED``.
-        """
-        graphql_limited = (isinstance(data, dict) and isinstance(data.get('errors'), list)
-                           and any(isinstance(e, dict) and e.get('type') == 'RATE_LIMITED' for e in data['errors']))
-        if status not in (403, 429) and not graphql_limited:
-            return None
-        now = self.clock()
-        retry_after = headers.get('retry-after')
-        if retry_after is not None:
-            try:
-                seconds = max(0.0, float(retry_after))
-            except ValueError:
-                when = _http_date(retry_after)
-                seconds = max(0.0, (when - now).total_seconds()) if when else SECONDARY_DEFAULT_WAIT
-            return seconds, 'secondary', now + _dt.timedelta(seconds=seconds)
-        if headers.get('x-ratelimit-remaining') == '0' and headers.get('x-ratelimit-reset'):
-            try:
-                reset_at = _dt.datetime.fromtimestamp(int(headers['x-ratelimit-reset']), UTC)
-            except ValueError:
-                reset_at = None
-            if reset_at is not None:
-                # +1 s: the reset epoch is whole seconds, rounded down by GitHub.
-                return max(0.0, (reset_at - now).total_seconds()) + 1.0, 'primary', reset_at
-        message = data.get('message', '') if isinstance(data, dict) else ''
-        if graphql_limited or 'rate limit' in str(message).lower():
-            return (SECONDARY_DEFAULT_WAIT, 'primary' if graphql_limited else 'secondary',
-                    now + _dt.timedelta(seconds=SECONDARY_DEFAULT_WAIT))
-        return None  # a plain 403: permissions, not a rate limit
-
-
-class _NotJson(str):
-    """A body that did not parse as JSON (kept, to quote in the error)."""
-
-
-def _http_date(text):
-    try:
-        from email.utils import parsedate_to_datetime
-        value = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if value is None:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _error_text(status, data) -> str:
-    """What GitHub said, from a body of any JSON type (D5: never assume a type)."""
-    if isinstance(data, dict):
-        msg = data.get('message')
-        if isinstance(msg, str) and msg:
-            return 'HTTP %s: %s' % (status, msg)
-        errors = data.get('errors')
-        if isinstance(errors, list) and errors:
-            return 'HTTP %s: %s' % (status, '; '.join(_one_error(e) for e in errors[:5]))
-        return 'HTTP %s: %s' % (status, json.dumps(data)[:200])
-    if isinstance(data, _NotJson):
-        return 'HTTP %s: a body that is not JSON: %r' % (status, str(data)[:200])
-    if data is None:
-        return 'HTTP %s with an empty body' % status
-    return 'HTTP %s: unexpected %s body' % (status, type(data).__name__)
-
-
-def _one_error(err) -> str:
-    if isinstance(err, dict):
-        parts = [str(err.get('type') or '').strip(), str(err.get('message') or '').strip()]
-        path = err.get('path')
-        if isinstance(path, list) and path:
-            parts.append('at ' + '.'.join(str(p) for p in path))
-        return ' '.join(p for p in parts if p) or json.dumps(err)[:200]
-    return repr(err)[:200]
-
-
 # -- the board ----------------------------------------------------------------------------------
 
 class GitHubBoard(Board):
-    """The GitHub Projects v2 board (see the module docstring for D1, D2, D5, D9, D12, D16, D19).
+    """The GitHub Projects v2 board (its design notes: ``docs/internals.md``).
 
     Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
     (``Ready``), ``token`` (else ``GITHUB_TOKEN``/``GH_TOKEN``), ``api_url``
@@ -698,9 +189,9 @@ class GitHubBoard(Board):
         if not token:
             raise BoardUnreadable('no GitHub token: set the board option "token" (no_log) or the '
                                   'environment variable GITHUB_TOKEN on the machine that reads the board')
-        self._http = _Transport(api_url, token, session=spec.get('session'), sleep=spec.get('sleep'),
-                                clock=spec.get('clock'),
-                                max_wait=spec.get('rate_limit_max_wait', RATE_LIMIT_MAX_WAIT))
+        self._http = Transport(api_url, token, session=spec.get('session'), sleep=spec.get('sleep'),
+                               clock=spec.get('clock'),
+                               max_wait=spec.get('rate_limit_max_wait', RATE_LIMIT_MAX_WAIT))
         self._rate_limits = []  # type: List[Dict[str, Any]]
         self._is_org = None  # type: Optional[bool]
         self._field = None  # type: Optional[Dict[str, Any]]
@@ -726,23 +217,23 @@ class GitHubBoard(Board):
             if reading:
                 raise
             raise BoardError(str(exc))
-        except _HttpFailure as exc:
+        except HttpFailure as exc:
             raise fail('GitHub GraphQL %s: %s' % (name, exc))
         if status == 401:
-            raise fail('GitHub GraphQL %s: %s -- the token is missing, expired or revoked' % (name, _error_text(status, data)))
+            raise fail('GitHub GraphQL %s: %s -- the token is missing, expired or revoked' % (name, error_text(status, data)))
         if status >= 300:
-            raise fail('GitHub GraphQL %s: %s' % (name, _error_text(status, data)))
+            raise fail('GitHub GraphQL %s: %s' % (name, error_text(status, data)))
         if not isinstance(data, dict):
-            raise fail('GitHub GraphQL %s: %s' % (name, _error_text(status, data)))
+            raise fail('GitHub GraphQL %s: %s' % (name, error_text(status, data)))
         errors = data.get('errors')
-        if errors:  # 🔴 D5/D20: HTTP 200 with an errors array is an error, whatever data says
+        if errors:  # HTTP 200 with an errors array is an error, whatever data says
             if not reading and isinstance(errors, list) and all(isinstance(e, dict) and e.get('type') == 'NOT_FOUND' for e in errors):
                 fail = ItemNotFound
             raise fail('GitHub GraphQL %s answered HTTP %s with errors: %s'
-                       % (name, status, '; '.join(_one_error(e) for e in (errors if isinstance(errors, list) else [errors]))))
+                       % (name, status, '; '.join(one_error(e) for e in (errors if isinstance(errors, list) else [errors]))))
         payload = data.get('data')
         if not isinstance(payload, dict):
-            raise fail('GitHub GraphQL %s: no "data" object in the answer (%s)' % (name, _error_text(status, data)))
+            raise fail('GitHub GraphQL %s: no "data" object in the answer (%s)' % (name, error_text(status, data)))
         rl = payload.get('rateLimit')
         if isinstance(rl, dict):
             entry = dict(rl)
@@ -1018,7 +509,7 @@ class GitHubBoard(Board):
                 'body': body, 'author': author, 'url': url, 'updated_at': thread.get('updated_at')}
 
     def mark_read(self, ids) -> None:
-        """Mark notification threads read -- call only *after* injecting them (D19)."""
+        """Mark notification threads read -- call only *after* injecting them."""
         for tid in ids or []:
             self._rest('PATCH', '/notifications/threads/%s' % (tid,), expect=None, what='mark a mention read')
 
@@ -1026,7 +517,7 @@ class GitHubBoard(Board):
     def comment(self, number, body, *, author='') -> Comment:
         """Post a comment through REST (``author`` is ignored: GitHub posts as the token's user).
 
-        D14: the body passes through ``_references.defang`` so generated text never carries a
+        The body passes through ``_core.references.defang`` so generated text never carries a
         live closing keyword.
         """
         repo, num = self._resolve(number)
@@ -1034,12 +525,12 @@ class GitHubBoard(Board):
                           expect=dict, what='comment on %s#%s' % (repo, num))
         if not isinstance(data.get('id'), int):
             raise BoardError('GitHub accepted a comment on %s#%s but answered without its id: %s'
-                             % (repo, num, _error_text(201, data)))
+                             % (repo, num, error_text(201, data)))
         return Comment(id=str(data['id']), body=data.get('body') or '', created_at=parse_time(data.get('created_at')),
                        author=_login(data.get('user')))
 
     def set_state(self, number, state) -> bool:
-        """Open or close the issue; closing a closed one is a no-op that returns False (D12)."""
+        """Open or close the issue; closing a closed one is a no-op that returns False."""
         if state not in ('open', 'closed'):
             raise BoardError('an item state is open or closed, got %r' % (state,))
         repo, num = self._resolve(number)
@@ -1094,15 +585,15 @@ class GitHubBoard(Board):
             status, _headers, data = self._http.request(method, self._http.api_url + path, body=body, params=params)
         except RateLimited as exc:
             raise BoardError('could not %s: %s' % (what, exc))
-        except _HttpFailure as exc:
+        except HttpFailure as exc:
             raise BoardError('could not %s: %s' % (what, exc))
         if status == 404:
-            raise ItemNotFound('could not %s: %s (no such item, or the token cannot see it)' % (what, _error_text(status, data)))
+            raise ItemNotFound('could not %s: %s (no such item, or the token cannot see it)' % (what, error_text(status, data)))
         if status >= 300:
-            raise BoardError('could not %s: %s' % (what, _error_text(status, data)))
+            raise BoardError('could not %s: %s' % (what, error_text(status, data)))
         if expect is None:
             return data
-        if not isinstance(data, expect) or isinstance(data, _NotJson):
+        if not isinstance(data, expect) or isinstance(data, NotJson):
             raise BoardError('could not %s: GitHub answered HTTP %s with %s where a JSON %s was expected'
-                             % (what, status, _error_text(status, data), expect.__name__))
+                             % (what, status, error_text(status, data), expect.__name__))
         return data

@@ -5,28 +5,9 @@
 
 The ledger is the embedded default (a SQLite file on the controller) and PostgreSQL when several
 dispatchers share a fleet. Both run the *same* statements; the dialect shim here is deliberately
-tiny:
+tiny.
 
-* placeholders: statements are written with ``?``; PostgreSQL gets ``%s``;
-* DDL: ``{id}`` in a migration becomes the dialect's auto-increment/identity primary key;
-* inserting a row and getting its id: ``cursor.lastrowid`` (SQLite; no ``RETURNING``, so SQLite
-  older than 3.35 still works) or ``RETURNING id`` (PostgreSQL);
-* upsert: ``INSERT ... ON CONFLICT (...) DO NOTHING|DO UPDATE SET col = excluded.col`` is the
-  same text in both (SQLite >= 3.24);
-* locking: SQLite serialises writers with ``BEGIN IMMEDIATE``; PostgreSQL takes row locks
-  (``FOR NO KEY UPDATE``), an advisory lock where a new number is minted, and one around
-  migrations.
-
-Times are stored as ``_model.format_time`` text (``YYYY-MM-DDTHH:MM:SS.ffffffZ``): fixed width
-UTC, so text order is time order on both backends, and ``parse_time`` brings them back aware.
-
-``SqlStore`` owns one connection, runs a function inside a transaction with bounded retries
-on lock contention, and applies forward migrations per *component* (``schema_version`` is keyed
-by component, so the lease store and later seed-003 tables can keep their own migration lists
-in the same database without touching the board's).
-
-Errors come out as ``SqlUnavailable`` (the store cannot be opened or read: no file, no server,
-corrupt, newer schema) or ``SqlError`` (a statement failed), and never carry a password.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_store/sql.py``.
 """
 
 from __future__ import annotations

@@ -3,20 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The board protocol: what every queue adapter (ledger, GitHub) offers the rest of the collection.
 
-The board *is* the queue (D1): nothing here caches it. Each adapter returns the shared model
-(``_model.Item`` and friends) and leaves every decision (markers, eligibility) to the decision
+The board *is* the queue: nothing here caches it. Each adapter returns the shared model
+(``_core.model.Item`` and friends) and leaves every decision (markers, eligibility) to the decision
 core: a board returns data, it never judges it.
 
-Two failures are given two names (D20), because the dispatcher must treat them oppositely (D5):
-
-* ``BoardUnreadable`` -- the queue itself cannot be read (no file, no server, corrupt store,
-  bad credentials). No eligibility decision can be made; this is the one guard that fails
-  closed, and only in ``mode: apply`` (a plan reports it).
-* an empty ``BoardRead.items`` -- the queue was read and holds nothing. Never produced by a
-  failure: an adapter that cannot read raises, it does not return ``[]``.
-
-``BoardError`` is every other failure (a write that did not land, an unknown item); its
-message names the fix.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_board/protocol.py``.
 """
 
 from __future__ import annotations
@@ -24,10 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ._model import Comment, Item
-
-KINDS = ('ledger', 'github')
-"""The board kinds ``open_board`` knows, in the order the error message lists them."""
+from .._core.model import Comment, Item
 
 
 class BoardError(Exception):
@@ -51,7 +39,7 @@ class BoardRead:
 
     ``items`` is every item the read returned, fully populated (comments, events, blockers with
     the blocker's state, artifacts). ``cost`` is what the read cost where the board meters it
-    (GitHub: ``{'cost': n, 'remaining': n, 'reset_at': iso}``, D1); ``None`` for the ledger.
+    (GitHub: ``{'cost': n, 'remaining': n, 'reset_at': iso}``); ``None`` for the ledger.
     """
 
     items: List[Item] = field(default_factory=list)
@@ -83,11 +71,11 @@ class Board(object):
         raise NotImplementedError
 
     def mentions(self, number) -> list:
-        """Unread mentions on the item (D19). Boards without mentions return ``[]``."""
+        """Unread mentions on the item. Boards without mentions return ``[]``."""
         return []
 
     def mark_read(self, ids) -> None:
-        """Mark mentions read, *after* they were injected into the brief (D19: at-least-once)."""
+        """Mark mentions read, *after* they were injected into the brief (at-least-once)."""
         return None
 
     # -- writes -----------------------------------------------------------------------------
@@ -131,31 +119,3 @@ class Board(object):
     def __exit__(self, *exc_info):
         self.close()
         return False
-
-
-def open_board(spec: Dict[str, Any]) -> Board:
-    """Open the board a spec names.
-
-    ``{'kind': 'ledger', 'path': FILE}`` -- the embedded SQLite ledger (the default board);
-    ``{'kind': 'ledger', 'dsn': 'postgresql://...'}`` -- the ledger on PostgreSQL;
-    ``{'kind': 'github', ...}`` -- GitHub Projects v2 (``_github.GitHubBoard(spec)``, imported
-    lazily so the ledger works without ``requests``).
-
-    A ledger spec may also carry ``create`` (default false: a SQLite file that does not exist is
-    ``BoardUnreadable``, not a new empty queue -- D20, a typo'd path must not read as "no work";
-    writers such as ``board_item`` pass ``create: true``), ``clock`` (a callable returning an
-    aware UTC datetime, for tests) and ``timeout`` (seconds to wait for a lock or a
-    connection). Raises ``BoardError`` for an unknown kind or an incomplete spec, and ``BoardUnreadable``
-    when the store cannot be opened.
-    """
-    if not isinstance(spec, dict):
-        raise BoardError('a board spec must be a dict with a "kind" key (one of: %s), got %r'
-                         % (', '.join(KINDS), type(spec).__name__))
-    kind = spec.get('kind')
-    if kind == 'ledger':
-        from ._ledger import LedgerBoard
-        return LedgerBoard.from_spec(spec)
-    if kind == 'github':
-        from ._github import GitHubBoard
-        return GitHubBoard(spec)
-    raise BoardError('unknown board kind %r: valid kinds are %s' % (kind, ', '.join(KINDS)))

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The lease store: one named lock held across the probe AND the launch (D4, third layer).
+"""The lease store: one named lock held across the probe AND the launch.
 
 Why a store and not a held file descriptor: seed 000 D4 measured two dispatchers that both passed
 a "no live unit" pre-flight 26-27 s before they launched, and both launched. The fix is one lock
@@ -10,36 +10,7 @@ that span covers many tasks, and the lookup that takes the lock runs in a worker
 exits after its task: a ``flock`` held by that process would be released the moment it exits.
 So the lease is *data* in a store: an owner, a fencing token and an expiry.
 
-* **Idempotent for the same owner.** Acquiring a lease you already hold (and that has not
-  expired) returns the *same token* and extends the expiry to ``now + ttl``. A lookup evaluated
-  twice with one owner therefore never locks its own caller out.
-* **A second owner is refused, not failed.** It gets ``acquired: false`` and the ``holder``.
-* **Takeover of an expired lease.** A crashed dispatcher never needs a human (STYLE.md's
-  anti-pattern: ``ansible.builtin.password``'s lock file with no owner and no expiry). After the
-  expiry anyone may take the lease, and the takeover carries a *larger* token than the lease it
-  took over (a fencing token: a write stamped with an older token is recognisably stale).
-  A lapsed lease re-acquired by its own owner also gets a new token: it was not held meanwhile.
-* **Explicit release** by the owner; a release by anyone else is a no-op that says so.
-* **Fail OPEN (D4's table, D5).** An unwritable or unreachable store returns ``acquired: true,
-  degraded: true`` with a ``why`` naming the failure and the fix. The caller proceeds and says
-  so on stderr (D5: "returning 0 is not the same as being silent"). The other layers (the
-  zero-entropy unit name, the probe) still stand.
-
-Two backends behind one protocol (``LeaseStore``):
-
-* ``FileLeaseStore(path)`` -- one controller (the sweeper's timer and the hand dispatch). One JSON
-  file per lease name; read-modify-write under an ``fcntl.flock`` on a per-name lock file held
-  *only* for the critical section (the kernel drops it if the process dies, so no lock ever
-  outlives a crash); written through a temporary file and ``os.replace`` so a reader sees the old
-  lease or the new one, never half of one. Expiry is judged by the controller's clock (``now``).
-* ``PostgresLeaseStore(dsn)`` -- dispatchers on several machines. Table ``fleet_leases``, tokens
-  from the sequence ``fleet_lease_token_seq``; acquisition is ONE ``INSERT ... ON CONFLICT ... DO
-  UPDATE ... WHERE`` statement, so two controllers can never both win, and expiry is judged by
-  the *database* clock (``now()``) so controllers with skewed clocks agree.
-
-The acquisition rule itself is a pure function (``decide_acquire``/``decide_release``, time
-passed in) used by the file backend; the PostgreSQL statement encodes the same rule in SQL and
-the unit tests run one table of cases against both.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_store/lease.py``.
 """
 
 from __future__ import annotations
@@ -56,8 +27,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from ._model import UTC, format_time, parse_time
-from ._sql import redact_dsn, scrub  # one DSN redaction for the ledger and the lease store
+from .._core.model import UTC, format_time, parse_time
+from .sql import redact_dsn, scrub  # one DSN redaction for the ledger and the lease store
 
 try:
     import fcntl
@@ -81,7 +52,7 @@ DEFAULT_LEASE_DIR = '/var/lib/fleet-dispatch/leases'
 
 A system path, not ``~``: on one controller the sweeper's timer and an operator's hand dispatch
 usually run as *different* users, and a per-user default would give each its own lease
-directory -- two locks that each look held, i.e. no lock at all, silently (D20). ``/tmp`` is no
+directory -- two locks that each look held, i.e. no lock at all, silently. ``/tmp`` is no
 better: a systemd service with ``PrivateTmp=`` sees its own ``/tmp``. When this directory is
 missing and cannot be created, every lease comes back degraded with a warning naming the fix.
 """
@@ -96,7 +67,7 @@ still between probe and launch reopens D4's window. Seed 000 measured 26-27 s gu
 its fleet; ours includes a ``git fetch`` for the worktree, which is unmeasured. 600 s is 20x the
 seed's figure. Experiment that settles it: log ``acquired_at`` and the release time of every
 dispatch for a week (both are in the lease) and set the TTL to 2x the longest hold observed --
-the seed's own rule for the reaper threshold (D13).
+the seed's own rule for the reaper threshold.
 """
 
 PG_CONNECT_TIMEOUT = 5
@@ -229,7 +200,7 @@ def _live(record: Optional[Dict[str, Any]], now: _dt.datetime) -> bool:
 
 def decide_acquire(record: Optional[Dict[str, Any]], name: str, owner: str, ttl: float,
                    now: _dt.datetime, backend: str = 'file') -> Tuple[Optional[Dict[str, Any]], Lease]:
-    """The acquisition rule (D4), pure: ``record`` is the stored lease (or ``None``).
+    """The acquisition rule, pure: ``record`` is the stored lease (or ``None``).
 
     Returns ``(new_record, lease)``; ``new_record`` is ``None`` when nothing must be written
     (a refusal). Same owner and live -> same token, expiry extended. Free, released or expired
@@ -294,7 +265,7 @@ def degraded(name: str, owner: str, backend: str, failure: str, fix: str, store:
     the lock -- and the ``why`` says which failure and which fix, for the stderr warning."""
     if acquire:
         why = ('lease store unusable (%s): proceeding WITHOUT the lock on %s, so a second dispatcher is '
-               'not excluded (fail open, D4/D5); fix: %s' % (failure, name, fix))
+               'not excluded (fail open); fix: %s' % (failure, name, fix))
     else:
         why = 'lease store unusable (%s): could not release %s; it expires by itself; fix: %s' % (failure, name, fix)
     return Lease(name, acquire, owner, owner if acquire else '', None, None, backend, True, why, store=store)
@@ -309,7 +280,7 @@ class _Corrupt(Exception):
 
 
 class FileLeaseStore(LeaseStore):
-    """Leases as JSON files in one directory on the controller (D4: the lock across probe and
+    """Leases as JSON files in one directory on the controller (the lock across probe and
     launch; D5: fail open). See the module docstring for the guarantees."""
 
     backend = 'file'
@@ -405,7 +376,7 @@ class FileLeaseStore(LeaseStore):
                 try:
                     record = self._read(data_path)
                 except _Corrupt as exc:
-                    # No positive evidence of a holder (D5), and nothing a human must clean up:
+                    # No positive evidence of a holder, and nothing a human must clean up:
                     # overwrite it, and report the lease as degraded because the previous token
                     # and holder are unknown.
                     record, repaired = None, str(exc)
@@ -479,7 +450,7 @@ _DDL = (
     ' released_at timestamptz)',
 )
 
-# D4: ONE statement decides. Under READ COMMITTED, a concurrent acquirer of the same name waits
+# ONE statement decides. Under READ COMMITTED, a concurrent acquirer of the same name waits
 # for the row lock and then re-checks the WHERE clause against the winner's committed row, so
 # exactly one of them gets a row back. nextval() inside DO UPDATE runs while the row is locked,
 # hence a takeover's token is strictly larger than the token it replaces. A released lease keeps
@@ -510,7 +481,7 @@ FROM fleet_leases WHERE name = %(name)s
 
 
 class PostgresLeaseStore(LeaseStore):
-    """Leases in PostgreSQL for dispatchers on several controllers (D4: one lock across probe and
+    """Leases in PostgreSQL for dispatchers on several controllers (one lock across probe and
     launch, judged by the database clock; D5: an unreachable store fails open)."""
 
     backend = 'postgres'

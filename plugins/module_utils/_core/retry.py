@@ -1,26 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The result envelope, the run's outcome, and the four-fact retry gate (D7, D8, D16).
+"""The result envelope, the run's outcome, and the four-fact retry gate.
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter.
 
-D7: retry only on a four-fact conjunction, three of which the agent cannot author:
-
-1. the failure signature is transient -- HTTP 429, 5xx, connection errors -- AND
-2. it is not a hard provider limit (that is capacity, D8: the worker is dark, not the run), AND
-3. the run never started: no result envelope, zero turns, AND
-4. the forge reports no artifact for this item since the run started.
-
-Fact 3 is the clever part: the agent CLI prints a JSON result envelope for any run that reached
-the model; a first-request failure never produces one, so the ABSENCE of the envelope is the proof
-that no turn was consumed. The capture merges stderr, so the envelope arrives wrapped in noise and
-a whole-capture parse fails even on a successful run: ``scan_envelope`` finds the last well-formed
-JSON object anywhere in it. ONE parse, ``read_outcome``, feeds both the retry gate and the
-close-out, so the two cannot disagree.
-
-The transient signature is deliberately narrow: a bare "timeout" is not transient -- a false
-"transient" re-runs a genuine defect three times and buries its cause.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/retry.py``.
 """
 
 from __future__ import annotations
@@ -31,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ._capacity import classify_capacity
-from ._model import format_time, parse_time
+from .capacity import classify_capacity
+from .model import format_time, parse_time
 
 # The backoff ladder, seconds, written into each retry marker (``not_before`` = now + gap).
 # THIS IS THE SEED'S READING, NOT OURS: 30 s -> 2 min -> 8 min was measured against another
@@ -138,7 +123,7 @@ def is_envelope(obj: Any, envelope_type: Optional[str] = ENVELOPE_TYPE) -> bool:
 
 
 def scan_envelope(capture: Any, predicate: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
-    """The LAST well-formed JSON object anywhere in ``capture`` (D7), or None.
+    """The LAST well-formed JSON object anywhere in ``capture``, or None.
 
     ``predicate`` narrows which objects qualify (``read_outcome`` uses ``is_envelope``, so an API
     error body printed on stderr -- itself a JSON object -- is never mistaken for the envelope).
@@ -159,7 +144,7 @@ def _int(value: Any) -> Optional[int]:
 
 def transient_signature(text: Any) -> str:
     """The name of the first transient signature in ``text`` (``http_429``, ``http_5xx``,
-    ``connection``, ``dns``), or ``''``. A bare timeout is not one (D7)."""
+    ``connection``, ``dns``), or ``''``. A bare timeout is not one."""
     if not isinstance(text, str):
         return ''
     for name, pattern in _TRANSIENT_RE:
@@ -170,7 +155,7 @@ def transient_signature(text: Any) -> str:
 
 @dataclass
 class Outcome:
-    """What one run's capture says -- the single parse shared by the retry gate and the close-out (D7)."""
+    """What one run's capture says -- the single parse shared by the retry gate and the close-out."""
 
     envelope: Optional[dict]
     turns: Optional[int]           # 0 without an envelope; the envelope's num_turns, None when it has none
@@ -179,7 +164,7 @@ class Outcome:
     result: str                    # the envelope's result text ('' without one)
     exit_code: Optional[int]
     transient: str                 # transient signature name, or ''
-    capacity: Optional[Dict[str, Any]] = None   # _capacity.classify_capacity of the signature text
+    capacity: Optional[Dict[str, Any]] = None   # _core.capacity.classify_capacity of the signature text
     signature_text: str = field(default='', repr=False)
 
     @property
@@ -194,7 +179,7 @@ class Outcome:
 
     @property
     def hard_quota(self) -> bool:
-        """A provider limit (rate_limit or revoked): capacity, never a retry (D7 fact 2, D8)."""
+        """A provider limit (rate_limit or revoked): capacity, never a retry (D7 fact 2)."""
         return self.capacity is not None
 
 
@@ -233,7 +218,7 @@ def read_outcome(capture: Any, exit_code: Optional[int] = None, *, envelope_type
                  now: Any = None, tz: Any = None) -> Outcome:
     """Parse a run's capture once (D7): the envelope, turns, and the failure signatures.
 
-    ``now``/``tz`` resolve a stated capacity reset time (``_capacity.resolve_reset``).
+    ``now``/``tz`` resolve a stated capacity reset time (``_core.capacity.resolve_reset``).
     """
     text = capture if isinstance(capture, str) else ''
     objects = json_objects(text)
@@ -261,7 +246,7 @@ def read_outcome(capture: Any, exit_code: Optional[int] = None, *, envelope_type
 
 @dataclass
 class Gate:
-    """The retry gate's answer: ``retry`` only when all four ``facts`` hold (D7)."""
+    """The retry gate's answer: ``retry`` only when all four ``facts`` hold."""
 
     retry: bool
     facts: Dict[str, bool]
@@ -274,7 +259,7 @@ def retry_gate(outcome: Outcome, artifacts_since_start: Any) -> Gate:
 
     ``artifacts_since_start``: what the forge reports for this item since the run started --
     ANY artifact, merged or not (an open PR is a side effect too): a count, or a list such as
-    ``_references.artifacts_since(...)``. Do NOT pass ``_references.attribute(...)``: that is
+    ``_core.references.artifacts_since(...)``. Do NOT pass ``_core.references.attribute(...)``: that is
     empty by construction for a zero-turn run, which would make fact 4 vacuous. ``None`` means
     the forge was not asked (or could not answer): fact 4 is unproven and there is no retry --
     a retry needs proof that the run did nothing.
@@ -310,7 +295,7 @@ def retry_gate(outcome: Outcome, artifacts_since_start: Any) -> Gate:
 def retry_step(markers: List[Any]) -> int:
     """How many retry close-outs in a row end the marker list (starts in between ignored).
 
-    Derived from the markers every time (D1). ``[start, retry, start]`` -> 1.
+    Derived from the markers every time. ``[start, retry, start]`` -> 1.
     """
     count = 0
     for marker in reversed(list(markers or [])):
@@ -340,5 +325,17 @@ def plan_retry(markers: List[Any], now: Any, ladder: Tuple[int, ...] = DEFAULT_B
     return {'step': step, 'delay_s': delay, 'not_before': format_time(when + _dt.timedelta(seconds=delay))}
 
 
-__all__ = ['DEFAULT_BACKOFF', 'ENVELOPE_TYPE', 'Gate', 'Outcome', 'classify_capacity', 'is_envelope', 'json_objects',
-           'plan_retry', 'read_outcome', 'retry_gate', 'retry_step', 'scan_envelope', 'signature_text', 'transient_signature']
+def is_clean_run(exit_code: Any, capture: Any) -> bool:
+    """"The next clean run deletes the file" (D8): zero exit AND no limit signature in the capture.
+
+    The capture is read through ``read_outcome`` -- the same parse the retry gate and the
+    close-out use (D7) -- so a success envelope that merely discusses quotas is not a limit,
+    while a trailing limit notice after a zero exit is.
+    """
+    if isinstance(exit_code, bool) or exit_code != 0:
+        return False
+    return read_outcome(capture, exit_code=exit_code).capacity is None
+
+
+__all__ = ['DEFAULT_BACKOFF', 'ENVELOPE_TYPE', 'Gate', 'Outcome', 'classify_capacity', 'is_clean_run', 'is_envelope',
+           'json_objects', 'plan_retry', 'read_outcome', 'retry_gate', 'retry_step', 'scan_envelope', 'signature_text', 'transient_signature']

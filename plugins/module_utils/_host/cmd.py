@@ -3,29 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The injected command runner: the one seam between the adapters and a process table.
 
-Every adapter that runs a program (``_systemd``, ``_git``) takes a *runner* with one method::
+Every adapter that runs a program (``systemd``, ``git``) takes a *runner* with one method,
+``run(argv, env=None, data=None) -> (rc, stdout, stderr)``; a subprocess one and an
+``AnsibleModule.run_command`` one live here, the tests' scripted one in ``tests/fakes``.
 
-    run(argv, env=None, data=None) -> (rc, stdout, stderr)
-
-* ``argv`` is a list of strings and is executed **without a shell**. Board text (a title, a
-  repo name, a command taken from an item) may end up in an argument; as a list element it
-  reaches the program verbatim and can never be re-parsed by a shell. A string ``argv`` is a
-  programming error and raises ``TypeError`` rather than being split.
-* ``env`` *adds to* the caller's environment (it never replaces it).
-* Output is always produced under ``LANGUAGE=C LC_ALL=C`` so the adapters parse one language
-  (community.general's CLI-wrapper rule).
-* A non-zero exit is *returned*, never raised: the caller decides what it means (D20: the caller
-  reads state to tell two failures apart; it never matches the error text).
-
-Three implementations:
-
-* ``SubprocessRunner`` — plain ``subprocess``, for the runner program on a worker (D15: the runner
-  imports the same adapters as the modules).
-* ``ModuleRunner`` — over ``AnsibleModule.run_command`` for modules. It passes
-  ``expand_user_and_vars=False``: run_command's default expands ``~`` and ``$VAR`` inside every
-  argument, which would rewrite board text such as ``echo $HOME`` before it reaches the run.
-* ``ScriptedRunner`` — replays a script of expected argv and canned answers; the unit tests
-  drive every adapter and module through it (one copy, not one per test file).
+The rules in full, with their reasons: ``docs/internals.md``, section ``_host/cmd.py``.
 """
 
 from __future__ import annotations
@@ -33,10 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-try:
-    from typing import Protocol
-except ImportError:  # pragma: no cover - Python < 3.8
-    Protocol = object
+from typing import Protocol
 
 C_LOCALE = {'LANGUAGE': 'C', 'LC_ALL': 'C'}
 
@@ -111,36 +90,3 @@ class ModuleRunner(object):
             kwargs['binary_data'] = True  # exactly the bytes given: run_command appends a newline otherwise
         rc, out, err = self.module.run_command(argv, **kwargs)
         return rc, out, err
-
-
-class ScriptedRunner(object):
-    """A runner that answers from a script and fails loudly on any unexpected argv.
-
-    ``script`` is a list of steps ``{'argv': [...], 'rc': 0, 'out': '', 'err': '', 'env': {...}}``
-    (``env``, when given, must be a subset of what the caller passed). Steps are consumed in
-    order; ``calls`` records what was actually run, ``remaining()`` what was expected but not run.
-    """
-
-    def __init__(self, script=None):
-        self.script = list(script or [])
-        self.calls = []
-
-    def add(self, argv, rc=0, out='', err='', env=None):
-        self.script.append({'argv': list(argv), 'rc': rc, 'out': out, 'err': err, 'env': env})
-        return self
-
-    def run(self, argv, env=None, data=None):
-        argv = _check_argv(argv)
-        self.calls.append({'argv': argv, 'env': dict(env or {}), 'data': data})
-        if not self.script:
-            raise AssertionError('unexpected command (script exhausted): %r' % (argv,))
-        step = self.script.pop(0)
-        if list(step['argv']) != argv:
-            raise AssertionError('unexpected command:\n  got      %r\n  expected %r' % (argv, list(step['argv'])))
-        for key, value in (step.get('env') or {}).items():
-            if (env or {}).get(key) != value:
-                raise AssertionError('command %r: env %s=%r expected, got %r' % (argv, key, value, (env or {}).get(key)))
-        return step.get('rc', 0), step.get('out', ''), step.get('err', '')
-
-    def remaining(self):
-        return [step['argv'] for step in self.script]

@@ -1,43 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The marker grammar: the one place that writes and reads status comments (D6, D12, D14).
+"""The marker grammar: the one place that writes and reads status comments.
 
 Pure functions, no I/O, no clock reads.
 
-A marker is a comment whose first visible character is one of the glyphs below. The glyph
-alone decides the kind; nothing else does (D6). That is why every kind has its own glyph,
-including the non-terminal ``left_open``: it was once written with no glyph, on the reasoning
-that the rule keys on the last marker so the item would stay dispatchable -- exactly
-backwards: without a glyph the comment is not a marker, and the success posted seconds
-earlier stayed the last word (a tombstone). Consequently every writer of a glyph-led comment,
-human or machine, is a writer of the queue's eligibility.
-
-Layout written by ``format_marker``::
-
-    🚀 fleet.dispatch: run started on w1/agent1        <- first line, for humans
-                                                        <- blank line
-    <!-- fleet.dispatch {"host": "w1", ...} -->        <- machine fields, invisible when rendered
-
-A marker whose machine comment is missing or holds broken JSON (or JSON that is not an
-object -- D5's type check) still parses as its kind, with empty fields.
-
-Glyphs: single code points with default emoji presentation, so no variation selector is
-needed (a trailing U+FE0F written by some other tool is tolerated on read).
-
-=========  =======  ======  ==============================================================
-kind       glyph    code    meaning
-=========  =======  ======  ==============================================================
-start      🚀       1F680   a run began (posted before anything that can fail, D12)
-success    ✅       2705    a merged artifact closes the item, attributed by time (D2, D16)
-noop       ⚪       26AA    the run ended and produced no artifact (D2)
-failure    ❌       274C    the run failed
-stopped    🛑       1F6D1   an external SIGTERM/SIGINT stopped the run; no claim about the work (D12)
-capacity   🪫       1FAAB   the worker went dark (rate limit / revoked); not an attempt (D8, D20)
-retry      🔁       1F501   the four-fact gate passed; eligible again at ``not_before`` (D7)
-reset      🧹       1F9F9   the reaper reset an orphaned start (D14)
-left_open  📌       1F4CC   finished but deliberately left open; keeps the item dispatchable (D6)
-=========  =======  ======  ==============================================================
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/markers.py``.
 """
 
 from __future__ import annotations
@@ -48,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ._model import format_time, parse_time, to_jsonable
-from ._references import defang
+from .model import format_time, parse_time, to_jsonable
+from .references import defang
 
 KINDS = ('start', 'success', 'noop', 'failure', 'stopped', 'capacity', 'retry', 'reset', 'left_open')
 
@@ -68,13 +36,13 @@ GLYPHS = {
 KIND_OF_GLYPH = dict((glyph, kind) for kind, glyph in GLYPHS.items())
 
 # Kinds that end a RUN (a close-out: the runner's EXIT path, or the reaper for an orphan).
-# "The last marker is a start" is the only state in which a run is open (D12, D14).
+# "The last marker is a start" is the only state in which a run is open.
 # NOTE: this is about runs, not items. ``left_open`` ends a run but is NOT terminal for the
 # item's eligibility -- see ITEM_FINAL.
 TERMINAL = frozenset(k for k in KINDS if k != 'start')
 
 # Kinds that, as the last marker, say the ITEM is finished. Only a success: left_open exists
-# precisely to say "finished but keep dispatching" (D6).
+# precisely to say "finished but keep dispatching".
 ITEM_FINAL = frozenset(['success'])
 
 DEFAULT_TEXT = {
@@ -116,7 +84,7 @@ class Marker:
         return GLYPHS[self.kind]
 
     def time(self, name: str) -> Optional[_dt.datetime]:
-        """A time field (e.g. ``not_before``) as an aware datetime; None when absent or unparseable (D5)."""
+        """A time field (e.g. ``not_before``) as an aware datetime; None when absent or unparseable."""
         try:
             return parse_time(self.fields.get(name))
         except (TypeError, ValueError):
@@ -143,10 +111,10 @@ def dump_fields(fields: Optional[Dict[str, Any]]) -> str:
 
 
 def format_marker(kind: str, fields: Optional[Dict[str, Any]] = None, text: str = '') -> str:
-    """The comment body for a marker of ``kind`` (D6, D14).
+    """The comment body for a marker of ``kind``.
 
     ``text`` is the human line (defaults to a short description of the kind); it is passed
-    through ``_references.defang`` so a marker never carries a live closing keyword, and
+    through ``_core.references.defang`` so a marker never carries a live closing keyword, and
     folded to one line. ``fields`` are written as JSON inside an HTML comment. Raises
     ``ValueError`` for an unknown kind.
     """
@@ -212,7 +180,7 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 def markers_of(item: Any) -> List[Marker]:
     """Every marker among an item's comments, in time order (stable for equal times).
 
-    ``item`` is a ``_model.Item`` (or a dict with ``comments``); comments are ``_model.Comment``
+    ``item`` is a ``_core.model.Item`` (or a dict with ``comments``); comments are ``_core.model.Comment``
     objects or dicts with ``body``, ``created_at``, ``id``. Comments without a time keep their
     position relative to each other and sort before timed ones only if they came first.
     """

@@ -1,26 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The agent's brief: a versioned template that lives in this repository, and its rendering (D17, D19).
+"""The agent's brief: a versioned template that lives in this repository, and its rendering.
 
-D17: the brief carries the fleet's accumulated corrections; almost every numbered step is a scar.
+The brief carries the fleet's accumulated corrections; almost every numbered step is a scar.
 It is versioned (``BRIEF_VERSION``): the runner writes the version into its start marker and its
 ``result.json``, so a run can always be traced to the doctrine it was given, and the self-update
-(D11) brings the template up to date together with the code -- a frozen clone is frozen doctrine.
+brings the template up to date together with the code -- a frozen clone is frozen doctrine.
 
-Rendering is pure and takes the board's text as DATA:
-
-* Placeholders are ``{{name}}`` and are replaced in ONE pass over the template; a value is never
-  scanned again, so board text containing ``{{item_body}}`` or ``$HOME`` reaches the agent
-  literally (no second expansion, no shell: the runner hands the brief over as a file or on
-  stdin, never through a shell -- ``_cmd``'s rule).
-* Generated text that is not the item's own words (the mention list's framing, the paths) is
-  ours; the item's words are quoted as they are.
-* Bump ``BRIEF_VERSION`` with every change of ``TEMPLATE`` (``test_runner_brief`` pins the hash
-  of the template to the version, so a change without a bump fails the tests).
-
-The brief tells the agent what the machine reads: ``result.json`` / ``blocker.json`` in the run's
-output directory (structured JSON, never prose -- D17), each cleared by the runner at run start.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_runner/brief.py``.
 """
 
 from __future__ import annotations
@@ -86,7 +74,7 @@ def template_hash(template: str = TEMPLATE) -> str:
 
 
 def format_mentions(mentions: Optional[List[Dict[str, Any]]]) -> str:
-    """The mention list as brief text; each mention's own words are quoted verbatim (D19)."""
+    """The mention list as brief text; each mention's own words are quoted verbatim."""
     if not mentions:
         return '(none)'
     lines = []
@@ -104,6 +92,8 @@ def format_mentions(mentions: Optional[List[Dict[str, Any]]]) -> str:
 
 def render(values: Dict[str, Any], template: str = TEMPLATE) -> str:
     """Fill ``template`` in one pass (values are never re-scanned). Unknown or missing names raise ``KeyError``.
+
+    D17: the brief is a versioned artifact in this repository; every run states ``BRIEF_VERSION``.
 
     ``brief_version`` is always ``BRIEF_VERSION`` (the template's own, never a caller's); ``mentions`` may be a list (see
     ``format_mentions``) or text. Every value is turned into text with ``str``.

@@ -1,79 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The runner: the program a ``task-<item>`` unit executes -- it IS the run (D2, D7, D8, D11, D12, D16, D17, D19, D20).
+"""The runner: the program a ``task-<item>`` unit executes -- it IS the run.
 
 Run it as ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner --item N``
 (the worker role installs a ``fleet-runner`` wrapper that does exactly that). It imports the same
-board adapters and decisions as the modules -- one implementation, two callers (D15): the marker
-grammar (``_markers``), the single parse of the capture (``_retry.read_outcome``), the four-fact
-gate (``_retry.retry_gate``), attribution by time (``_references.attribute``), the capacity state
-(``_capacity``), the board (``_board.open_board``) and git (``_git``).
+board adapters and decisions as the modules -- one implementation, two callers. The close-out
+decision is ``_core.closeout.decide``, the self-update ``update.self_update``.
 
-One run, in order:
-
-1. **The start time is recorded before anything else** (D16), in ``main`` -- and carried across
-   the self-update's re-exec in ``FLEET_RUNNER_STARTED_AT``, so every artifact must postdate the
-   moment the unit's program began.
-2. **Self-update** (D11, ``self_update``): fetch the runner's own checkout, move it to the fetched
-   ``origin/<branch>`` when it differs, VERIFY the outcome (HEAD equals the fetched sha, and the
-   installed version equals ``FLEET_RUNNER_EXPECTED_VERSION`` when the dispatcher gave one), then
-   ``exec`` the fresh code exactly once (``FLEET_RUNNER_REEXEC=1`` stops a loop). An update whose
-   outcome does not verify posts NOTHING about the work and exits ``EXIT_UPDATE_FAILED`` (3): a
-   stale runner is not a failed run (D20), and ``fleet.dispatch.launch`` refuses to start a runner
-   whose installed version is not the expected one, naming both.
-3. **Signals** SIGTERM/SIGINT are handled from here on (D12).
-4. **The start marker** is posted before anything that can fail (D12). If even that cannot be
-   posted (retried once) the agent is not started: a run without a start marker is invisible to
-   the reaper. Exit ``EXIT_START_LOST`` (5), loudly.
-5. **The run directory** ``<state_dir>/runs/<unit>/`` is cleared and recreated (D17: a prior run's
-   state cannot leak): ``run.json`` (this run, machine-readable), ``brief.md``, ``capture.log``
-   (the agent's stdout and stderr merged, as the seed's capture was), ``out/`` (the agent's
-   structured JSON: ``result.json``, ``blocker.json``) and at the end ``closeout.json``.
-6. **Mentions** (D19) are fetched, injected into the brief, and marked read only after the agent
-   has been started with that brief: a crash before then leaves them unread for the next run
-   (at-least-once).
-7. **The agent** (``agent_command``, e.g. ``claude -p --output-format json``) runs in its own
-   process group with the brief on stdin (or as ``{brief_file}``/``{brief}`` in its argv -- never
-   through a shell; board text is data).
-8. **The close-out** (``decide``, pure): ONE parse of the capture feeds the retry gate and the
-   marker (D7). Exactly one terminal marker on every way out:
-
-   ==========  ======  ==================================================================
-   marker      exit    when
-   ==========  ======  ==================================================================
-   success     0       a merged artifact closes the item, created AND merged after this
-                       run's start, and the run consumed turns (D2, D16); posted, THEN the
-                       item is closed (🔴 D12)
-   capacity    12      a provider limit (rate limit / revoked): the master's capacity file
-                       is written first, with the provider's stated reset or null (D8)
-   retry       13      all four facts of D7 hold; ``not_before`` from the backoff ladder is
-                       written in the marker (the sweep honours it; no state file)
-   noop        10      the agent ended without failing but nothing merged since the start
-   failure     11      anything else (non-zero exit, error envelope, timeout, spent ladder,
-                       a runner error after the start marker)
-   stopped     signal  an external SIGTERM/SIGINT: the agent's group is stopped, this marker
-                       makes no claim about the work, then the signal is RE-RAISED so the
-                       unit's result is honest (D12); a duplicate-stop note of the
-                       dispatcher (docs/dispatch.md) adds ``reason: duplicate`` and the kept run
-   ==========  ======  ==================================================================
-
-   Exits 12 and 13 are the mechanism working (D14's never-announce list): ``launch`` passes them
-   as ``SuccessExitStatus=`` by default, so the ``OnFailure=`` notifier fires for 10, 11 and the
-   runner's own errors (2-5) only.
-
-   A self-update that does not verify (exit 3, nothing posted) writes the ``update_failed``
-   capacity state, so the dispatcher stops placing work here; a verified one deletes it (D11, D8).
-
-   A clean run (zero exit and no limit signature, ``_capacity.is_clean_run``) deletes the
-   capacity file (D8 self-healing). The close-out's own failure is retried once (after checking
-   whether the first attempt landed, so the marker is not doubled) and then logged loudly with
-   the full marker text for a human to post: exit ``EXIT_CLOSEOUT_LOST`` (4) -- never swallowed.
-   A SIGKILL cannot be handled: the start marker stays the last word, which is what the reaper
-   looks for (D14).
-
-Exit codes are distinct per outcome (D20: "no work exists" and "the write broke" must not look
-alike): see ``EXIT``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_runner/program.py``.
 """
 
 from __future__ import annotations
@@ -82,7 +17,6 @@ import argparse
 import datetime as _dt
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -93,30 +27,22 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from ._board import BoardError, open_board
-from ._brief import BRIEF_VERSION, render
-from ._capacity import clears_after_update, dump_state, load_state, state_from, update_failed_state
-from ._cmd import SubprocessRunner
-from ._git import Git, GitError
-from ._markers import format_marker, markers_of, parse_marker
-from ._model import format_time, parse_time
-from ._naming import unit_name
-from ._references import artifacts_since, attribute
-from ._retry import DEFAULT_BACKOFF, ENVELOPE_TYPE, read_outcome, plan_retry, retry_gate
+from .._board.factory import open_board
+from .._board.protocol import BoardError
+from .._core.capacity import clears_after_update, update_failed_state
+from .._core.closeout import Decision, decide
+from .._core.markers import format_marker, parse_marker
+from .._core.model import format_time, parse_time
+from .._core.naming import unit_name
+from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE, read_outcome
+from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
+from .brief import BRIEF_VERSION, render
+from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
 
-MODULE = 'ansible_collections.fleet.dispatch.plugins.module_utils._runner'
-
-EXIT = {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14}
-# 'stopped' 14 only when the AGENT alone died of SIGTERM/SIGINT from outside; a stop of the unit
-# re-raises the signal instead, so systemd records the signal itself.
 EXIT_USAGE = 2            # bad arguments or configuration; nothing was posted
-EXIT_UPDATE_FAILED = 3    # the self-update did not verify (D11); nothing was posted
-EXIT_CLOSEOUT_LOST = 4    # the terminal marker could not be posted (retried once); logged loudly (D12)
+EXIT_UPDATE_FAILED = 3    # the self-update did not verify; nothing was posted
+EXIT_CLOSEOUT_LOST = 4    # the terminal marker could not be posted (retried once); logged loudly
 EXIT_START_LOST = 5       # the start marker could not be posted; the agent was not started
-
-REEXEC_ENV = 'FLEET_RUNNER_REEXEC'
-STARTED_ENV = 'FLEET_RUNNER_STARTED_AT'
-EXPECTED_VERSION_ENV = 'FLEET_RUNNER_EXPECTED_VERSION'
 
 DEFAULT_CONFIG = '~/.config/fleet-dispatch/runner.json'
 DEFAULT_BOARD_SPEC = '~/.config/fleet-dispatch/board.json'
@@ -130,16 +56,12 @@ DEFAULT_AGENT = ['claude', '-p', '--output-format', 'json']
 # mid-tool-call over 20 stops and take 3x the maximum.
 KILL_GRACE = 10.0
 
-# Board secrets come from the unit's EnvironmentFile, never from argv (D3): env name -> spec key.
+# Board secrets come from the unit's EnvironmentFile, never from argv: env name -> spec key.
 SECRET_ENV = (('FLEET_BOARD_DSN', 'dsn'), ('FLEET_GITHUB_TOKEN', 'token'), ('GITHUB_TOKEN', 'token'))
 
 
 def _utcnow() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
-
-
-class UpdateFailed(Exception):
-    """The self-update's outcome did not verify (D11); the message names both sides."""
 
 
 class _Signalled(BaseException):
@@ -148,83 +70,6 @@ class _Signalled(BaseException):
     def __init__(self, signum):
         super(_Signalled, self).__init__(signum)
         self.signum = signum
-
-
-# --- the close-out decision (pure) ---------------------------------------------------------------
-
-@dataclass
-class Decision:
-    """The close-out: exactly one terminal marker, and what it does to the master's capacity file."""
-
-    kind: str
-    text: str
-    fields: Dict[str, Any] = field(default_factory=dict)
-    close: bool = False                       # success: close the item AFTER the comment (D12)
-    capacity_state: Optional[Dict[str, Any]] = None   # write this capacity state (D8)
-    clean: bool = False                       # a clean run: delete the capacity state (D8)
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT.get(self.kind, EXIT['failure'])
-
-
-def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str = '', exit_code: Optional[int] = None,
-           capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '') -> Decision:
-    """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
-
-    ``outcome`` is ``_retry.read_outcome(capture)`` -- the ONE parse that feeds both the gate and
-    this decision (D7). ``item`` is the item as re-read from the board after the agent ended
-    (``None`` when the board could not be read: then nothing can be credited and fact 4 of the gate
-    is unproven, so the run is neither a success nor a retry).
-
-    Order: a time-attributed merged artifact is a success whatever the exit code (D2: the forge's
-    word, not the agent's); else a provider limit is capacity; else a timeout is a failure (a bare
-    timeout is never transient, D7); else the four-fact gate; else a clean end is a no-op and
-    anything else a failure.
-    """
-    artifacts = list(item.artifacts) if item is not None else None
-    markers = markers_of(item) if item is not None else []
-    credited = attribute(artifacts or [], number, started_at, outcome.zero_turns, repo)
-    base = {'exit_code': exit_code, 'turns': outcome.turns, 'envelope': outcome.envelope is not None}
-    cap = outcome.capacity
-    cap_state = state_from(cap, now=now, unit=unit) if cap else None
-    # D8 "clean": zero exit AND no limit signature -- _capacity.is_clean_run's predicate applied to the
-    # ONE parse (test_runner checks the two agree), so the capture is not parsed a second time.
-    clean = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code == 0 and cap is None
-    if credited:
-        refs = [a.ref if hasattr(a, 'ref') else a.get('ref') for a in credited]
-        fields = dict(base, artifacts=refs)
-        return Decision('success', 'done: %s merged after this run started and closes this item' % ', '.join(refs),
-                        fields, close=True, capacity_state=cap_state, clean=clean)
-    if cap:
-        fields = dict(base, source=cap['source'], signature=cap.get('signature'), reset_at=format_time(cap.get('reset_at')),
-                      reset_text=cap.get('reset_text'))
-        if cap['source'] == 'revoked':
-            text = 'the worker is dark: entitlement revoked or disabled, a human must act; not an attempt'
-        else:
-            text = 'the worker is dark: provider rate limit, reset %s; not an attempt' % (
-                format_time(cap.get('reset_at')) or 'unknown (none stated)')
-        return Decision('capacity', text, fields, capacity_state=cap_state)
-    if timed_out:
-        return Decision('failure', 'run failed: the agent exceeded the run time limit and was stopped',
-                        dict(base, cause='timeout'), clean=False)
-    since = artifacts_since(artifacts, number, started_at, repo) if artifacts is not None else None
-    gate = retry_gate(outcome, since)
-    if gate.retry:
-        plan = plan_retry(markers, now, tuple(ladder))
-        if plan is not None:
-            fields = dict(base, facts=gate.facts, signature=gate.signature, **plan)
-            return Decision('retry', 'transient failure (%s) before any turn; eligible again at %s (step %d)'
-                            % (gate.signature, plan['not_before'], plan['step']), fields, clean=clean)
-        return Decision('failure', 'run failed: transient failure (%s) again, the retry ladder is spent' % gate.signature,
-                        dict(base, cause='retries_spent', facts=gate.facts), clean=clean)
-    if exit_code == 0 and outcome.is_error is not True:
-        claim = ' although the agent reported success' if outcome.envelope is not None else ''
-        return Decision('noop', 'run ended with no merged change since its start%s (no-op)' % claim,
-                        dict(base, why=gate.why), clean=clean)
-    cause = 'error_envelope' if outcome.is_error else 'exit_code'
-    return Decision('failure', 'run failed (exit %s%s)' % (exit_code, ', %s' % outcome.subtype if outcome.subtype else ''),
-                    dict(base, cause=cause, why=gate.why), clean=clean)
 
 
 # --- the process spawner (injected) ---------------------------------------------------------------
@@ -283,7 +128,7 @@ class RunConfig:
 
 
 def _default_reraise(signum):
-    """Die of ``signum`` with the default action, so systemd records the signal (D12)."""
+    """Die of ``signum`` with the default action, so systemd records the signal."""
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
     time.sleep(5)  # the default action of SIGTERM/SIGINT terminates before this returns
@@ -318,7 +163,7 @@ class Run(object):
         self.out_dir = os.path.join(self.run_dir, 'out')
         self.capture_path = os.path.join(self.run_dir, 'capture.log')
         self.brief_path = os.path.join(self.run_dir, 'brief.md')
-        self.capacity_path = os.path.join(config.state_dir, 'capacity.json')
+        self.capacity_path = os.path.join(config.state_dir, CAPACITY_FILE)
         self.proc = None
         self.start_posted = False
         self.closeout_posted = False
@@ -368,7 +213,7 @@ class Run(object):
         fields.update(more)
         return fields
 
-    # -- signals (D12) --------------------------------------------------------------------------
+    # -- signals --------------------------------------------------------------------------
     def _on_signal(self, signum, _frame):
         if self._pending is None:
             self._pending = signum
@@ -397,7 +242,7 @@ class Run(object):
             self._stopping = True
             raise _Signalled(self._pending)
 
-    # -- board writes with one retry (D12) ------------------------------------------------------
+    # -- board writes with one retry ------------------------------------------------------
     def _landed(self, kind: str) -> Optional[bool]:
         """Did a marker of ``kind`` from this run reach the board? None when the board cannot say."""
         try:
@@ -441,7 +286,7 @@ class Run(object):
         os.replace(tmp, path)
 
     def _prepare_run_dir(self) -> None:
-        """Clear and recreate the run directory (D17: a prior run's state cannot leak)."""
+        """Clear and recreate the run directory (a prior run's state cannot leak)."""
         if os.path.lexists(self.run_dir):
             if os.path.isdir(self.run_dir) and not os.path.islink(self.run_dir):
                 shutil.rmtree(self.run_dir)
@@ -454,7 +299,7 @@ class Run(object):
             'runner_version': self.config.runner_version, 'host': self.config.host, 'master': self.config.master})
 
     def _apply_capacity(self, decision: Decision) -> None:
-        """Write the capacity state (D8) or, after a clean run, delete it. Failures are logged, never fatal."""
+        """Write the capacity state or, after a clean run, delete it. Failures are logged, never fatal."""
         try:
             if decision.capacity_state is not None:
                 write_capacity_file(self.capacity_path, decision.capacity_state)
@@ -463,7 +308,7 @@ class Run(object):
                     format_time(decision.capacity_state.get('reset_at')) or 'unknown'))
             elif decision.clean and os.path.exists(self.capacity_path):
                 os.unlink(self.capacity_path)
-                self.log('clean run: capacity state %s deleted (D8 self-healing)' % self.capacity_path)
+                self.log('clean run: capacity state %s deleted (self-healing)' % self.capacity_path)
         except OSError as exc:
             self.log('WARNING: the capacity state %s could not be updated: %s' % (self.capacity_path, exc))
 
@@ -495,7 +340,7 @@ class Run(object):
         try:
             item = self.board.get(self.ref)
             title, body = item.title, item.body
-        except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds (D5)
+        except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds
             self.log('WARNING: the item could not be read for the brief: %s' % exc)
             title, body = '(unreadable)', '(the item could not be read when this run started: %s)' % exc
         ref = ('%s#%d' % (self.config.repo, self.config.number)) if self.config.repo else '#%d' % self.config.number
@@ -539,12 +384,12 @@ class Run(object):
             self._critical -= 1
 
     def _stop_note(self) -> Optional[Dict[str, Any]]:
-        """The dispatcher's deliberate-stop note for THIS invocation, read once and deleted (docs/dispatch.md, D4/D12).
+        """The dispatcher's deliberate-stop note for THIS invocation, read once and deleted (docs/dispatch.md).
 
         ``<state_dir>/stops/<unit>.<INVOCATION_ID>.json`` with ``reason: duplicate``: the dispatcher
         stopped this run as the younger of two duplicates. A note for another invocation is stale
         and ignored (left for nobody: it names a run that is gone); anything that is not a JSON
-        object naming this invocation is no evidence (D5) and is ignored.
+        object naming this invocation is no evidence and is ignored.
         """
         invocation = self.environ.get('INVOCATION_ID', '')
         if not invocation:
@@ -564,9 +409,9 @@ class Run(object):
         return note
 
     def _stopped(self, signum: int) -> None:
-        """The external-stop path (D12): stop the agent, post ``stopped`` (no claim about the work).
+        """The external-stop path: stop the agent, post ``stopped`` (no claim about the work).
 
-        A stop the dispatcher made to repair a duplicate (D4) carries ``reason: duplicate`` and the
+        A stop the dispatcher made to repair a duplicate carries ``reason: duplicate`` and the
         kept run, from the dispatcher's note; it is still only a ``stopped`` marker and never closes.
         """
         self._enter_critical()
@@ -607,7 +452,7 @@ class Run(object):
                     self._board.close()
             except Exception:  # noqa: BLE001 - closing a connection at exit cannot change the outcome
                 pass
-        # D12: a stop (or a signal that arrived during a normal close-out) is re-raised, after the
+        # A stop (or a signal that arrived during a normal close-out) is re-raised, after the
         # close-out, so the unit's result says "signal" -- honest, never a made-up exit code.
         signum = stop if stop is not None else self._pending
         if signum is not None:
@@ -616,7 +461,9 @@ class Run(object):
         return code
 
     def _run(self) -> int:
-        # D12: the start marker before anything that can fail (it is itself retried once).
+        """Start marker, run directory, brief, agent, close-out. D19: the mentions are injected into
+        the brief and marked read only after the agent was started with it (at-least-once)."""
+        # The start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
         try:
             body = format_marker('start', self._fields(), 'run started on %s/%s' % (self.config.host, self.config.master))
@@ -644,7 +491,7 @@ class Run(object):
                                            env=self._agent_env(), cwd=self.config.workdir or None)
             ids = [m.get('id') for m in mentions if isinstance(m, dict) and m.get('id') is not None]
             if ids:
-                try:  # D19: only now, after injection, are they marked read (at-least-once)
+                try:  # only now, after injection, are they marked read (at-least-once)
                     self.board.mark_read(ids)
                 except Exception as exc:  # noqa: BLE001 - they will be delivered again: at-least-once
                     self.log('WARNING: mentions were injected but not marked read (delivered again next run): %s' % exc)
@@ -660,7 +507,7 @@ class Run(object):
         return self._finish(rc, timed_out)
 
     def _finish(self, rc, timed_out) -> int:
-        """Read the capture once, re-read the item, decide, close out (D7: one parse for both)."""
+        """Read the capture once, re-read the item, decide, close out (one parse for both)."""
         if isinstance(rc, int) and -rc in (signal.SIGTERM, signal.SIGINT) and not timed_out:
             # The agent died of a stop signal the runner did not send. When the unit is stopped,
             # systemd signals every process of the cgroup at once and the agent may be reaped
@@ -700,35 +547,14 @@ class Run(object):
         return self._closeout(decision)
 
 
-# --- the master's capacity file (D8): one reader, one writer --------------------------------------
-
-def write_capacity_file(path: str, state: Dict[str, Any]) -> None:
-    """Write the capacity state atomically (a reader sees the old file or the new one, never half)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = '%s.%s.tmp' % (path, os.getpid())
-    with open(tmp, 'w', encoding='utf-8') as handle:
-        handle.write(dump_state(state))
-    os.replace(tmp, path)
-
-
-def read_capacity_file(path: str):
-    """``(state, why)`` of the capacity file (``_capacity.load_state``: unreadable means no state, D5)."""
-    try:
-        with open(path, 'rb') as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        text = None
-    except OSError as exc:
-        return None, 'capacity state unreadable: %s' % exc
-    return load_state(text)
-
+# --- the master's capacity file: one reader, one writer --------------------------------------
 
 def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit: str, log) -> None:
     """D11 + D8: a self-update that did not verify darkens the master (``update_failed``) so the
     dispatcher stops placing work it would refuse; a verified one deletes that state. Never fatal."""
-    path = os.path.join(state_dir, 'capacity.json')
+    path = os.path.join(state_dir, CAPACITY_FILE)
     try:
-        existing, _why = read_capacity_file(path)
+        existing, _why, _present = read_capacity_file(path)
         if failed is not None:
             state = update_failed_state(existing, now=now, message=failed, unit=unit)
             if state is None:
@@ -742,89 +568,6 @@ def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit
             log('fleet-runner: the self-update verified: capacity state %s (update_failed) deleted' % path)
     except OSError as exc:
         log('fleet-runner: WARNING: the capacity state %s could not be updated: %s' % (path, exc))
-
-
-# --- self-update (D11) -----------------------------------------------------------------------------
-
-_VERSION_RE = re.compile(r'^version:\s*["\']?([^"\'\s#]+)', re.MULTILINE)
-
-
-def installed_version(code_dir: str) -> Optional[str]:
-    """The collection version in ``code_dir/galaxy.yml`` (read with a regex: the worker has no PyYAML)."""
-    try:
-        with open(os.path.join(code_dir, 'galaxy.yml'), encoding='utf-8') as handle:
-            match = _VERSION_RE.search(handle.read())
-    except OSError:
-        return None
-    return match.group(1) if match else None
-
-
-def code_root() -> str:
-    """The collection checkout this file was loaded from (``.../ansible_collections/fleet/dispatch``)."""
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Optional[str] = None, environ=None,
-                execv=None, argv=None, started_at: Optional[_dt.datetime] = None, log=None) -> Dict[str, Any]:
-    """Bring the runner's own checkout to ``origin/<branch>`` and re-exec once when it moved (D11).
-
-    🔴 Verify the OUTCOME, never the exit code: after the fetch the tracking ref must equal
-    FETCH_HEAD (``_git.Git.fetch``), after the checkout HEAD must equal the fetched sha, and the
-    installed version must equal ``expected_version`` when one is given. Anything else raises
-    ``UpdateFailed`` with both sides named. With ``FLEET_RUNNER_REEXEC=1`` in ``environ`` the fetch
-    is skipped (this process IS the re-exec) and only the version is verified: the guard that stops
-    a loop. Concurrent runs of one master serialise on a lock file in the checkout's git dir.
-
-    Returns ``{'status': 'current'|'updated'|'reexeced', 'from': sha, 'to': sha, 'version': v}``;
-    for ``updated`` the ``execv`` callable has been called (and does not return in production).
-    """
-    environ = dict(os.environ if environ is None else environ)
-    log = log or (lambda msg: sys.stderr.write(msg + '\n'))
-    code_dir = os.path.realpath(code_dir)
-
-    def _version_check():
-        version = installed_version(code_dir)
-        if expected_version and version != expected_version:
-            raise UpdateFailed('the runner at %s is version %s but the dispatcher expects %s (D11: stale runner refused)'
-                               % (code_dir, version, expected_version))
-        return version
-
-    if environ.get(REEXEC_ENV) == '1':
-        return {'status': 'reexeced', 'from': None, 'to': None, 'version': _version_check()}
-    git = Git(runner or SubprocessRunner())
-    lock = None
-    try:
-        import fcntl
-        lock = open(os.path.join(code_dir, '.git', 'fleet-runner-update.lock'), 'a')
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    except (OSError, ImportError) as exc:
-        log('fleet-runner: WARNING: no update lock (%s); updating unlocked' % exc)
-    try:
-        try:
-            sha = git.fetch(code_dir, branch)
-            head = git.rev_parse(code_dir, 'HEAD')
-            if head != sha:
-                rc, _out, err = git.runner.run([git.git, '-C', code_dir, 'checkout', '--quiet', '--detach', sha])
-                after = git.rev_parse(code_dir, 'HEAD')
-                if after != sha:
-                    raise UpdateFailed('the runner checkout %s is at %s after moving to origin/%s = %s (git checkout rc=%s: %s)'
-                                       % (code_dir, after, branch, sha, rc, (err or '').strip()))
-        except GitError as exc:
-            raise UpdateFailed('the runner could not update itself in %s: %s' % (code_dir, exc))
-    finally:
-        if lock is not None:
-            lock.close()
-    version = _version_check()
-    if head == sha:
-        return {'status': 'current', 'from': head, 'to': sha, 'version': version}
-    log('fleet-runner: updated %s from %s to %s (version %s); re-executing once' % (code_dir, head, sha, version))
-    env = dict(environ)
-    env[REEXEC_ENV] = '1'
-    if started_at is not None:
-        env[STARTED_ENV] = format_time(started_at)
-    args = [sys.executable, '-m', MODULE] + list((argv or sys.argv)[1:])
-    (execv or os.execve)(sys.executable, args, env)
-    return {'status': 'updated', 'from': head, 'to': sha, 'version': version}
 
 
 # --- main --------------------------------------------------------------------------------------------
@@ -842,7 +585,11 @@ def _load_json_file(path: str, what: str) -> Dict[str, Any]:
 
 
 def board_spec(path: str, environ) -> Dict[str, Any]:
-    """The board spec from ``path`` plus secrets from the environment (EnvironmentFile; never argv)."""
+    """The board spec from ``path`` plus secrets from the environment (EnvironmentFile; never argv).
+
+    D18: which identity writes and merges is a credential decision of the installation (the
+    master's EnvironmentFile), never a git config or an argument visible in ``ps``.
+    """
     spec = _load_json_file(path, 'the board spec')
     for env_name, key in SECRET_ENV:
         if environ.get(env_name) and not spec.get(key):
@@ -868,7 +615,7 @@ def _parser():
     p.add_argument('--agent-command', default=None, help='the agent argv as a JSON list (overrides the config)')
     p.add_argument('--workdir', default=None, help='the agent\'s working directory (default: the current one)')
     p.add_argument('--timeout', type=float, default=None, help='seconds before the agent is stopped (default: none)')
-    p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update (D11)')
+    p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update')
     p.add_argument('--branch', default=None, help='the branch to self-update from and to brief (default main)')
     p.add_argument('--no-self-update', action='store_true', help='skip the self-update')
     p.add_argument('--version', action='store_true', help='print the installed version as JSON and exit')
@@ -885,7 +632,7 @@ def _log_line(message: str) -> None:
 def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_runner=None, reraise=None) -> int:
     """The runner's entry point; returns the exit code (see ``EXIT`` and the module docstring)."""
     environ = os.environ if environ is None else environ
-    # D16: the start time first. A re-exec (D11) carries the original process's start.
+    # The start time first (D16). A re-exec carries the original process's start.
     started_at = None
     if environ.get(REEXEC_ENV) == '1':
         try:
@@ -908,9 +655,9 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
             _log_line('fleet-runner: configuration error: %s' % exc)
             return EXIT_USAGE
         state_dir = _expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
-        before, _why = read_capacity_file(os.path.join(state_dir, 'capacity.json'))
+        before, _why, _present = read_capacity_file(os.path.join(state_dir, CAPACITY_FILE))
         note_update_outcome(state_dir, failed=None, now=started_at, unit='', log=_log_line)
-        after, _why = read_capacity_file(os.path.join(state_dir, 'capacity.json'))
+        after, _why, _present = read_capacity_file(os.path.join(state_dir, CAPACITY_FILE))
         sys.stdout.write(json.dumps({'cleared': clears_after_update(before) and after is None,
                                      'source': (after or {}).get('source')}) + '\n')
         return 0

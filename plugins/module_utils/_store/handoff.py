@@ -5,41 +5,9 @@
 
 A session that closes may hand off to a successor named ``any-<topic>``: a successor addressed to
 no machine. Every runner with room is eligible, so runners race, and the claim has to be atomic
-and live where all of them can see it -- the ledger. The rules, from the seed:
+and live where all of them can see it -- the ledger.
 
-* **ONE insert decides (D4: one atomic decision, no read-then-act).** The claim is a single
-  ``INSERT ... ON CONFLICT (id) DO NOTHING RETURNING`` on a unique id built from the parent
-  session and the successor's name (``claim_id``). The runner that gets a row back won. The
-  database's unique index is the lock, exactly as D4's zero-entropy unit name makes systemd's name
-  registry the lock: the id carries zero entropy (no time, no host, no random part), so every
-  runner asking about one successor asks about the same row.
-* **The loser reads who holds it** and gets ``won: false`` with the ``holder`` (the caller logs
-  "already claimed by <host>"). Asking again gives the same answer, forever: the row is never
-  updated or deleted, so "record the loss so it never asks again" is the caller's optimisation,
-  not a correctness need.
-* **The same host asking again still holds it** (``won: true``, nothing inserted): a runner that
-  crashed between its claim and its launch can pick its own claim back up.
-* **Fails CLOSED -- the D5 contrast.** D5 makes every guard fail open, because a false block only
-  wastes a cycle. A claim is not a guard: it is the one proof that this runner, and no other, may
-  start the successor. If the ledger cannot be reached or read, ``ClaimUnproven`` is raised and
-  NOBODY launches -- "a claim that cannot be proven is not a claim". Failing open here would let
-  every runner that lost its connection start the same successor (the duplicate D4 exists to
-  prevent), and the successor simply waits for the next tick instead. Same reasoning as D5's own
-  exception (an unreadable queue cannot produce a decision). Contrast ``_lease``, which fails
-  open because the zero-entropy unit name and the probe still stand behind it; nothing stands
-  behind a claim.
-* **The winner's workspace** drops the ``any-`` tag and takes its own host's name
-  (``_naming.claimed_name``): the directory tells you where the work ran.
-
-Storage: table ``handoffs`` in the ledger's database, migrated as its own ``schema_version``
-component (``handoff``) through ``_sql.SqlStore.migrate`` -- the board's schema version does not
-move, so a controller running an older collection still reads the board. A separate table (the
-seed reused its session table's unique column and wrote the claim row "as already finished, with
-no handoff of its own, so the runners can never mistake it for work") means a claim row can never
-be read as work at all. Rows are written once and never changed.
-
-Missing SQLite file: unreadable, never created (D20). Two runners pointed at two mistyped paths
-would otherwise each create a private ledger and each win.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_store/handoff.py``.
 """
 
 from __future__ import annotations
@@ -48,9 +16,9 @@ import datetime as _dt
 import re
 import sqlite3
 
-from ._model import UTC, format_time, parse_time
-from ._naming import DISPATCH_TAG, claimed_name, is_dispatch_name
-from ._sql import DEFAULT_TIMEOUT, SqlError, SqlStore
+from .._core.model import UTC, format_time, parse_time
+from .._core.naming import DISPATCH_TAG, claimed_name, is_dispatch_name
+from .sql import DEFAULT_TIMEOUT, SqlError, SqlStore
 
 COMPONENT = 'handoff'
 """The ``schema_version.component`` of the claim table (separate from the board's)."""
@@ -64,7 +32,7 @@ MIGRATIONS = [
 """``id`` is ``claim_id(parent, successor)``: its PRIMARY KEY is the lock. ``holder`` is the winning
 host; ``workspace`` its ``claimed_name`` (stored so a loser's status line can say where the work
 runs without recomputing it under another naming rule); ``claimed_at`` is the winner's ``now``,
-``_model.format_time`` text. ``parent`` and ``successor`` are kept as columns so a human can query
+``_core.model.format_time`` text. ``parent`` and ``successor`` are kept as columns so a human can query
 them without parsing ids."""
 
 RETURNING_MIN_SQLITE = (3, 35, 0)
@@ -91,7 +59,7 @@ class ClaimUnproven(Exception):
     """The ledger could not be reached, read or written: the claim is unproven and NOBODY launches.
 
     Never caught and turned into a guess (module docstring: fail closed). The message names the
-    ledger (password redacted by ``_sql``) and the fix."""
+    ledger (password redacted by ``_store.sql``) and the fix."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,14 +80,14 @@ def check_successor(successor):
     if not is_dispatch_name(successor):
         raise HandoffError('successor %r is not a dispatched handoff: only an %s<topic> successor (topic of letters, digits, '
                            '".", "_", "-", at most 100) belongs to no machine and is claimed; an untagged successor follows '
-                           'its parent and needs no claim (seed 003)' % (successor, DISPATCH_TAG))
+                           'its parent and needs no claim' % (successor, DISPATCH_TAG))
     return successor
 
 
 def claim_id(parent, successor):
     """The claim's unique id: ``<parent>/<successor>``, e.g. ``s-1842/any-docs``.
 
-    Zero entropy (D4): a pure function of the parent session and the successor name, so every
+    Zero entropy: a pure function of the parent session and the successor name, so every
     runner racing for one successor inserts the same key and the unique index lets one through.
     Unambiguous: a successor never contains ``/`` (``any-<topic>``), so the last ``/`` splits the
     id back (``split_claim_id``) even when the parent contains one. Raises ``HandoffError``.

@@ -1,28 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``git fetch`` and ``git worktree``, declared once: one workspace per run (D10).
+"""``git fetch`` and ``git worktree``, declared once: one workspace per run.
 
-D10 🔴 — two dispatches once shared a tree and the second run's pre-flight reset the first run's
-live checkout; nothing warned and nothing failed. So:
+Each run gets its own detached worktree at a fresh ``origin/<branch>``, created from the clone's
+physical path and verified before it is handed over; a dirty one is kept, never wiped.
 
-* every run gets its own ``git worktree``, **detached** at a freshly fetched ``origin/<branch>``
-  (a named branch can be checked out in one worktree only, so the second concurrent run would
-  fail outright);
-* the clone path is **resolved physically** (``os.path.realpath``) before git sees it: git writes
-  the worktree's pointer from the path it resolved through, and a symlinked clone mints a pointer
-  naming a path that does not exist (``fatal: not a git repository`` inside the run);
-* git is **verified inside** the new workspace (``rev-parse HEAD`` equals the fetched sha, the
-  top level is the workspace itself) before it is handed over;
-* an existing workspace is **never reset, checked out or cleaned** — it may be a live run's tree;
-* on release a clean workspace is removed and one holding work is **kept** and named (uncommitted
-  or untracked files, or commits no remote ref contains — removing a worktree orphans its detached
-  commits just as surely as deleting files).
-
-D11 🔴 — the fetch is verified by its outcome, not its exit code: after ``git fetch`` the
-remote-tracking ref must equal ``FETCH_HEAD``.
-
-All commands run through the injected runner (``_cmd``), as argv lists, in the C locale.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_host/git.py``.
 """
 
 from __future__ import annotations
@@ -138,7 +122,7 @@ class Git(object):
         """Fetch ``branch`` from the remote into ``refs/remotes/<remote>/<branch>``; return its sha.
 
         The refspec is explicit so a clone with a narrow fetch configuration still updates the
-        tracking ref, and the result is verified (D11): the tracking ref must equal FETCH_HEAD.
+        tracking ref, and the result is verified: the tracking ref must equal FETCH_HEAD.
         """
         tracking = 'refs/remotes/%s/%s' % (self.remote, branch)
         self._run(clone, ['fetch', '--no-tags', self.remote, '+refs/heads/%s:%s' % (branch, tracking)],
@@ -146,7 +130,7 @@ class Git(object):
         fetched = self.rev_parse(clone, 'FETCH_HEAD')
         sha = self.rev_parse(clone, tracking)
         if not sha or sha != fetched:
-            raise GitError('git fetch %s %s exited 0 but %s is %s, FETCH_HEAD is %s in %s (D11: verify the outcome)'
+            raise GitError('git fetch %s %s exited 0 but %s is %s, FETCH_HEAD is %s in %s (verify the outcome)'
                            % (self.remote, branch, tracking, sha, fetched, clone))
         return sha
 
@@ -184,7 +168,7 @@ class Git(object):
 
 
 class Workspace(object):
-    """The workspace decisions over a ``Git``: ensure present / release (D10).
+    """The workspace decisions over a ``Git``: ensure present / release.
 
     ``clone`` and ``path`` may be given through symlinks; both are resolved physically here.
     Methods return a result dict and never touch anything in ``check`` mode.
@@ -205,6 +189,9 @@ class Workspace(object):
 
     def present(self, check=False):
         """Ensure a verified detached worktree at ``path``.
+
+        D10: one workspace per run, detached at a fresh ``origin/<branch>``, created from the
+        clone's physical path and verified before it is handed over.
 
         * registered and verified → unchanged (never moved: it may be a live run's tree);
           ``fresh`` says whether its HEAD is still the remote's tip.
@@ -245,7 +232,7 @@ class Workspace(object):
         if problem:
             # A tree we created a moment ago holds no work: take it back rather than hand it over.
             self.git.worktree_remove(self.clone, self.path, force=True, check=False)
-            raise GitError('the new workspace %s does not verify: %s (D10: not handed over)' % (self.path, problem))
+            raise GitError('the new workspace %s does not verify: %s (not handed over)' % (self.path, problem))
         res.update(created=True, pruned=changed_prune, sha=sha, fresh=True)
         return res
 

@@ -3,38 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``systemctl --user`` and ``systemd-run --user``, declared once (the CLI-wrapper shape).
 
-A *run* is one transient user unit ``task-<item>`` on one master (D3). Everything this fleet
+A *run* is one transient user unit ``task-<item>`` on one master. Everything this fleet
 asks of a master's user manager goes through ``SystemdUser``: which argv, which environment,
-how the output is read. The runner is injected (``_cmd``), so tests replay exact argv.
+how the output is read. The runner is injected (``_host.cmd``), so tests replay exact argv.
 
-Decisions implemented here:
-
-* **D3 🔴 explicit PATH.** ``systemd-run --user`` does not pass the caller's environment to the
-  unit; the unit gets the user manager's PATH, where ``~/.local/bin`` is absent. ``run_transient``
-  therefore *requires* the PATH string and always passes ``--setenv=PATH=<path>``. The same PATH is
-  put in systemd-run's own environment, because systemd-run resolves ``argv[0]`` with the *caller's*
-  PATH before it hands the unit over — so the executable is found (or refused) by the very PATH the
-  run will have.
-* **D3 secrets.** Secrets enter only through ``-p EnvironmentFile=<absolute path>``; never
-  ``--setenv`` (which shows in ``systemctl show -p Environment`` and in systemd-run's argv).
-* **D3 OnFailure.** ``-p OnFailure=<template><unit>.service`` with the literal unit name: specifiers
-  such as ``%n`` are *not* expanded in transient-unit properties (systemd 252 rejects
-  ``fleet-notify@%n.service`` as an invalid unit name — test-bed README).
-* **Type=exec.** With systemd-run's default Type=simple the start job completes at fork, so a run
-  whose working directory, EnvironmentFile or executable is missing is reported as started and
-  dies a moment later. ``-p Type=exec`` makes the start job wait for the ``execve()``: those
-  failures become a failed systemd-run (read on the test bed, systemd 252: a missing
-  ``--working-directory`` gives rc 0 with Type=simple, rc 1 "Job for task-50.service failed" with
-  Type=exec). ``launched`` then means the run's program is running.
-* **D4 the name is the lock.** No entropy is ever added to the unit name here; the name comes from
-  ``_naming.unit_name`` and a live name makes systemd refuse the second start.
-* **D20 🔴 live vs unloading.** After a failed ``systemd-run`` the unit's state is *read* and
-  classified (``classify``), never inferred from the error text: systemd prints the same
-  "already loaded or has a fragment file" for a live unit and for one not yet collected.
-* **XDG_RUNTIME_DIR.** Over ``become_user`` pam_systemd does not run, so the variable is absent and
-  ``systemctl --user`` fails with "Failed to connect to bus: No medium found" (test-bed README,
-  pitfall 4). It is set to ``/run/user/<uid>`` when absent, or when it positively names another
-  user's runtime directory (inherited through become).
+The rules in full, with their reasons: ``docs/internals.md``, section ``_host/systemd.py``.
 """
 
 from __future__ import annotations
@@ -43,7 +16,7 @@ import datetime as _dt
 import os
 import re
 
-from ._naming import item_of_unit
+from .._core.naming import item_of_unit
 
 # ActiveState values (systemd.unit(5), "ActiveState"): a unit in these states has a live process
 # tree that a second start must not join.
@@ -55,7 +28,7 @@ STOPPED_STATES = frozenset(('inactive', 'failed'))
 
 # What one probe reads per unit. ExecMainStartTimestampMonotonic is the start we report as
 # ``start_us``: it is stamped when the main process is forked, i.e. when the run began to do work
-# (D4: oldest wins because it has done the most work). ActiveEnterTimestampMonotonic is the
+# (oldest wins because it has done the most work). ActiveEnterTimestampMonotonic is the
 # fallback for a unit that has no main process stamp yet (0); for a systemd-run service of the
 # default Type=simple the two differ by the fork-to-active step only.
 #
@@ -125,7 +98,7 @@ def classify(state):
     if load and load != 'not-found':
         # Loaded (or in an error load state) but not running: the name is still taken until the
         # manager collects it. An unknown ActiveState also lands here: not "live" without positive
-        # evidence (D5), but not free either.
+        # evidence, but not free either.
         return 'unloading'
     return 'absent'
 
@@ -184,6 +157,34 @@ def runtime_env(uid, environ=None):
     return {}
 
 
+def unit_problems(path, environment_file=None, success_exit_status=None):
+    """Why ``systemd-run`` could not start a run with these unit settings (empty: it can).
+
+    The one check of them: ``SystemdUser.transient_argv`` raises on it, and ``launch`` runs it for
+    the whole call before any unit is touched. D3: the PATH is explicit, a transient unit does
+    not inherit the caller's.
+    """
+    problems = []
+    if not (path or '').strip():
+        problems.append("an explicit PATH is required: a transient unit does not inherit the caller's PATH")
+    if environment_file and not os.path.isabs(environment_file):
+        problems.append('EnvironmentFile must be an absolute path: %s' % (environment_file,))
+    for code in success_exit_status or ():
+        if isinstance(code, bool) or not isinstance(code, int) or not 0 < code < 256:
+            problems.append('success exit status %r is not an exit code from 1 to 255' % (code,))
+    return problems
+
+
+def command_problems(argv, workdir=None):
+    """Why one run's command could not be started (empty: it can): a command, an absolute workdir."""
+    problems = []
+    if not argv:
+        problems.append("the run's command is empty")
+    if workdir and not os.path.isabs(workdir):
+        problems.append('the working directory must be an absolute path: %s' % (workdir,))
+    return problems
+
+
 class SystemdUser(object):
     """A master's user manager, reached through an injected runner.
 
@@ -226,7 +227,7 @@ class SystemdUser(object):
         ``systemctl --user show 'task-*.service'`` expands the glob against loaded units and prints
         one block per unit with exactly the properties we need (list-units' JSON lacks
         InvocationID and the timestamps, so it would cost a second call). Units whose name does
-        not parse as an item are returned with ``item: None``, never dropped (D20: a parser that
+        not parse as an item are returned with ``item: None``, never dropped (a parser that
         silently stops matching empties the live set).
         """
         argv, rc, out, err = self._ctl(['show', TASK_GLOB, '--property=' + ','.join(UNIT_PROPS)] + list(SHOW_OPTS))
@@ -254,17 +255,12 @@ class SystemdUser(object):
         """The exact ``systemd-run`` argv for one run (pure; see ``run_transient``).
 
         ``success_exit_status``: exit codes that are not a failure of the unit, so ``OnFailure=`` does
-        not fire for them (D14: a retry or a capacity ending is the mechanism working, and an
+        not fire for them (a retry or a capacity ending is the mechanism working, and an
         announcer that reports it trains the human to ignore the channel).
         """
-        if not path:
-            raise ValueError('an explicit PATH is required (D3: the unit does not inherit the caller\'s PATH)')
-        if environment_file and not os.path.isabs(environment_file):
-            raise ValueError('EnvironmentFile must be an absolute path: %r' % (environment_file,))
-        if workdir and not os.path.isabs(workdir):
-            raise ValueError('the working directory must be an absolute path: %r' % (workdir,))
-        if not argv:
-            raise ValueError('the run needs a command')
+        problems = unit_problems(path, environment_file, success_exit_status) + command_problems(argv, workdir)
+        if problems:
+            raise ValueError('; '.join(problems))
         out = [self.systemd_run, '--user', '--unit=%s' % unit, '--collect', '-p', 'Type=exec', '--setenv=PATH=%s' % path]
         for key in sorted(setenv or {}):
             out.append('--setenv=%s=%s' % (key, setenv[key]))
@@ -274,8 +270,6 @@ class SystemdUser(object):
             out += ['-p', 'OnFailure=%s' % on_failure]
         codes = []
         for code in success_exit_status or ():
-            if isinstance(code, bool) or not isinstance(code, int) or not 0 < code < 256:
-                raise ValueError('a success exit status must be an integer from 1 to 255: %r' % (code,))
             if code not in codes:
                 codes.append(code)
         if codes:

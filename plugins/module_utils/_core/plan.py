@@ -7,21 +7,16 @@ This is the one place that turns the queue into decisions for *both* dispatch pa
 sweeper and the hand dispatch call the same functions through ``board_info`` and the shared
 dispatch tasks (D15: a guard living only in one consumer cannot see the other path).
 
-* ``assess`` -- each item's eligibility verdict (``_eligibility.evaluate``), the attempt count
-  derived from its markers (D1: never stored), its open blockers (D9) and its artifacts, as
-  JSON-ready dicts; ``candidates`` keeps the eligible ones in board order.
-* ``place`` -- put each candidate on the master with the most measured headroom (D13: there
-  is no concurrency cap; attempt caps and capacity cooldowns bound waste, a cap only bounds
-  useful work). Dark masters get nothing (D8). Placement is deterministic for equal input.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/plan.py``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ._eligibility import evaluate
-from ._model import format_time, to_jsonable
-from ._naming import oldest_wins, unit_name
+from .eligibility import evaluate
+from .model import format_time, to_jsonable
+from .naming import oldest_wins, unit_name
 
 
 def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
@@ -74,7 +69,7 @@ def _headroom_key(master):
     """Most headroom first: fewest live runs, then lowest load per CPU, then most memory.
 
     Unknown figures (a probe that did not answer) sort as if the master were idle: guards
-    fail open (D5), and a blind spot must not become a refusal.
+    fail open, and a blind spot must not become a refusal.
     """
     head = master.get('headroom') or {}
     live = head.get('live_runs') or 0
@@ -125,23 +120,25 @@ def place(cands, masters) -> Dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
-# The guarded dispatch path (D4, D5, D6, D8, D13, D15): the pure steps between the lease, the
+# The guarded dispatch path: the pure steps between the lease, the
 # probe, the capacity read and the launch. The role runs them through the ``fleet.dispatch.guard``
 # action, so the sweep and the hand dispatch share exactly this code.
 #
 # Every step takes the candidates still admitted and returns ``{'admitted': [...], 'refused':
-# [...]}``; a refusal is ``{number, repo, unit, stage, why}`` and is only ever *logged* (D6: a
-# refusal writes nothing to the board). A refusal needs positive evidence (D5): a lease another
+# [...]}``; a refusal is ``{number, repo, unit, stage, why}`` and is only ever *logged* (a
+# refusal writes nothing to the board). A refusal needs positive evidence: a lease another
 # owner holds, a unit the probe saw live. A blind spot (a probe that failed) is reported, never
 # turned into a refusal.
 
 def _refusal(cand, stage, why):
+    """One refusal record. D6: a refusal writes nothing to the board -- the caller logs it on
+    stderr -- because eligibility reads the last marker, so a refusal marker would be a latch."""
     return {'number': cand.get('number'), 'repo': cand.get('repo', '') or '', 'unit': cand.get('unit'),
             'stage': stage, 'why': why}
 
 
 def name_candidates(cands) -> Dict[str, Any]:
-    """Give each candidate its unit name (``_naming.unit_name``, D4: zero entropy); that name is
+    """Give each candidate its unit name (``_core.naming.unit_name``, D4: zero entropy); that name is
     also its lease name. A candidate whose identity does not make a unit name is refused."""
     admitted, refused = [], []
     for cand in cands or []:
@@ -156,12 +153,12 @@ def name_candidates(cands) -> Dict[str, Any]:
 
 
 def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
-    """Keep the candidates whose lease this dispatcher holds (D4, third layer).
+    """Keep the candidates whose lease this dispatcher holds (third layer).
 
     ``leases`` are the ``fleet.dispatch.mutex`` answers (one per candidate unit, any order).
     ``acquired: false`` is a refusal: another dispatcher holds the item from its probe to its
-    launch. A degraded lease (the store failed open, D5) is admitted and warned about. A candidate
-    with no answer at all is admitted with a warning (no positive evidence of a holder, D5).
+    launch. A degraded lease (the store failed open) is admitted and warned about. A candidate
+    with no answer at all is admitted with a warning (no positive evidence of a holder).
     ``enabled=False`` is the test flag of D15's corollary: the production path minus the lease.
     """
     warnings = []
@@ -169,14 +166,14 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
         admitted = [dict(c, lease=None) for c in cands or []]
         if admitted:
             warnings.append('the lease is disabled (dispatch_lease_enabled=false): only the probe and the unit name '
-                            'guard %s against a concurrent dispatcher (D4)' % ', '.join(c['unit'] for c in admitted))
+                            'guard %s against a concurrent dispatcher' % ', '.join(c['unit'] for c in admitted))
         return {'admitted': admitted, 'refused': [], 'warnings': warnings}
     by_name = dict((lease.get('name'), lease) for lease in leases or [] if isinstance(lease, dict))
     admitted, refused = [], []
     for cand in cands or []:
         lease = by_name.get(cand['unit'])
         if lease is None:
-            warnings.append('%s: no lease answer; proceeding without one (D5: a guard fails open)' % cand['unit'])
+            warnings.append('%s: no lease answer; proceeding without one (a guard fails open)' % cand['unit'])
             admitted.append(dict(cand, lease=None))
         elif lease.get('acquired') is True:
             if lease.get('degraded'):
@@ -189,34 +186,33 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
     return {'admitted': admitted, 'refused': refused, 'warnings': warnings}
 
 
-def _loop_item(result):
-    key = result.get('ansible_loop_var') or 'item'
-    return result.get(key) or {}
+def _target(record):
+    return record.get('target') or {}
 
 
-def _failed(result):
-    return bool(result.get('failed') or result.get('unreachable') or result.get('skipped'))
+def _failed(record):
+    return record.get('status', 'ok') != 'ok'
 
 
 def survey(probes) -> Dict[str, Any]:
-    """The fleet's live runs from the ``units_info`` answers, one per master (D4, D20).
+    """The fleet's live runs from the ``units_info`` answers, one per master.
 
-    ``probes`` are registered loop results whose loop item is ``{worker, master}``. Returns
+    ``probes`` are the ``units_info`` answer records, ``target`` ``{worker, master}``. Returns
     ``{live: {unit: [units...]}, duplicates: [{unit, number, repo, keep, stop}], blind: [...],
     masters: {'worker/master': live count}}``. Each unit carries ``worker`` and ``host`` (the worker)
     and ``master``. Duplicates -- one unit name live on more than one master -- are resolved by
-    ``_naming.oldest_wins`` (wall-clock start across workers, monotonic within one; D4). A unit
-    whose name does not parse as an item is still counted as live for its master (D20).
+    ``_core.naming.oldest_wins`` (wall-clock start across workers, monotonic within one). A unit
+    whose name does not parse as an item is still counted as live for its master.
     """
     live, blind, counts = {}, [], {}
     for res in probes or []:
-        where = _loop_item(res)
+        where = _target(res)
         worker, master = where.get('worker'), where.get('master')
         if res.get('skipped') and not res.get('failed'):
             continue    # not probed on purpose (nothing was left to launch): not a blind master
         if _failed(res):
             blind.append({'worker': worker, 'master': master,
-                          'why': 'probe failed: %s' % (res.get('msg') or ('unreachable' if res.get('unreachable') else 'skipped'))})
+                          'why': 'probe failed: %s' % (res.get('msg') or res.get('status'))})
             continue
         units = res.get('units') or []
         counts['%s/%s' % (worker, master)] = len(units)
@@ -258,8 +254,8 @@ def gate_probe(cands, surveyed) -> Dict[str, Any]:
 
 
 def repairs(surveyed, owner='', now=None) -> List[Dict[str, Any]]:
-    """The stops that repair coexisting duplicates (D4), one per unit to stop, with the note the
-    runner reads to know the stop was deliberate (D12; format in docs/dispatch.md)."""
+    """The stops that repair coexisting duplicates, one per unit to stop, with the note the
+    runner reads to know the stop was deliberate (format in docs/dispatch.md)."""
     out = []
     for dup in surveyed.get('duplicates', []):
         keep = dup['keep']
@@ -282,26 +278,26 @@ def repairs(surveyed, owner='', now=None) -> List[Dict[str, Any]]:
 
 
 def dark_why(source, reset_at) -> str:
-    """The words for a dark master (D8, D20: two kinds of dark, opposite remedies)."""
+    """The words for a dark master (two kinds of dark, opposite remedies)."""
     if source == 'revoked':
         return 'revoked: gets nothing until a human clears the capacity state (reset time %s)' % (reset_at or 'unknown')
     if source == 'rate_limit':
         return 'rate-limited: gets nothing until %s' % (reset_at or 'unknown')
     if source == 'update_failed':
-        return ('runner could not update itself (D11): gets nothing until the cooldown ends or fleet.dispatch.worker '
+        return ('runner could not update itself: gets nothing until the cooldown ends or fleet.dispatch.worker '
                 'reinstalls it')
     return 'dark (%s) until %s' % (source or 'unknown source', reset_at or 'unknown')
 
 
 def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
-    """The placement input: every configured master with its capacity answer (D8) and its probed
+    """The placement input: every configured master with its capacity answer and its probed
     live-run count (the probe's count wins: it was read inside the lease).
 
-    ``capacity`` are registered ``capacity_info`` loop results (loop item ``{worker, master}``).
+    ``capacity`` are the ``capacity_info`` answer records (``target`` ``{worker, master}``).
     A master whose capacity read or probe failed is left out of placement and warned about; it is
-    not dark (D5: no positive evidence), just unusable this cycle.
+    not dark (no positive evidence), just unusable this cycle.
     """
-    by_key = dict(('%s/%s' % (_loop_item(r).get('worker'), _loop_item(r).get('master')), r) for r in capacity or [])
+    by_key = dict(('%s/%s' % (_target(r).get('worker'), _target(r).get('master')), r) for r in capacity or [])
     blind = set('%s/%s' % (b['worker'], b['master']) for b in (surveyed or {}).get('blind', []))
     counts = (surveyed or {}).get('masters', {})
     usable, warnings = [], []
@@ -327,8 +323,8 @@ def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
 
 
 def gate_place(cands, masters, capacity, surveyed=None) -> Dict[str, Any]:
-    """Place the admitted candidates on the master with the most measured headroom (D13, no cap);
-    dark masters get nothing (D8). A candidate no master can take is refused (logged, D6)."""
+    """Place the admitted candidates on the master with the most measured headroom (no cap);
+    dark masters get nothing. A candidate no master can take is refused (logged)."""
     if not cands:
         return {'admitted': [], 'refused': [], 'warnings': [], 'plan': {'assignments': [], 'unplaced': [], 'dark': []},
                 'masters': []}
@@ -347,13 +343,13 @@ def gate_place(cands, masters, capacity, surveyed=None) -> Dict[str, Any]:
 
 
 def _workdirs(workspaces):
-    """unit -> workspace path from the registered ``workspace`` loop results (loop item: a placed candidate)."""
+    """unit -> workspace path from the ``workspace`` answer records (``target``: a placed candidate)."""
     out, why = {}, {}
     for res in workspaces or []:
-        cand = _loop_item(res)
+        cand = _target(res)
         unit = cand.get('unit')
         if _failed(res) or not res.get('path'):
-            why[unit] = res.get('msg') or ('unreachable' if res.get('unreachable') else 'no workspace path')
+            why[unit] = res.get('msg') or ('unreachable' if res.get('status') == 'unreachable' else 'no workspace path')
         else:
             out[unit] = res['path']
     return out, why
@@ -368,7 +364,7 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     """One launch call per master with work (a user manager is per master, so a worker with two
     busy masters gets two calls -- never one per item), each with the launch-ready items.
 
-    ``workspaces`` are the registered ``workspace`` results (D10: one per run); a candidate whose
+    ``workspaces`` are the ``workspace`` answer records (one per run); a candidate whose
     workspace failed is refused here and launched nowhere. ``command`` is the run's argv with
     ``{number}``, ``{repo}``, ``{unit}`` and ``{workdir}`` filled in per item. Each run also gets
     ``FLEET_ITEM``, ``FLEET_REPO``, ``FLEET_UNIT``, ``FLEET_DISPATCH_OWNER`` and the lease's fencing
@@ -399,3 +395,42 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
             'workdir': workdir, 'setenv': env,
         })
     return {'batches': groups, 'refused': refused, 'warnings': []}
+
+
+def launch_report(launches) -> Dict[str, Any]:
+    """The ``launch`` answer records (``target``: a batch, one per master): launched, refused by the
+    unit name (the second layer of D4 caught a race the lease did not cover), failed.
+
+    A skipped launch had no recorded PATH for its master (the run's PATH is explicit).
+    """
+    launched, refused, failed, warnings = [], [], [], []
+    for res in launches or []:
+        where = _target(res)
+        label = '%s/%s' % (where.get('worker'), where.get('master'))
+        status = res.get('status', 'ok')
+        if status == 'skipped':
+            for cand in where.get('items') or []:
+                failed.append({'number': cand.get('number'), 'unit': cand.get('unit'), 'worker': where.get('worker'),
+                               'master': where.get('master'), 'why': 'no PATH recorded for this master'})
+                warnings.append('%s on %s: not launched: the master has no recorded PATH (~/.config/fleet-dispatch/path; '
+                                'run the worker role, or set dispatch_run_path)' % (cand.get('unit'), label))
+            continue
+        if status != 'ok':
+            why = res.get('msg') or 'unreachable'
+            for cand in where.get('items') or []:
+                failed.append({'number': cand.get('number'), 'unit': cand.get('unit'), 'worker': where.get('worker'),
+                               'master': where.get('master'), 'why': why})
+                warnings.append('%s on %s: launch failed: %s' % (cand.get('unit'), label, why))
+            continue
+        for entry in res.get('results') or []:
+            row = {'number': entry.get('number'), 'repo': entry.get('repo'), 'unit': entry.get('unit'),
+                   'worker': where.get('worker'), 'master': where.get('master'), 'reason': entry.get('reason'),
+                   'invocation_id': entry.get('invocation_id')}
+            if entry.get('reason') in ('launched', 'would-launch'):
+                launched.append(row)
+            elif entry.get('reason') in ('live', 'unloading'):
+                refused.append(dict(row, stage='launch', why='the unit name %s is held on %s (%s)' % (
+                    entry.get('unit'), label, entry.get('reason'))))
+            else:
+                failed.append(dict(row, why=entry.get('stderr') or 'failed to launch'))
+    return {'launched': launched, 'refused': refused, 'failed': failed, 'warnings': warnings}

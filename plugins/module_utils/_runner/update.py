@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The runner's self-update: fetch its own checkout, verify the outcome, re-exec once.
+
+``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner`` (``MODULE``) is
+what the worker role's wrapper runs and what the re-exec runs again.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import sys
+from typing import Any, Dict, Optional
+
+from .._core.model import format_time
+from .._host.cmd import SubprocessRunner
+from .._host.git import Git, GitError
+
+MODULE = 'ansible_collections.fleet.dispatch.plugins.module_utils._runner'
+
+REEXEC_ENV = 'FLEET_RUNNER_REEXEC'
+STARTED_ENV = 'FLEET_RUNNER_STARTED_AT'
+EXPECTED_VERSION_ENV = 'FLEET_RUNNER_EXPECTED_VERSION'
+
+
+class UpdateFailed(Exception):
+    """The self-update's outcome did not verify; the message names both sides."""
+
+
+_VERSION_RE = re.compile(r'^version:\s*["\']?([^"\'\s#]+)', re.MULTILINE)
+
+
+def installed_version(code_dir: str) -> Optional[str]:
+    """The collection version in ``code_dir/galaxy.yml`` (read with a regex: the worker has no PyYAML)."""
+    try:
+        with open(os.path.join(code_dir, 'galaxy.yml'), encoding='utf-8') as handle:
+            match = _VERSION_RE.search(handle.read())
+    except OSError:
+        return None
+    return match.group(1) if match else None
+
+
+def code_root() -> str:
+    """The collection checkout this file was loaded from (``.../ansible_collections/fleet/dispatch``)."""
+    here = os.path.abspath(__file__)   # .../dispatch/plugins/module_utils/_runner/program.py
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(here))))
+
+
+def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Optional[str] = None, environ=None,
+                execv=None, argv=None, started_at: Optional[_dt.datetime] = None, log=None) -> Dict[str, Any]:
+    """Bring the runner's own checkout to ``origin/<branch>`` and re-exec once when it moved (D11).
+
+    🔴 Verify the OUTCOME, never the exit code: after the fetch the tracking ref must equal
+    FETCH_HEAD (``_host.git.Git.fetch``), after the checkout HEAD must equal the fetched sha, and the
+    installed version must equal ``expected_version`` when one is given. Anything else raises
+    ``UpdateFailed`` with both sides named. With ``FLEET_RUNNER_REEXEC=1`` in ``environ`` the fetch
+    is skipped (this process IS the re-exec) and only the version is verified: the guard that stops
+    a loop. Concurrent runs of one master serialise on a lock file in the checkout's git dir.
+
+    Returns ``{'status': 'current'|'updated'|'reexeced', 'from': sha, 'to': sha, 'version': v}``;
+    for ``updated`` the ``execv`` callable has been called (and does not return in production).
+    """
+    environ = dict(os.environ if environ is None else environ)
+    log = log or (lambda msg: sys.stderr.write(msg + '\n'))
+    code_dir = os.path.realpath(code_dir)
+
+    def _version_check():
+        version = installed_version(code_dir)
+        if expected_version and version != expected_version:
+            raise UpdateFailed('the runner at %s is version %s but the dispatcher expects %s (stale runner refused)'
+                               % (code_dir, version, expected_version))
+        return version
+
+    if environ.get(REEXEC_ENV) == '1':
+        return {'status': 'reexeced', 'from': None, 'to': None, 'version': _version_check()}
+    git = Git(runner or SubprocessRunner())
+    lock = None
+    try:
+        import fcntl
+        lock = open(os.path.join(code_dir, '.git', 'fleet-runner-update.lock'), 'a')
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    except (OSError, ImportError) as exc:
+        log('fleet-runner: WARNING: no update lock (%s); updating unlocked' % exc)
+    try:
+        try:
+            sha = git.fetch(code_dir, branch)
+            head = git.rev_parse(code_dir, 'HEAD')
+            if head != sha:
+                rc, _out, err = git.runner.run([git.git, '-C', code_dir, 'checkout', '--quiet', '--detach', sha])
+                after = git.rev_parse(code_dir, 'HEAD')
+                if after != sha:
+                    raise UpdateFailed('the runner checkout %s is at %s after moving to origin/%s = %s (git checkout rc=%s: %s)'
+                                       % (code_dir, after, branch, sha, rc, (err or '').strip()))
+        except GitError as exc:
+            raise UpdateFailed('the runner could not update itself in %s: %s' % (code_dir, exc))
+    finally:
+        if lock is not None:
+            lock.close()
+    version = _version_check()
+    if head == sha:
+        return {'status': 'current', 'from': head, 'to': sha, 'version': version}
+    log('fleet-runner: updated %s from %s to %s (version %s); re-executing once' % (code_dir, head, sha, version))
+    env = dict(environ)
+    env[REEXEC_ENV] = '1'
+    if started_at is not None:
+        env[STARTED_ENV] = format_time(started_at)
+    args = [sys.executable, '-m', MODULE] + list((argv or sys.argv)[1:])
+    (execv or os.execve)(sys.executable, args, env)
+    return {'status': 'updated', 'from': head, 'to': sha, 'version': version}
