@@ -272,7 +272,7 @@ _TRANSIENT = [
 ]
 # A failure the text states (only read when no envelope and no limit/transient signature decided).
 _FAILURE = _rx(r'\berror\b|\bfailed\b|\bfailure\b|\btimed\s+out\b|\btimeout\b|\bUnknown\s+arguments?\b|\bBad\s+Request\b'
-               r'|\bexception\b|\btraceback\b|\bpanicked\b')
+               r'|\bexception\b|\btraceback\b|\bpanicked\b|\bETIMEDOUT\b')
 # The agent's result text claims completed work (D2: a claim, never proof).
 _CLAIM_DONE = _rx(r'\b(?:done|fixed|pushed|merged|implemented|completed|committed|created)\b')
 
