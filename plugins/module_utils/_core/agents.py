@@ -218,9 +218,11 @@ def _rx(pattern):
 _GOOGLE = _rx(r'RESOURCE_EXHAUSTED|googleapis\.com|ai\.google\.dev|google\.rpc|cloudcode-pa|generativelanguage')
 _BILLING = _rx(r'check\s+your\s+plan\s+and\s+billing\s+details|\binsufficient_quota\b')
 _PER_DAY = _rx(r'PerDay|per\s+day|\bdaily\b')
+_PER_MINUTE = _rx(r'PerMinute|per\s+minute|\bper\s+min\b|\(TPM\)|\(RPM\)')
 
 _REVOKED = [
     ('http_401', _rx(r'(?:\b(?:status|error|code|http)\b[^\n\w]{0,3}\s*401\b|\b401\s+Unauthorized\b)')),
+    ('http_403', _rx(r'(?:\b(?:status|error|code|http)\b[^\n\w]{0,3}\s*403\b|\b403\s+Forbidden\b)')),
     ('authentication_error', _rx(r'\bauthentication_error\b|\binvalid\s+authentication\s+credentials\b')),
     ('permission_error', _rx(r'\bpermission_error\b|\bno\s+longer\s+a\s+member\s+of\s+the\s+organi[sz]ation\b')),
     ('oauth_expired', _rx(r'\b(?:oauth\s+|access\s+)?token\s+has\s+expired\b')),
@@ -228,9 +230,12 @@ _REVOKED = [
                            r'|\baccess\s+token\s+could\s+not\s+be\s+refreshed\b|\bfailed\s+to\s+refresh\s+token\b'
                            r'|\b(?:log\s+out\s+and\s+)?sign\s+in\s+again\b')),
     ('invalid_key', _rx(r'\binvalid\s+(?:x-)?api[ _-]?key\b|\bapi[ _-]?key\s+(?:not\s+valid|not\s+found|is\s+invalid)\b'
-                        r'|\bAPI_KEY_INVALID\b|\bincorrect\s+api\s+key\b')),
+                        r'|\bAPI_KEY_INVALID\b|\bincorrect\s+api\s+key\b|\bapi[ _-]?key\s+(?:has\s+)?expired\b')),
     ('missing_key', _rx(r'\bmissing\s+api[ _-]?key\b|\bmust\s+specify\s+the\s+\w*API_KEY\b')),
-    ('no_auth', _rx(r'\bplease\s+set\s+an\s+auth\s+method\b|\binvalid\s+auth\s+method\b|\bnot\s+logged\s+in\b')),
+    ('no_auth', _rx(r'\bplease\s+set\s+an\s+auth\s+method\b|\binvalid\s+auth\s+method\b|\bnot\s+logged\s+in\b'
+                    r'|\btoken\s+data\s+is\s+not\s+available\b|\bplease\s+(?:log|sign)\s+in\b|\bfailed\s+to\s+login\b'
+                    r'|\berror\s+authenticating\b|\bauthentication\s+failed\b|\binvalid\s+bearer\s+token\b'
+                    r'|\brequires\s+setting\s+the\s+GOOGLE_CLOUD_PROJECT\b')),
     ('login_required', _rx(r'\bplease\s+run\s+/login\b|\brun\s+/login\b')),
     ('credit_exhausted', _rx(r'\bcredit\s+balance\s+(?:is\s+)?too\s+low\b')),
     ('account_disabled', _rx(r'\b(?:account|organi[sz]ation|workspace)\s+(?:has\s+been\s+|was\s+|is\s+)?'
@@ -266,13 +271,16 @@ _TRANSIENT = [
     ('connection', _rx(r'\bE(?:CONNRESET|CONNREFUSED|CONNABORTED|NOTFOUND|AI_AGAIN|NETUNREACH|HOSTUNREACH|NETRESET|PIPE)\b'
                        r'|\bconnection\s+(?:was\s+)?(?:refused|reset|aborted|closed\s+unexpectedly|error)\b|\breset\s+by\s+peer\b'
                        r'|\bsocket\s+hang\s+up\b|\bnetwork\s+is\s+unreachable\b|\bno\s+route\s+to\s+host\b|\bfetch\s+failed\b'
-                       r'|\berror\s+sending\s+request\b')),
+                       r'|\berror\s+sending\s+request\b|\btransport\s+error\b|\berror\s+decoding\s+response\s+body\b'
+                       r'|\bstream\s+closed\s+before\s+response\.completed\b|\bunable\s+to\s+connect\s+to\s+(?:the\s+)?API\b')),
     ('dns', _rx(r'\bgetaddrinfo\b|\bName\s+or\s+service\s+not\s+known\b|\bTemporary\s+failure\s+in\s+name\s+resolution\b'
                 r'|\bCould\s+not\s+resolve\s+host\b|\bnodename\s+nor\s+servname\s+provided\b')),
 ]
 # A failure the text states (only read when no envelope and no limit/transient signature decided).
 _FAILURE = _rx(r'\berror\b|\bfailed\b|\bfailure\b|\btimed\s+out\b|\btimeout\b|\bUnknown\s+arguments?\b|\bBad\s+Request\b'
-               r'|\bexception\b|\btraceback\b|\bpanicked\b|\bETIMEDOUT\b')
+               r'|\bexception\b|\btraceback\b|\bpanicked\b|\bETIMEDOUT\b|\bprompt\s+is\s+too\s+long\b'
+               r'|\bcontext\s+(?:window|length)\b.{0,40}\bexceeded\b|\binvalid\s+model\b|\bpermission\s+denied\b'
+               r'|\bcommand\s+not\s+found\b|\bno\s+such\s+file\b')
 # The agent's result text claims completed work (D2: a claim, never proof).
 _CLAIM_DONE = _rx(r'\b(?:done|fixed|pushed|merged|implemented|completed|committed|created)\b')
 
@@ -302,6 +310,7 @@ _DUR_UNIT = r'(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours
 _DURATION = r'(?:\d+(?:\.\d+)?\s*' + _DUR_UNIT + r'(?![a-zA-Z])[\s,]*(?:and\s+)?)+'
 _STATED_DURATION = re.compile(r'(?:\btry\s+again|\bretry|\breset|\bresets)\s+(?:in|after)\s+(?P<dur>' + _DURATION + r')',
                               re.IGNORECASE)
+_RETRY_AFTER = re.compile(r'\bretry-after\s*[:=]\s*"?(?P<dur>\d+(?:\.\d+)?)\b', re.IGNORECASE)
 _EPOCH_NOTICE = re.compile(r'limit\s+reached\|(?P<epoch>\d{10}(?:\d{3})?)\b')
 _UNITS = {'ms': 0.001, 'millisecond': 0.001, 'milliseconds': 0.001, 's': 1, 'sec': 1, 'secs': 1, 'second': 1,
           'seconds': 1, 'm': 60, 'min': 60, 'mins': 60, 'minute': 60, 'minutes': 60, 'h': 3600, 'hr': 3600,
@@ -448,7 +457,7 @@ def stated_reset(text: str, *, now: Optional[_dt.datetime], tz: Any, on_date: Op
                 continue
             taken.append((match.start(), match.end()))
             found.append((match.start(), resolve_stated(match, kind, now=now, tz=tz, on_date=on_date)))
-    for match in _STATED_DURATION.finditer(text):
+    for match in list(_STATED_DURATION.finditer(text)) + list(_RETRY_AFTER.finditer(text)):
         seconds = parse_duration(match.group('dur'))
         if seconds is None:
             continue
@@ -774,7 +783,7 @@ def _decide(facts: _Facts, flat: str, *, when, tz, day, reading) -> Tuple[Option
         wait = waited()
         found = capacity_words or quota_words or billing
         line = _line(flat, found.start(), found.end()) if hasattr(found, 'start') else ''
-        if wait is not None and wait <= THROTTLE_MAX_S:
+        if (wait is not None and wait <= THROTTLE_MAX_S) or (wait is None and _PER_MINUTE.search(flat)):
             return 'transient', 'quota_throttle', 'prose', line
         if wait is not None or (google and billing) or quota_words:
             return 'rate_limit', 'quota_exhausted' if capacity_words else 'quota_exceeded', 'prose', line

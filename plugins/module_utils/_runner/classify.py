@@ -95,7 +95,10 @@ def parser() -> argparse.ArgumentParser:
                    help='the agent profile (default: "agent" of the runner config, else custom)')
     p.add_argument('--exit-code', type=int, default=None, help='the agent\'s exit code, when known')
     p.add_argument('--now', default=None,
-                   help='when the capture was printed, ISO (default: the file\'s modification time; stdin: now)')
+                   help='when the capture was printed, ISO (default: the file\'s modification time; stdin: now); '
+                        '"unknown": durations and passed clock times stay unresolved')
+    p.add_argument('--on-date', default=None,
+                   help='with --now unknown: the day it was printed (YYYY-MM-DD); a zoned clock time is read on that day')
     p.add_argument('--tz', default=None,
                    help='the zone of times that name none (default: "tz" of the runner config, else this machine\'s)')
     p.add_argument('--config', default=None, help='the runner config JSON to read "agent" and "tz" from')
@@ -131,11 +134,15 @@ def main(argv, *, stdin=None, stdout=None, environ=None) -> int:
             with open(args.file, 'r', encoding='utf-8', errors='replace') as handle:
                 capture = handle.read()
             default_now = _dt.datetime.fromtimestamp(os.path.getmtime(args.file), UTC)
-        now = parse_time(args.now) if args.now else default_now
+        if args.now and args.now.strip().lower() in ('unknown', 'none', 'null'):
+            now = None
+        else:
+            now = parse_time(args.now) if args.now else default_now
+        on_date = _dt.date.fromisoformat(args.on_date[:10]) if args.on_date else None
     except (OSError, ValueError) as exc:
         sys.stderr.write('fleet-runner classify: %s\n' % exc)
         return 2
     tz = args.tz or conf.get('tz') or local_zone()
-    result = classify(capture, agent, exit_code=args.exit_code, now=now, tz=tz)
+    result = classify(capture, agent, exit_code=args.exit_code, now=now, tz=tz, on_date=on_date)
     stdout.write(json.dumps(result, sort_keys=False) + '\n')
     return 0

@@ -136,3 +136,40 @@ def test_run_cost_only_what_is_stated():
     assert program.run_cost(agents.read_capture(CLAUDE_OK, 'claude')) == {'tokens': 120, 'cost_usd': 0.5}
     assert program.run_cost(agents.read_capture(CODEX_OK, 'codex')) == {'tokens': 15}
     assert program.run_cost(agents.read_capture('plain text', 'custom')) == {}
+
+
+def test_classify_cli_with_an_unknown_now_reads_on_the_stated_day():
+    out = io.StringIO()
+    stdin = io.StringIO("You've hit your session limit · resets 4am (Asia/Calcutta)\n")
+    assert classify_mod.main(['--agent', 'claude', '--now', 'unknown', '--on-date', '2026-09-06', '-'], stdin=stdin,
+                             stdout=out, environ={}) == 0
+    assert json.loads(out.getvalue())['reset_at'] == '2026-09-05T22:30:00Z'
+
+
+# Wordings of the three CLIs seen in their trackers but not (yet) in the corpus, written here by us:
+# constructed cases, not real samples (the real ones are tests/corpus).
+OTHER_WORDINGS = [
+    ('claude', 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed '
+               'the rate limit for your organization of 40,000 input tokens per minute."}}', 'transient'),
+    ('claude', 'API Error: 400 {"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is '
+               'too low to access the Anthropic API."}}', 'revoked'),
+    ('claude', 'Prompt is too long', 'failure'),
+    ('claude', 'Session limit reached \u2219 resets 3pm (Europe/Paris)', 'rate_limit'),
+    ('claude', 'Opus weekly limit reached \u2219 resets Oct 9, 10am', 'rate_limit'),
+    ('claude', 'API Error: 403 {"error":{"type":"forbidden","message":"Request not allowed"}}', 'revoked'),
+    ('codex', 'ERROR: unexpected status 401 Unauthorized: Missing bearer or basic authentication in header', 'revoked'),
+    ('codex', 'Token data is not available.', 'revoked'),
+    ('codex', 'stream disconnected before completion: Transport error: error decoding response body', 'transient'),
+    ('codex', 'You exceeded your current quota, please check your plan and billing details.', 'revoked'),
+    ('codex', 'Rate limit reached for gpt-4o on requests per min (RPM): Limit 500. Please try again in 120ms.', 'transient'),
+    ('gemini', "[API Error: Quota exceeded for quota metric 'Gemini 2.5 Pro Requests' and limit 'Gemini 2.5 Pro Requests "
+               "per minute per user' of service 'cloudcode-pa.googleapis.com']", 'transient'),
+    ('gemini', 'Failed to login. Message: Request had invalid authentication credentials', 'revoked'),
+    ('gemini', 'Usage limit reached for all Pro models. Access resets at 3:14 AM PST.', 'rate_limit'),
+    ('custom', 'HTTP/1.1 429\nretry-after: 30', 'transient'),
+]
+
+
+@pytest.mark.parametrize('agent, text, kind', OTHER_WORDINGS, ids=[w[1][:40] for w in OTHER_WORDINGS])
+def test_other_wordings(agent, text, kind):
+    assert agents.read_capture(text, agent, now=NOW).kind == kind
