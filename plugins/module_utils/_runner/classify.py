@@ -24,6 +24,7 @@ from .._core.model import Item, format_time, parse_time
 
 UTC = _dt.timezone.utc
 
+
 def local_zone() -> Any:
     """This machine's zone: ``TZ`` if it names a zone, else ``/etc/localtime``'s name, else the
     current UTC offset. The agent printed zone-less reset times in the zone of the machine it ran on."""
