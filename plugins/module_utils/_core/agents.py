@@ -122,7 +122,7 @@ _CODEX_EVENTS = frozenset(['thread.started', 'turn.started', 'turn.completed', '
 _REVOKED_TYPES = frozenset(['authentication_error', 'permission_error'])
 _TRANSIENT_TYPES = frozenset(['rate_limit_error', 'overloaded_error', 'api_error'])
 _REVOKED_STATUS = frozenset(['UNAUTHENTICATED', 'PERMISSION_DENIED'])
-_TRANSIENT_STATUS = frozenset(['RESOURCE_EXHAUSTED', 'UNAVAILABLE', 'INTERNAL', 'DEADLINE_EXCEEDED_NOT_USED'])
+_TRANSIENT_STATUS = frozenset(['RESOURCE_EXHAUSTED', 'UNAVAILABLE', 'INTERNAL'])
 _STATUS_KEYS = ('code', 'status', 'status_code', 'statusCode', 'api_error_status', 'http_status')
 # How deep JSON inside JSON (an error body quoted in a message, inside an event) is followed.
 # Unmeasured guess with a margin: the corpus's deepest is 3 (Gemini: API Error -> error.message ->
@@ -182,7 +182,7 @@ def _collect(value: Any, facts: _Facts, depth: int = 0) -> None:
         elif isinstance(status, str):
             if status.isdigit() and 100 <= int(status) <= 599:
                 facts.statuses.append(int(status))
-            elif status.isupper() and '_' in status or status in _REVOKED_STATUS | _TRANSIENT_STATUS:
+            elif (status.isupper() and '_' in status) or status in _REVOKED_STATUS | _TRANSIENT_STATUS:
                 facts.words.append(status)
     etype = value.get('type')
     if isinstance(etype, str) and (etype.endswith('_error') or etype in ('usage_limit_reached', 'insufficient_quota')):
@@ -388,9 +388,7 @@ def _localize(naive: _dt.datetime, zone: _dt.tzinfo) -> _dt.datetime:
 
 def resolve_stated(match, kind: str, *, now: Optional[_dt.datetime], tz: Any, on_date: Optional[_dt.date]) -> Stated:
     """Resolve one stated reset (a match of ``_STATED``). Never invents: no zone and no ``tz`` -> no instant."""
-    span = match.group(0)
-    lead = re.match(_LEAD, span, re.IGNORECASE)
-    text = span.strip().rstrip('.').strip()
+    text = match.group(0).strip().rstrip('.').strip()
     parts = _clock_parts(match)
     if parts is None:
         return Stated(text)
@@ -441,7 +439,6 @@ def resolve_stated(match, kind: str, *, now: Optional[_dt.datetime], tz: Any, on
         return Stated(text)
     if on_date is not None:   # the day it was printed, no later instant known: that day
         return Stated(text, at=_localize(_dt.datetime(on_date.year, on_date.month, on_date.day, hour, minute), zone))
-    del lead
     return Stated(text)
 
 
@@ -476,7 +473,7 @@ def _structured_reset(facts: _Facts, now: Optional[_dt.datetime]) -> Optional[St
     best, exact = None, None
     for key, value in facts.resets:
         if key in ('resets_at', 'resetsAt'):
-            at = _epoch(value) if not isinstance(value, str) or value.strip().isdigit() else parse_time_safe(value)
+            at = _epoch(value) if not isinstance(value, str) or value.strip().isdigit() else _parse_time_safe(value)
             if at is not None and exact is None:
                 exact = Stated('"%s":%s' % (key, value), at=at)
         elif best is None:
@@ -490,7 +487,7 @@ def _structured_reset(facts: _Facts, now: Optional[_dt.datetime]) -> Optional[St
     return best
 
 
-def parse_time_safe(value: Any) -> Optional[_dt.datetime]:
+def _parse_time_safe(value: Any) -> Optional[_dt.datetime]:
     try:
         return parse_time(value)
     except (TypeError, ValueError):
@@ -633,7 +630,7 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
     """
     prof = profile(agent)
     text = capture if isinstance(capture, str) else ''
-    when = parse_time_safe(now) if now is not None else None
+    when = _parse_time_safe(now) if now is not None else None
     day = on_date if isinstance(on_date, _dt.date) else None
     if day is None and on_date:
         try:
@@ -707,7 +704,7 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
     flat = _flat(sig)
     for message in facts.messages:
         flat += '\n' + message
-    kind, signature, evidence, match_line = _decide(facts, flat, when=when, tz=tz, day=day, reading=reading)
+    kind, signature, evidence, match_line = _decide(facts, flat, when=when, tz=tz, day=day)
     if kind is None:
         if envelope is not None and not env_error:
             claim_done = bool(_CLAIM_DONE.search(reading.result or ''))
@@ -734,7 +731,7 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
     return reading
 
 
-def _decide(facts: _Facts, flat: str, *, when, tz, day, reading) -> Tuple[Optional[str], str, str, str]:
+def _decide(facts: _Facts, flat: str, *, when, tz, day) -> Tuple[Optional[str], str, str, str]:
     """``(kind, signature, evidence, line)`` from the structured facts, then the prose; kind None: no signature."""
     types, words, statuses = set(facts.types), set(facts.words), set(facts.statuses)
     google = bool(_GOOGLE.search(flat)) or bool(words & {'RESOURCE_EXHAUSTED', 'RATE_LIMIT_EXCEEDED'})
@@ -805,7 +802,6 @@ def _decide(facts: _Facts, flat: str, *, when, tz, day, reading) -> Tuple[Option
     if types or any(400 <= s <= 499 for s in statuses):
         return 'failure', sorted(types)[0] if types else 'http_%d' % min(s for s in statuses if 400 <= s <= 499), \
             'structured', (facts.messages or [''])[0]
-    del reading
     return None, '', '', ''
 
 
