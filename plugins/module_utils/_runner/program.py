@@ -633,6 +633,32 @@ def _parser():
     return p
 
 
+# The runner's options that take a value: a word after one of them is its value, not a subcommand.
+_VALUED = frozenset(['--item', '--repo', '--config', '--board-spec', '--state-dir', '--agent-command', '--workdir',
+                     '--timeout', '--code-dir', '--branch'])
+
+
+def _classify_words(args) -> Optional[List[str]]:
+    """The arguments of ``classify`` when it is the first positional word (the ``fleet-runner`` wrapper puts
+    ``--code-dir``/``--config``/``--branch`` before the caller's words), with the wrapper's ``--config``
+    carried over; None when this is not ``fleet-runner classify``."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == 'classify':
+            before, after = args[:index], list(args[index + 1:])
+            if '--config' in before and '--config' not in after and before.index('--config') + 1 < len(before):
+                after = ['--config', before[before.index('--config') + 1]] + after
+            return after
+        if word in _VALUED:
+            index += 2
+        elif word.startswith('-'):
+            index += 1
+        else:
+            return None
+    return None
+
+
 def run_cost(reading) -> Dict[str, Any]:
     """The run's cost as the envelope states it, for the close-out marker: ``turns`` is already
     there; ``tokens`` (input + output, as stated) and ``cost_usd`` only when stated, never invented."""
@@ -664,8 +690,9 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     if started_at is None:
         started_at = (clock or _utcnow)()
     argv = list(sys.argv if argv is None else argv)
-    if len(argv) > 1 and argv[1] == 'classify':
-        return classify_main(argv[2:], environ=environ)
+    split = _classify_words(argv[1:])
+    if split is not None:
+        return classify_main(split, environ=environ)
     args = _parser().parse_args(argv[1:])
     here = code_root()
     if args.version:

@@ -126,6 +126,19 @@ def test_the_runner_dispatches_classify(tmp_path, capsys):
     assert (data['profile'], data['kind'], data['usage']['input_tokens']) == ('codex', 'success', 10)
 
 
+def test_classify_through_the_wrapper_arguments_reads_the_runner_config(tmp_path, capsys):
+    conf = tmp_path / 'runner.json'
+    conf.write_text(json.dumps({'agent': 'gemini', 'tz': 'UTC'}), encoding='utf-8')
+    capture = tmp_path / 'capture.log'
+    capture.write_text('{"response": "ok", "stats": {"models": {"m": {"tokens": {"prompt": 3, "candidates": 2}}}}}')
+    # what ~/.local/bin/fleet-runner passes before the caller's words
+    argv = ['fleet-runner', '--code-dir', '/x', '--config', str(conf), '--branch', 'main', 'classify', str(capture)]
+    assert program.main(argv, environ={}) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data['profile'], data['kind'], data['usage']) == ('gemini', 'success', {'prompt': 3, 'candidates': 2})
+    assert program._classify_words(['--item', 'classify']) is None   # a value, not the subcommand
+
+
 def test_the_runner_help_names_classify(capsys):
     with pytest.raises(SystemExit):
         program.main(['fleet-runner', '--help'], environ={})
