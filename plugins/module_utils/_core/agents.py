@@ -87,7 +87,7 @@ PROFILES = {
         'turn.completed with usage, turn.failed, error); no cost is stated'),
     'gemini': AgentProfile(
         'gemini', ('gemini', '--output-format', 'json', '-p', 'Follow the brief given on standard input.'), 'stdin',
-        ('gemini_json',),
+        ('gemini_json', 'claude_result'),
         'Gemini CLI: the brief on stdin (appended to -p); one JSON object {"response", "stats", "error"}; '
         'token counts per model in stats; no cost or turn count is stated'),
     'custom': AgentProfile(
@@ -117,7 +117,10 @@ def agent_argv(name: Any, agent_command: Optional[List[str]] = None) -> List[str
 
 # --- structured facts ----------------------------------------------------------------------------
 
-_CONVERSATION = frozenset(['assistant', 'user', 'system', 'stream_event'])
+# The agent's own words and tool traffic: claude stream-json, gemini stream-json (init, message,
+# tool_use, tool_result), codex exec --json item events and its pre-0.40 {"msg": {...}} events.
+_CONVERSATION = frozenset(['assistant', 'user', 'system', 'stream_event', 'init', 'message', 'tool_use', 'tool_result'])
+_CODEX_SIGNALS = frozenset(['error', 'stream_error', 'background_event'])   # old codex msg types that are not its words
 _CODEX_EVENTS = frozenset(['thread.started', 'turn.started', 'turn.completed', 'turn.failed'])
 _REVOKED_TYPES = frozenset(['authentication_error', 'permission_error'])
 _TRANSIENT_TYPES = frozenset(['rate_limit_error', 'overloaded_error', 'api_error'])
@@ -571,6 +574,9 @@ def _shape(obj: dict) -> str:
         return 'claude_result'
     if kind == 'turn.completed':
         return 'codex_turn'
+    msg = obj.get('msg')
+    if kind is None and isinstance(msg, dict) and msg.get('type') == 'task_complete':
+        return 'codex_turn'   # codex exec --json before 0.40: {"id": ..., "msg": {"type": "task_complete"}}
     if 'response' in obj and ('stats' in obj or 'error' not in obj) and kind is None:
         return 'gemini_json'
     return ''
@@ -617,6 +623,29 @@ def _first(table, text: str):
     return best
 
 
+def _own_words(obj: dict) -> bool:
+    """An object that is the agent's own words or tool traffic (never searched for signatures)."""
+    kind = obj.get('type')
+    if kind in _CONVERSATION or kind in ('thread.started', 'turn.started'):
+        return True
+    if isinstance(kind, str) and kind.startswith('item.'):
+        return True
+    msg = obj.get('msg')
+    if kind is None and isinstance(msg, dict) and isinstance(msg.get('type'), str):
+        return msg['type'] not in _CODEX_SIGNALS
+    return False
+
+
+def _old_codex_usage(objects) -> Dict[str, Any]:
+    usage = {}
+    for obj, _start, _end in objects:
+        msg = obj.get('msg')
+        if isinstance(msg, dict) and msg.get('type') == 'token_count':
+            info = msg.get('info') if isinstance(msg.get('info'), dict) else {}
+            usage = _clean_usage(info.get('total_token_usage') if isinstance(info.get('total_token_usage'), dict) else msg)
+    return usage
+
+
 def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = None, now: Any = None, tz: Any = None,
                  on_date: Any = None) -> Reading:
     """Read one run's capture as profile ``agent`` (default ``custom``): envelope, turns, claim,
@@ -661,9 +690,12 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
             reading.result = envelope.get('result') if isinstance(envelope.get('result'), str) else ''
             reading.is_error = envelope.get('is_error') if isinstance(envelope.get('is_error'), bool) else None
             env_error = (reading.is_error is True or (reading.subtype not in ('', 'success'))
-                         or envelope.get('terminal_reason') not in (None, '', 'completed'))
+                         or envelope.get('terminal_reason') not in (None, '', 'completed')
+                         or str(envelope.get('status', '')).lower() == 'error')   # gemini stream-json's result line
+            if not reading.usage and isinstance(envelope.get('stats'), dict):
+                reading.usage = _clean_usage(envelope['stats'])
         elif env_shape == 'codex_turn':
-            reading.usage = _clean_usage(envelope.get('usage'))
+            reading.usage = _clean_usage(envelope.get('usage')) or _old_codex_usage(objects)
         elif env_shape == 'gemini_json':
             reading.usage = _gemini_usage(envelope.get('stats'))
             reading.result = envelope.get('response') if isinstance(envelope.get('response'), str) else ''
@@ -673,9 +705,8 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
     # envelope, codex item events) -- and, after a success envelope, only what follows it
     pieces, cursor, facts = [], 0, _Facts()
     for obj, start, end in objects:
-        kind = obj.get('type')
         shape = _shape(obj)
-        own = kind in _CONVERSATION or (isinstance(kind, str) and kind.startswith('item.')) or kind in ('thread.started', 'turn.started')
+        own = _own_words(obj)
         if obj is envelope and not env_error:
             own = True
         if shape and obj is not envelope:
@@ -697,7 +728,7 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
         pieces = [tail]
         facts = _Facts()
         for obj, start, _end in objects:
-            if start >= env_end and obj.get('type') not in _CONVERSATION:
+            if start >= env_end and not _own_words(obj):
                 _collect(obj, facts)
     sig = '\n'.join(p for p in pieces if p)
     reading.signature_text = sig

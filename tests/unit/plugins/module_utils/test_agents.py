@@ -186,3 +186,22 @@ OTHER_WORDINGS = [
 @pytest.mark.parametrize('agent, text, kind', OTHER_WORDINGS, ids=[w[1][:40] for w in OTHER_WORDINGS])
 def test_other_wordings(agent, text, kind):
     assert agents.read_capture(text, agent, now=NOW).kind == kind
+
+
+def test_gemini_stream_json_and_codex_before_0_40_are_read_too():
+    gemini = '\n'.join([
+        '{"type":"init","session_id":"s","model":"gemini-2.5-pro"}',
+        '{"type":"message","role":"assistant","content":"You have exhausted your daily quota? Not me.","delta":true}',
+        '{"type":"result","status":"success","stats":{"total_tokens":30,"input_tokens":20,"output_tokens":10}}'])
+    reading = agents.read_capture(gemini, 'gemini')
+    assert (reading.kind, reading.envelope_found, reading.usage['output_tokens']) == ('success', True, 10)
+    failed = gemini.replace('"status":"success"', '"status":"error","error":{"type":"FatalTurnLimitedError","message":"max turns"}')
+    assert agents.read_capture(failed, 'gemini').kind == 'failure'
+    old = '\n'.join([
+        '{"id":"0","msg":{"type":"agent_message","message":"I hit a usage limit? no."}}',
+        '{"id":"0","msg":{"type":"token_count","input_tokens":40,"output_tokens":4}}',
+        '{"id":"0","msg":{"type":"task_complete","last_agent_message":"done"}}'])
+    reading = agents.read_capture(old, 'codex')
+    assert (reading.kind, reading.envelope_found, reading.usage) == ('success', True, {'input_tokens': 40, 'output_tokens': 4})
+    died = '{"id":"0","msg":{"type":"error","message":"exceeded retry limit, last status: 429 Too Many Requests"}}'
+    assert agents.read_capture(died, 'codex').kind == 'transient'
