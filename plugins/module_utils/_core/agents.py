@@ -264,7 +264,8 @@ _QUOTA_WORDS = _rx(r'\bquota\s+exceeded\b|\bexceeded\s+your\s+current\s+quota\b'
 
 _HTTPISH = r'(?:\bHTTP(?:/\d(?:\.\d)?)?|\bstatus(?:[ _]code)?|\berror|\bcode|\bresponse|\bAPI\s+Error)\s*[:=(]?\s*'
 _TRANSIENT = [
-    ('http_429', _rx(_HTTPISH + r'429\b|\b429\s+Too\s+Many\s+Requests\b|\bToo\s+Many\s+Requests\b|\brate_limit_error\b')),
+    ('http_429', _rx(_HTTPISH + r'429\b|\b429\s+Too\s+Many\s+Requests\b|\bToo\s+Many\s+Requests\b|\brate_limit_error\b'
+                     r'|\brejected\s*\(429\)|\brate\s+limiting\s+detected\b')),
     ('rate_limited', _rx(r'\brate\s+limit\s+(?:is\s+)?(?:reached|exceeded)\b|\bRESOURCE_EXHAUSTED\b'
                          r'|\bresource\s+(?:has\s+been\s+)?exhausted\b')),
     ('http_5xx', _rx(_HTTPISH + r'5\d\d\b|\bRepeated\s+5\d\d\b|\bInternal\s+Server\s+Error\b|\bBad\s+Gateway\b'
@@ -735,7 +736,7 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
     flat = _flat(sig)
     for message in facts.messages:
         flat += '\n' + message
-    kind, signature, evidence, match_line = _decide(facts, flat, when=when, tz=tz, day=day)
+    kind, signature, evidence, match_line = _decide(facts, flat, when=when, tz=tz, day=day, google=prof.name == 'gemini')
     if kind is None:
         if envelope is not None and not env_error:
             claim_done = bool(_CLAIM_DONE.search(reading.result or ''))
@@ -762,10 +763,12 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
     return reading
 
 
-def _decide(facts: _Facts, flat: str, *, when, tz, day) -> Tuple[Optional[str], str, str, str]:
-    """``(kind, signature, evidence, line)`` from the structured facts, then the prose; kind None: no signature."""
+def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[Optional[str], str, str, str]:
+    """``(kind, signature, evidence, line)`` from the structured facts, then the prose; kind None: no signature.
+
+    ``google``: the capture is Google's (the gemini profile); otherwise Google's own markers decide."""
     types, words, statuses = set(facts.types), set(facts.words), set(facts.statuses)
-    google = bool(_GOOGLE.search(flat)) or bool(words & {'RESOURCE_EXHAUSTED', 'RATE_LIMIT_EXCEEDED'})
+    google = google or bool(_GOOGLE.search(flat)) or bool(words & {'RESOURCE_EXHAUSTED', 'RATE_LIMIT_EXCEEDED'})
 
     def line_of(pattern):
         found = pattern.search(flat)
