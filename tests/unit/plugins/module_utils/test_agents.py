@@ -180,6 +180,11 @@ OTHER_WORDINGS = [
     ('gemini', 'Failed to login. Message: Request had invalid authentication credentials', 'revoked'),
     ('gemini', 'Usage limit reached for all Pro models. Access resets at 3:14 AM PST.', 'rate_limit'),
     ('custom', 'HTTP/1.1 429\nretry-after: 30', 'transient'),
+    ('claude', 'Request rejected (429) \u00b7 this may be a temporary capacity issue', 'transient'),
+    ('claude', 'OAuth token revoked \u00b7 Please run /login', 'revoked'),
+    # the gemini profile: Google's billing wording is a quota, never revoked, even without Google's markers
+    ('gemini', '[API Error: You exceeded your current quota, please check your plan and billing details.]', 'rate_limit'),
+    ('gemini', 'Rate limiting detected. Automatically switching from gemini-2.5-pro to gemini-2.5-flash.', 'transient'),
 ]
 
 
