@@ -45,7 +45,7 @@ def _age(seconds):
 
 
 def status_table(items):
-    """item, status, reason, attempts, last marker and its age -- one line per item."""
+    """item, status, reason, attempts, last marker and its age, the stated cost of its runs -- one line per item."""
     if not isinstance(items, list):
         raise AnsibleFilterError('status_table expects the items list of fleet.dispatch.board_info')
     rows = []
@@ -59,8 +59,17 @@ def status_table(items):
             '%s/%s' % (it.get('attempts', 0), it.get('max_attempts', '')),
             marker.get('kind', '-') if marker else '-',
             _age(marker.get('age_s')) if marker else '',
+            _cost(it.get('run_cost')),
         ])
-    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age'], rows)
+    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'cost'], rows)
+
+
+def _cost(cost):
+    """``$0.66`` (the stated cost of the item's runs; ``+`` when some runs stated none), or ``-``."""
+    if not isinstance(cost, dict) or cost.get('cost_usd') is None:
+        return '-'
+    partial = '+' if cost.get('priced_runs', 0) < cost.get('runs', 0) else ''
+    return '$%.2f%s' % (cost['cost_usd'], partial)
 
 
 def why_held(item):

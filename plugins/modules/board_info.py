@@ -158,6 +158,11 @@ items:
       description: Changes that reference the item (ref, merged, merged_at, created_at, closes, url).
       type: list
       elements: dict
+    run_cost:
+      description:
+        - The item's runs as their close-out markers state them - C(runs), and the sums of C(turns), C(tokens) and
+          C(cost_usd) (null when no run stated one; never estimated), C(priced_runs) the runs that stated a cost.
+      type: dict
 candidates:
   description: The eligible items, in board order (same entries as RV(items)).
   returned: always

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The close-out decision: the one terminal marker a finished run posts, and its exit code.
 
-Pure: the runner passes the ONE parse of the capture (``retry.read_outcome``), the item as
+Pure: the runner passes the ONE parse of the capture (``agents.read_capture(...).outcome()``), the item as
 re-read from the board, and ``now``. How the runner acts on it is ``_runner.program``.
 """
 
@@ -43,7 +43,7 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
            capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '') -> Decision:
     """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
 
-    ``outcome`` is ``_core.retry.read_outcome(capture)`` -- the ONE parse that feeds both the gate and
+    ``outcome`` is ``_core.agents.read_capture(capture, agent).outcome(exit_code)`` -- the ONE parse that feeds both the gate and
     this decision (D7). ``item`` is the item as re-read from the board after the agent ended
     (``None`` when the board could not be read: then nothing can be credited and fact 4 of the gate
     is unproven, so the run is neither a success nor a retry).

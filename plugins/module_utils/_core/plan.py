@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from .cost import run_cost
 from .eligibility import evaluate
+from .markers import markers_of
 from .model import format_time, to_jsonable
 from .naming import oldest_wins, unit_name
 
@@ -56,6 +58,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'blockers': [{'number': b.number, 'repo': b.repo, 'state': b.state} for b in item.blockers],
             'open_blockers': list(getattr(verdict, 'open_blockers', []) or []),
             'artifacts': to_jsonable(item.artifacts),
+            'run_cost': run_cost(markers_of(item)),
         })
     return out
 

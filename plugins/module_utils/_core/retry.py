@@ -59,6 +59,8 @@ _TRANSIENT_RE = [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _TRANSIEN
 # the lines before the error), which made a 2 MB capture with 20,000 stray braces take seconds.
 _OBJECT_START = re.compile(r'\{\s*["}]')
 _DECODER = json.JSONDecoder()
+# strict=False: a raw newline or tab inside a JSON string (a terminal paste, a wrapped log) is kept.
+_LENIENT = json.JSONDecoder(strict=False)
 # First decode window, characters; grows x8 while a failure may be the window's cut. Reading
 # (this machine, Python 3.11): 300 kB capture with 12,000 broken '{"key": x' fragments around
 # one envelope -- whole-capture decoding 1.90 s, windowed 0.07 s. 4096 is an unmeasured choice
@@ -66,12 +68,13 @@ _DECODER = json.JSONDecoder()
 _WINDOW = 4096
 
 
-def json_objects(capture: Any) -> List[Tuple[dict, int, int]]:
+def json_objects(capture: Any, strict: bool = True) -> List[Tuple[dict, int, int]]:
     """Every top-level well-formed JSON object in ``capture``: ``(obj, start, end)``, left to right.
 
     Noise before, between and after is skipped; a ``{`` that does not start a well-formed object
     (stderr text, a truncated object) is skipped and scanning resumes at the next ``{``; objects
     nested inside a found object are not reported separately. Only dicts are reported.
+    ``strict=False`` accepts raw control characters (a newline) inside strings.
     """
     if not isinstance(capture, str) or '{' not in capture:
         return []
@@ -79,7 +82,7 @@ def json_objects(capture: Any) -> List[Tuple[dict, int, int]]:
     match = _OBJECT_START.search(capture)
     while match:
         index = match.start()
-        decoded = _decode_at(capture, index)
+        decoded = _decode_at(capture, index, _DECODER if strict else _LENIENT)
         if decoded is None:
             match = _OBJECT_START.search(capture, index + 1)
             continue
@@ -90,7 +93,7 @@ def json_objects(capture: Any) -> List[Tuple[dict, int, int]]:
     return found
 
 
-def _decode_at(capture: str, index: int) -> Optional[Tuple[Any, int]]:
+def _decode_at(capture: str, index: int, decoder: json.JSONDecoder = _DECODER) -> Optional[Tuple[Any, int]]:
     """Decode the JSON value starting at ``index``, or None.
 
     Decodes a growing window rather than the whole capture: a failed decode costs O(position in
@@ -103,7 +106,7 @@ def _decode_at(capture: str, index: int) -> Optional[Tuple[Any, int]]:
     while True:
         window = capture[index:index + size]
         try:
-            obj, end = _DECODER.raw_decode(window)
+            obj, end = decoder.raw_decode(window)
             return obj, index + end
         except ValueError as exc:
             if index + size >= len(capture):

@@ -29,14 +29,16 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .._board.factory import open_board
 from .._board.protocol import BoardError
+from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
 from .._core.capacity import clears_after_update, update_failed_state
 from .._core.closeout import Decision, decide
 from .._core.markers import format_marker, parse_marker
 from .._core.model import format_time, parse_time
 from .._core.naming import unit_name
-from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE, read_outcome
+from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
 from .brief import BRIEF_VERSION, render
+from .classify import local_zone, main as classify_main
 from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
 
 EXIT_USAGE = 2            # bad arguments or configuration; nothing was posted
@@ -125,6 +127,8 @@ class RunConfig:
     agent_env: Dict[str, str] = field(default_factory=dict)
     run_id: str = ''
     runner_version: str = ''
+    agent: str = DEFAULT_PROFILE       # the agent profile that reads the capture (_core.agents)
+    tz: Any = None                     # the zone of reset times the agent printed without one
 
 
 def _default_reraise(signum):
@@ -530,7 +534,8 @@ class Run(object):
             self.log('WARNING: the capture %s is unreadable: %s' % (self.capture_path, exc))
             capture = ''
         now = self.clock()
-        outcome = read_outcome(capture, exit_code=rc, envelope_type=self.config.envelope_type, now=now)
+        reading = read_capture(capture, self.config.agent, exit_code=rc, now=now, tz=self.config.tz)
+        outcome = reading.outcome(rc)
         item = None
         for attempt in (1, 2):
             try:
@@ -544,6 +549,7 @@ class Run(object):
                           unit=self.unit)
         if item is None:
             decision.fields['board'] = 'unreadable at close-out: nothing could be credited'
+        decision.fields.update(run_cost(reading))
         return self._closeout(decision)
 
 
@@ -606,7 +612,10 @@ def _runner_conf(args, environ) -> Dict[str, Any]:
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.')
+    p = argparse.ArgumentParser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.',
+                                epilog='fleet-runner classify [--agent NAME] FILE|- : print what the runner reads in a '
+                                       'capture (kind, signature, reset_at, usage, cost) and the close-out it would post, '
+                                       'as one JSON object (fleet-runner classify --help; docs/classify.md).')
     p.add_argument('--item', type=int, help='the item number')
     p.add_argument('--repo', default=None, help='owner/name on a multi-repo board')
     p.add_argument('--config', default=None, help='runner config JSON (default %s)' % DEFAULT_CONFIG)
@@ -622,6 +631,45 @@ def _parser():
     p.add_argument('--installed', action='store_true',
                    help='the installer verified this runner: delete an update_failed capacity state, print JSON and exit')
     return p
+
+
+# The runner's options that take a value: a word after one of them is its value, not a subcommand.
+_VALUED = frozenset(['--item', '--repo', '--config', '--board-spec', '--state-dir', '--agent-command', '--workdir',
+                     '--timeout', '--code-dir', '--branch'])
+
+
+def _classify_words(args) -> Optional[List[str]]:
+    """The arguments of ``classify`` when it is the first positional word (the ``fleet-runner`` wrapper puts
+    ``--code-dir``/``--config``/``--branch`` before the caller's words), with the wrapper's ``--config``
+    carried over; None when this is not ``fleet-runner classify``."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == 'classify':
+            before, after = args[:index], list(args[index + 1:])
+            if '--config' in before and '--config' not in after and before.index('--config') + 1 < len(before):
+                after = ['--config', before[before.index('--config') + 1]] + after
+            return after
+        if word in _VALUED:
+            index += 2
+        elif word.startswith('-'):
+            index += 1
+        else:
+            return None
+    return None
+
+
+def run_cost(reading) -> Dict[str, Any]:
+    """The run's cost as the envelope states it, for the close-out marker: ``turns`` is already
+    there; ``tokens`` (input + output, as stated) and ``cost_usd`` only when stated, never invented."""
+    out = {}
+    usage = reading.usage or {}
+    tokens = [usage.get(k) for k in ('input_tokens', 'output_tokens', 'prompt', 'candidates') if isinstance(usage.get(k), int)]
+    if tokens:
+        out['tokens'] = sum(tokens)
+    if reading.cost_usd is not None:
+        out['cost_usd'] = reading.cost_usd
+    return out
 
 
 def _log_line(message: str) -> None:
@@ -642,6 +690,9 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     if started_at is None:
         started_at = (clock or _utcnow)()
     argv = list(sys.argv if argv is None else argv)
+    split = _classify_words(argv[1:])
+    if split is not None:
+        return classify_main(split, environ=environ)
     args = _parser().parse_args(argv[1:])
     here = code_root()
     if args.version:
@@ -667,7 +718,13 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     try:
         conf = _runner_conf(args, environ)
         spec = board_spec(_expand(args.board_spec or conf.get('board_spec') or DEFAULT_BOARD_SPEC), environ)
-        agent = json.loads(args.agent_command) if args.agent_command else conf.get('agent_command', list(DEFAULT_AGENT))
+        agent_name = agent_profile(conf.get('agent') or DEFAULT_PROFILE).name
+        if args.agent_command:
+            agent = json.loads(args.agent_command)
+        elif agent_name == DEFAULT_PROFILE:
+            agent = conf.get('agent_command', list(DEFAULT_AGENT))
+        else:
+            agent = agent_argv(agent_name) + [str(a) for a in (conf.get('agent_args') or [])]
         if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):
             raise ValueError('agent_command must be a non-empty JSON list of strings, got %r' % (agent,))
         backoff = tuple(int(x) for x in conf.get('backoff', DEFAULT_BACKOFF))
@@ -699,7 +756,8 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         workdir=_expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
         host=socket.gethostname(), master=_user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
         timeout=(args.timeout if args.timeout is not None else conf.get('timeout')) or None, agent_env=agent_env,
-        kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version)
+        kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version, agent=agent_name,
+        tz=conf.get('tz') or local_zone())
     run = Run(config, lambda: open_board(spec), started_at=started_at, clock=clock, spawner=spawner, reraise=reraise,
               environ=environ)
     return run.run()

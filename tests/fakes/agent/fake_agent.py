@@ -24,6 +24,9 @@ hang       print a little, then sleep until killed (writes its pid to ``FAKE_AGE
 noisy      like ``merge``, but the envelope is buried in stderr noise full of stray braces and
            a JSON API error body (D7: the capture merges stderr)
 fail       reach the model, work for some turns, fail: an error envelope, exit 1
+replay     print the file ``FAKE_AGENT_REPLAY`` (a real captured output, e.g. a corpus sample's
+           text) on stdout, exit ``FAKE_AGENT_EXIT`` (default 0); with ``FAKE_AGENT_REPLAY_MERGE=1``
+           "merge" a change that closes the item first, as ``merge`` does
 =========  ================================================================================
 
 What it reads: the brief on stdin (the runner's default) or from ``FLEET_BRIEF_FILE``; the item
@@ -45,7 +48,7 @@ import sys
 import time
 import uuid
 
-MODES = ('merge', 'claim', 'die503', 'ratelimit', 'revoked', 'hang', 'noisy', 'fail')
+MODES = ('merge', 'claim', 'die503', 'ratelimit', 'revoked', 'hang', 'noisy', 'fail', 'replay')
 
 
 def _now():
@@ -130,6 +133,12 @@ def main(argv=None):
     item = os.environ.get('FLEET_ITEM', '0')
     err, out = sys.stderr, sys.stdout
 
+    if mode == 'replay':
+        if os.environ.get('FAKE_AGENT_REPLAY_MERGE') == '1':
+            _merge(item)
+        with open(os.environ['FAKE_AGENT_REPLAY'], 'r', encoding='utf-8') as handle:
+            out.write(handle.read())
+        return int(os.environ.get('FAKE_AGENT_EXIT', '0'))
     if mode == 'die503':
         err.write('Retrying request to /v1/messages in 0.8 seconds\n')
         err.write('API Error: 503 {"type":"error","error":{"type":"api_error","message":"Service Unavailable"}}\n')

@@ -46,3 +46,11 @@ def test_plan_table_says_where_and_why_not():
 def test_wrong_input_names_the_expected_one(name, arg):
     with pytest.raises(AnsibleFilterError):
         filt(name)(arg)
+
+
+def test_status_table_shows_the_stated_cost_of_the_runs():
+    items = [dict(ITEMS[0], run_cost={'runs': 2, 'cost_usd': 0.657, 'priced_runs': 1}),
+             dict(ITEMS[0], number=2, run_cost={'runs': 1, 'cost_usd': None, 'priced_runs': 0})]
+    lines = filt('status_table')(items).splitlines()
+    assert lines[0].split()[-1] == 'cost'
+    assert lines[2].split()[-1] == '$0.66+' and lines[3].split()[-1] == '-'

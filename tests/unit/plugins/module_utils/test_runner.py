@@ -379,3 +379,38 @@ def test_version_prints_the_installed_version():
                           timeout=60, check=True)
     data = json.loads(proc.stdout)
     assert data['version'] == _runner.installed_version(str(REPO)) and data['brief_version'] == _runner.BRIEF_VERSION
+
+
+def _corpus_text(sample_id):
+    import yaml
+    for name in ('claude.yml', 'codex.yml', 'gemini.yml'):
+        for sample in yaml.safe_load((REPO / 'tests' / 'corpus' / 'agent_outputs' / name).read_text(encoding='utf-8')):
+            if sample['id'] == sample_id:
+                return sample['text']
+    raise KeyError(sample_id)
+
+
+# issue 10: the runner reads real captured outputs through the agent profile of its config
+REPLAYS = [
+    ('codex', 'codex-exec-jsonl-success-tail-1', '1', '0', 0, 'success', None),
+    ('claude', 'claude-oauth-expired-1', '0', '1', 12, 'capacity', 'revoked'),
+    ('gemini', 'gemini-per-day-billing-wording-1', '0', '1', 12, 'capacity', 'rate_limit'),
+    ('custom', 'claude-529-overloaded-2', '0', '1', 13, 'retry', None),
+]
+
+
+@pytest.mark.parametrize('agent,sample,merge,exit_code,code,kind,source', REPLAYS, ids=[r[1] for r in REPLAYS])
+def test_a_replayed_real_output_ends_with_the_right_marker(world, agent, sample, merge, exit_code, code, kind, source):
+    (world.tmp / 'runner.json').write_text(json.dumps({'agent': agent}))
+    replay = world.tmp / 'replay.txt'
+    replay.write_text(_corpus_text(sample), encoding='utf-8')
+    proc = world.run('replay', FAKE_AGENT_REPLAY=str(replay), FAKE_AGENT_REPLAY_MERGE=merge, FAKE_AGENT_EXIT=exit_code)
+    assert proc.returncode == code, proc.stderr
+    markers = markers_of(world.item())
+    assert [m.kind for m in markers] == ['start', kind]
+    if source:
+        assert markers[-1].fields['source'] == source
+        state_, why = load_state(world.capacity.read_text())
+        assert why == '' and state_['source'] == source
+    if agent == 'codex':
+        assert markers[-1].fields['tokens'] == 70021 + 2374 and markers[-1].fields['envelope'] is True
