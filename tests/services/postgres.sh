@@ -36,6 +36,9 @@ DO $$ BEGIN
     CREATE ROLE fleet LOGIN CREATEDB PASSWORD 'fleet';
   END IF;
 END $$;
+-- the tests drop their databases WITH (FORCE): ending a straggling session of another role (a runner a
+-- test started, a role the ledger tests made) needs pg_signal_backend, or the drop fails the test
+GRANT pg_signal_backend TO fleet;
 SQL
 port=$(pg_lsclusters -h | awk -v v="$ver" '$1==v && $2=="main" {print $3}')
 echo "postgresql://fleet:fleet@127.0.0.1:${port}/postgres"
