@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (README): `make demo` and `make test`.
-.PHONY: demo test unit sanity build integration molecule lint clean
+.PHONY: demo test unit sanity build integration molecule lint ee clean
 
 demo:
 	./demo.sh
@@ -7,7 +7,7 @@ demo:
 test:
 	tests/run
 
-unit sanity build integration molecule lint:
+unit sanity build integration molecule lint ee:
 	tests/run $@
 
 clean:
