@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (README): `make demo` and `make test`.
-.PHONY: demo test unit sanity build integration molecule lint ee clean
+.PHONY: demo test unit sanity build integration molecule lint ee docs clean
 
 demo:
 	./demo.sh
@@ -7,7 +7,7 @@ demo:
 test:
 	tests/run
 
-unit sanity build integration molecule lint ee:
+unit sanity build integration molecule lint ee docs:
 	tests/run $@
 
 clean:
