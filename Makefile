@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (README): `make demo` and `make test`.
-.PHONY: demo test unit sanity build integration molecule lint ee docs clean
+.PHONY: demo test unit sanity build integration molecule lint ee docs cores clean
 
 demo:
 	./demo.sh
@@ -7,7 +7,7 @@ demo:
 test:
 	tests/run
 
-unit sanity build integration molecule lint ee docs:
+unit sanity build integration molecule lint ee docs cores:
 	tests/run $@
 
 clean:

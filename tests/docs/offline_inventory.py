@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write the intersphinx fallback inventories the antsibull-docs Sphinx config names
 (``../ansible_devel.inv``, ``../python3.inv``, ...) for a build on a machine with no network.
 
-    tests/docs/offline_inventory.py SITE_DIR
+    python tests/docs/offline_inventory.py SITE_DIR
 
 Sphinx tries each inventory's URL first and reads the file only when the URL cannot be reached,
 so on a machine with network the real inventories win. The ansible_devel labels our pages link to
