@@ -89,7 +89,7 @@ def main(copy: str, workdir: str) -> int:
 
     # 3. introspect the collection as the image build would
     collections = work / 'collections'
-    run('ansible-galaxy', 'collection', 'install', '-p', collections, tarball, '--force')
+    run('ansible-galaxy', 'collection', 'install', '-p', collections, tarball, '--force', '--no-deps')  # offline
     found = yaml.safe_load(run('ansible-builder', 'introspect', collections).split('---', 1)[1])
     counts = {}
     for kind, source in (('python', 'requirements.txt'), ('system', 'bindep.txt')):
