@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (README): `make demo` and `make test`.
-.PHONY: demo test unit sanity integration molecule clean
+.PHONY: demo test unit sanity build integration molecule lint ee docs cores eda clean
 
 demo:
 	./demo.sh
@@ -7,7 +7,7 @@ demo:
 test:
 	tests/run
 
-unit sanity build integration molecule:
+unit sanity build integration molecule lint ee docs cores eda:
 	tests/run $@
 
 clean:

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+"""The rulebooks by their schemas (issue 16): they hold even where ansible-rulebook cannot run.
+
+* each file validates against ansible-rulebook's own ruleset schema, and its rules parse with
+  ansible-rulebook's own condition parser (a condition typo fails here, not at the first event);
+* the webhook source's arguments, rendered with sample variables, validate against
+  ansible.eda.webhook's argument schema, and HMAC-SHA256 on X-Hub-Signature-256 is switched on,
+  with the secret from the environment only;
+* every rule runs the hand dispatch of the item the event names (or the sweep for a board edit),
+  locally (run_playbook) or in AWX (run_job_template) -- no rule launches anything else.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import jinja2
+import jsonschema
+import pytest
+import yaml
+
+from ansible_rulebook import rules_parser
+from ansible_rulebook.validators import Validate
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+RULEBOOKS = sorted((REPO / 'extensions' / 'eda' / 'rulebooks').glob('*.yml'))
+VENDOR = REPO / 'tests' / 'eda' / 'vendor' / 'ansible.eda'
+
+LOCAL, AWX = 'webhook_dispatch.yml', 'webhook_dispatch_awx.yml'
+
+
+def test_both_rulebooks_are_there():
+    assert sorted(p.name for p in RULEBOOKS) == [LOCAL, AWX]
+
+
+@pytest.mark.parametrize('path', RULEBOOKS, ids=lambda p: p.name)
+def test_rulebook_validates_and_parses(path):
+    data = yaml.safe_load(path.read_text())
+    Validate.rulebook(data)  # ansible-rulebook's ruleset_schema.json
+    rulesets = rules_parser.parse_rule_sets(data)
+    assert [len(rs.rules) for rs in rulesets] == [3]
+
+
+@pytest.mark.parametrize('path', RULEBOOKS, ids=lambda p: p.name)
+def test_webhook_source_verifies_github_signatures(path):
+    (ruleset,) = yaml.safe_load(path.read_text())
+    (source,) = ruleset['sources']
+    args = source['ansible.eda.webhook']
+    assert args['hmac_secret'] == '{{ FLEET_WEBHOOK_SECRET }}', 'the secret comes from --env-vars only'
+    assert (args['hmac_algo'], args['hmac_header'], args['hmac_format']) == ('sha256', 'x-hub-signature-256', 'hex')
+    sample = {'fleet_webhook_port': 5000, 'FLEET_WEBHOOK_SECRET': 'not-a-secret'}
+    rendered = dict((k, jinja2.Template(v).render(**sample) if isinstance(v, str) else v) for k, v in args.items())
+    rendered['port'] = int(rendered['port'])
+    assert rendered['host'] == '0.0.0.0' and rendered['hmac_secret'] == 'not-a-secret'
+    jsonschema.validate(rendered, json.loads((VENDOR / 'webhook.json').read_text()))
+
+
+@pytest.mark.parametrize('path,action,dispatch,sweep', [
+    (LOCAL, 'run_playbook', 'fleet.dispatch.dispatch', 'fleet.dispatch.sweep'),
+    (AWX, 'run_job_template', 'fleet dispatch', 'fleet sweep'),
+])
+def test_every_rule_runs_the_shared_dispatch_path(path, action, dispatch, sweep):
+    (ruleset,) = yaml.safe_load((RULEBOOKS[0].parent / path).read_text())
+    rules = {r['name']: r for r in ruleset['rules']}
+    targets = dict((name, r['action'][action]['name']) for name, r in rules.items())
+    assert targets == {
+        'An issue opened, reopened or labelled': dispatch,
+        'A comment on an issue': dispatch,
+        "A project item's status edited": sweep,
+    }
+    for name in ('An issue opened, reopened or labelled', 'A comment on an issue'):
+        args = rules[name]['action'][action]
+        extra = args['extra_vars'] if action == 'run_playbook' else args['job_args']['extra_vars']
+        assert extra['issue'] == '{{ event.payload.issue.number }}'
+    assert rules["A project item's status edited"]['throttle']['once_after'] == '1 minute'
+
+
+def test_the_awx_rulebook_has_the_local_ones_conditions():
+    local, awx = ([r['condition'] for r in yaml.safe_load((RULEBOOKS[0].parent / f).read_text())[0]['rules']]
+                  for f in (LOCAL, AWX))
+    assert local == awx

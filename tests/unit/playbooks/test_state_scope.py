@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+"""Status names the stores that are single-controller only (issue 16, docs/execution-environment.md).
+
+A dispatcher whose board is the SQLite ledger file, or whose leases are the file backend, keeps its
+queue or its lock in files on one controller: an AWX job (its container is thrown away) or a second
+controller does not share them. ``status.yml`` says so on stdout and in status.json
+(``single_controller``); with the board on GitHub or PostgreSQL and the leases on PostgreSQL it
+lists nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+BIN = pathlib.Path(sys.executable).parent
+
+
+def status(tmp_path, extra):
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / 'state'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
+    argv = [str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), str(REPO / 'playbooks' / 'status.yml'),
+            '-e', json.dumps(extra)]
+    res = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res.stdout, json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'status.json').read_text())
+
+
+def test_the_file_backed_defaults_are_named_single_controller_only(tmp_path):
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=1, title='free', status='Ready')
+    out, doc = status(tmp_path, {'dispatch_board': spec})
+    assert doc['single_controller'] == [
+        {'what': 'board', 'backend': 'sqlite', 'where': spec['path']},
+        {'what': 'lease', 'backend': 'file', 'where': '/var/lib/fleet-dispatch/leases'},
+    ]
+    assert 'single-controller only: the board store is sqlite at %s' % spec['path'] in out
+    assert 'single-controller only: the lease store is file at /var/lib/fleet-dispatch/leases' in out
+
+
+def test_shared_stores_are_not_named(tmp_path):
+    """A PostgreSQL lease store and a board that is not a file: nothing is single-controller.
+    The board here is a GitHub board nobody can reach: status reports it unreadable (plan mode
+    reports, D5) and still writes the JSON."""
+    board = {'kind': 'github', 'owner': 'fleet', 'project': 1, 'token': 'x', 'api_url': 'http://127.0.0.1:9/graphql'}
+    out, doc = status(tmp_path, {'dispatch_board': board, 'dispatch_lease_backend': 'postgres'})
+    assert doc['single_controller'] == []
+    assert 'single-controller only: the' not in out
