@@ -59,6 +59,9 @@ def _load(name, path):
 
 def _setup_imports():
     """The collection import path (tests/conftest.py) and the test-bed helpers, without pytest running."""
+    # tests/ first: tests/conftest.py imports its neighbours (collection_path) by their bare names
+    if str(REPO / 'tests') not in sys.path:
+        sys.path.insert(0, str(REPO / 'tests'))
     if 'fleet_topconf' not in sys.modules:
         sys.modules['fleet_topconf'] = _load('fleet_topconf', REPO / 'tests' / 'conftest.py')
     sys.path.insert(0, str(REPO / 'tests' / 'integration'))

@@ -63,6 +63,54 @@ def status_table(items):
     return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age'], rows)
 
 
+def why_held(item):
+    """The reason code of an ineligible board item with the fact behind it: blocked by whom, waiting until
+    when, parked after how many attempts, running where and since when (its start marker)."""
+    reason = item.get('reason', '')
+    marker = item.get('last_marker') or {}
+    fields = marker.get('fields') or {}
+    if reason == 'blocked':
+        return reason + ' by ' + ', '.join('#%s' % n for n in item.get('open_blockers') or [])
+    if reason == 'retry_wait':
+        return reason + ' until %s' % item.get('not_before')
+    if reason == 'parked':
+        return reason + ' after %s attempts' % item.get('attempts')
+    if reason == 'running' and marker.get('kind') == 'start':
+        where = '%s/%s' % (fields['host'], fields['master']) if fields.get('host') and fields.get('master') else 'a worker'
+        return '%s: %s on %s since %s (%s ago, by its start marker)' % (
+            reason, fields.get('unit') or 'its run', where, marker.get('at'), _age(marker.get('age_s')))
+    if reason == 'done' and fields.get('artifact'):
+        return '%s (%s)' % (reason, fields['artifact'])
+    return reason
+
+
+def dispatch_outcome(items, number, mode='apply', launched=None, refused=None, failed=None, assignments=None,
+                     readable=True, error=''):
+    """What a hand dispatch did with its one item: ``{ok, text}``. ``ok`` only when it launched (apply)
+    or would launch (plan); otherwise ``text`` is the refusal with its reason."""
+    number = int(number)
+    mine = [r for r in (launched if mode == 'apply' else assignments) or [] if int(r.get('number') or 0) == number]
+    if mine:
+        r = mine[0]
+        verb = 'launched' if mode == 'apply' else 'would launch'
+        unit = r.get('unit') or 'task-%s' % number
+        return {'ok': True, 'text': '#%s %s as %s on %s/%s' % (number, verb, unit, r.get('worker'), r.get('master'))}
+    for r in failed or []:
+        if int(r.get('number') or 0) == number:
+            return {'ok': False, 'text': '#%s failed to launch on %s/%s: %s' % (number, r.get('worker'), r.get('master'), r.get('why'))}
+    for r in refused or []:
+        if int(r.get('number') or 0) == number:
+            return {'ok': False, 'text': '#%s refused (%s): %s' % (number, r.get('stage'), r.get('why'))}
+    entry = next((it for it in items or [] if int(it.get('number') or 0) == number), None)
+    if entry is None and not readable:
+        return {'ok': False, 'text': '#%s refused: the board could not be read: %s' % (number, error or 'no reason given')}
+    if entry is None:
+        return {'ok': False, 'text': '#%s refused: it is not on the board' % number}
+    if not entry.get('eligible'):
+        return {'ok': False, 'text': '#%s refused: %s' % (number, why_held(entry))}
+    return {'ok': False, 'text': '#%s was not launched: no usable master (see the plan above)' % number}
+
+
 def plan_table(plan, items=None):
     """Which item would go where, and why each other item would not."""
     if not isinstance(plan, dict):
@@ -74,14 +122,7 @@ def plan_table(plan, items=None):
         rows.append(['#%s' % u['number'], 'hold', '-', u.get('why', '')])
     for it in items or []:
         if not it.get('eligible'):
-            why = it.get('reason', '')
-            if it.get('reason') == 'blocked':
-                why += ' by ' + ', '.join('#%s' % n for n in it.get('open_blockers') or [])
-            elif it.get('reason') == 'retry_wait':
-                why += ' until %s' % it.get('not_before')
-            elif it.get('reason') == 'parked':
-                why += ' after %s attempts' % it.get('attempts')
-            rows.append(['#%s' % it.get('number'), 'skip', '-', why])
+            rows.append(['#%s' % it.get('number'), 'skip', '-', why_held(it)])
     for d in plan.get('dark', []):
         rows.append(['', 'dark', '%s/%s' % (d.get('worker'), d.get('master')),
                      '%s until %s' % (d.get('source'), d.get('reset_at') or 'unknown')])
@@ -101,4 +142,5 @@ class FilterModule(object):
             'status_table': status_table,
             'plan_table': plan_table,
             'place': place,
+            'dispatch_outcome': dispatch_outcome,
         }

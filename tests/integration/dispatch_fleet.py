@@ -58,7 +58,6 @@ if [ ! -d /srv/fleet-origin.git ]; then
   git -C "$tmp" -c user.name=t -c user.email=t@t commit -q -m init
   git clone -q --bare "$tmp" /srv/fleet-origin.git
   chmod -R a+rX /srv/fleet-origin.git
-  git config --system --add safe.directory /srv/fleet-origin.git
   rm -rf "$tmp"
 fi
 '''
@@ -97,13 +96,21 @@ class Fleet(object):
             argv.append('--check')
         return subprocess.run(argv, capture_output=True, text=True, check=False, env=env or self.env(), timeout=timeout)
 
+    PROVISION_VARS = {'worker_packages_install': False, 'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}]}
+
+    def provision_check(self):
+        """``provision.yml --check --diff`` on hosts that were never provisioned; returns the CompletedProcess."""
+        for host in self.bed.hosts:
+            self.bed.ssh(host, 'sudo sh -s', input=ORIGIN)
+        argv = [_tool('ansible-playbook'), '-i', self.inventory, str(REPO / 'playbooks' / 'provision.yml'),
+                '-e', json.dumps(self.PROVISION_VARS), '--check', '--diff']
+        return subprocess.run(argv, capture_output=True, text=True, check=False, env=self.env(), timeout=900)
+
     def provision(self):
         for host in self.bed.hosts:
             self.bed.ssh(host, 'sudo sh -s', input=ORIGIN)
         # the production playbook (D15): fleet.dispatch.worker on the `workers` group
-        res = self.playbook(REPO / 'playbooks' / 'provision.yml', {
-            'worker_packages_install': False,
-            'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}]})
+        res = self.playbook(REPO / 'playbooks' / 'provision.yml', self.PROVISION_VARS)
         if res.returncode != 0:
             raise RuntimeError('provisioning failed:\n%s\n%s' % (res.stdout[-6000:], res.stderr[-3000:]))
         script = SETUP % {'script': RUN_SCRIPT.strip()}

@@ -34,8 +34,20 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 def fleet(bed_factory, tmp_path_factory):
     bed = bed_factory(3, block='10.88.220')     # the race harness's block (tests/testbed/README.md)
     f = df.Fleet(bed, tmp_path_factory.mktemp('fleet'))
+    f.checked = f.provision_check()     # first, on hosts nobody provisioned yet
     f.provision()
     return f
+
+
+def test_provision_check_diff_on_fresh_workers_is_clean(fleet):
+    """`provision --check --diff` before the first real run: no template error for masters that do not
+    exist yet, no warning, and it predicts changes (the real run then succeeds: the fixture's provision)."""
+    res = fleet.checked
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert '[WARNING]' not in out and 'template error' not in out.lower() and '<< error' not in out, out[-4000:]
+    recap = [line for line in res.stdout.splitlines() if ' : ok=' in line]
+    assert len(recap) == 3 and all('changed=0 ' not in line for line in recap), recap
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +76,7 @@ def test_hand_dispatch_launches_the_item_and_again_while_live_launches_nothing_a
     # the lease was released in always: (the next dispatcher is refused by the probe, not by a stale lease)
     assert all(le['acquired'] for le in rec['leases'])
     again, rec2 = fleet.dispatch(board, issue=41)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    assert again.returncode != 0, 'a refused hand dispatch fails, so a script can tell it from a launch'
     assert rec2['launched'] == [] and rec2['launch_calls'] == 0
     assert '#41 refused (probe): running elsewhere: task-41 is live on %s/%s' % where[0] in again.stderr
     assert live_where(fleet, 'task-41') == where
@@ -94,8 +106,9 @@ def test_hand_dispatch_of_an_ineligible_item_is_refused_by_the_sweepers_code(fle
         b.comment(4, format_marker('success', {'unit': 'task-4'}))
     before = comments(spec, [1, 2, 3, 4])
     res, rec = fleet.dispatch(spec, issue=number)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert res.returncode != 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert '#%d refused: %s' % (number, reason) in res.stderr
+    assert res.stdout.count('#%d refused: %s' % (number, reason)) >= 1, 'the failed task carries the reason'
     assert rec['launched'] == [] and rec['leases'] == []
     assert comments(spec, [1, 2, 3, 4]) == before
     assert live_where(fleet, 'task-%d' % number) == []

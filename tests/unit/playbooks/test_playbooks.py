@@ -25,10 +25,12 @@ REPO = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(sys.executable).parent
 
 
-def playbook(name, tmp_path, board, *extra):
+def playbook(name, tmp_path, board, *extra, inventory=None):
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / 'state'), ANSIBLE_NOCOLOR='1',
                ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
-    argv = [str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), str(REPO / 'playbooks' / name),
+    for var in ('ANSIBLE_CALLBACK_RESULT_FORMAT', 'ANSIBLE_STDOUT_CALLBACK', 'ANSIBLE_CONFIG'):
+        env.pop(var, None)     # the default callback, as a new user has it
+    argv = [str(BIN / 'ansible-playbook'), '-i', str(inventory or REPO / 'inventory.example'), str(REPO / 'playbooks' / name),
             '-e', json.dumps({'dispatch_board': board})] + list(extra)
     return subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=300)
 
@@ -40,7 +42,7 @@ def board(tmp_path):
         b.upsert_item(number=1, title='free', status='Ready')
         b.upsert_item(number=2, title='blocked', status='Ready', blocked_by=[1])
         b.upsert_item(number=3, title='running', status='Ready')
-        b.comment(3, format_marker('start', {'unit': 'task-3'}))
+        b.comment(3, format_marker('start', {'unit': 'task-3', 'host': 'w1', 'master': 'agent1'}))
         b.upsert_item(number=4, title='tombstone; rm -rf / $(reboot) `id`', status='Ready')
         b.comment(4, format_marker('start', {'unit': 'task-4'}))
         b.comment(4, format_marker('success', {'unit': 'task-4'}))
@@ -56,14 +58,23 @@ def test_sweep_plans_every_candidate_and_explains_the_rest(tmp_path, board):
     assert 'blocked by #1' in res.stdout and 'tombstone' in res.stdout
 
 
-@pytest.mark.parametrize('number,reason', [(2, 'blocked by #1'), (3, 'running'), (4, 'tombstone')])
-def test_hand_dispatch_of_an_ineligible_item_is_refused_on_stderr(tmp_path, board, number, reason):
-    """D15: the hand path runs the sweeper's own tasks, so it meets the same guards; D6: nothing is written."""
+@pytest.mark.parametrize('number,reason,detail', [
+    (2, 'blocked by #1', 'blocked by #1'),
+    (3, 'running', 'running: task-3 on w1/agent1 since '),
+    (4, 'tombstone', 'tombstone'),
+    (99, 'it is not on the board', 'it is not on the board'),
+])
+def test_hand_dispatch_of_an_ineligible_item_is_refused_and_fails(tmp_path, board, number, reason, detail):
+    """D15: the hand path runs the sweeper's own tasks, so it meets the same guards; D6: nothing is written.
+    The play fails with the reason, so a script can tell a refusal from a launch."""
     with open_board(board) as b:
         before = [len(b.get(n).comments) for n in (1, 2, 3, 4)]
     res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=%d' % number)
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode != 0, res.stdout + res.stderr
     assert '#%d refused: %s' % (number, reason) in res.stderr
+    assert '"msg": "#%d refused: %s' % (number, detail) in res.stdout
+    assert 'probe failed' not in res.stderr, 'masters skipped on purpose are not blind'
+    assert 'launched' not in res.stdout.split('PLAY RECAP')[1]
     plan = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
     assert plan['assignments'] == []
     with open_board(board) as b:
@@ -76,6 +87,21 @@ def test_hand_dispatch_of_an_eligible_item_is_planned(tmp_path, board):
     plan = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
     assert [a['number'] for a in plan['assignments']] == [1]
     assert 'refused' not in res.stderr
+    assert '"msg": "#1 would launch as task-1 on localhost/agent1"' in res.stdout
+
+
+def test_tables_print_one_line_per_row_in_the_default_callback(tmp_path, board):
+    """A new user has no callback settings: the status table must still read as a table."""
+    res = playbook('status.yml', tmp_path, board)
+    assert res.returncode == 0, res.stdout + res.stderr
+    shown = res.stdout.split('Show the board')[1].split('TASK [')[0]
+    rows = [line.strip() for line in shown.splitlines() if line.strip().startswith('"#')]
+    assert [r.split()[0] for r in rows] == ['"#1', '"#2', '"#3', '"#4']
+    assert '\\n' not in shown
+    planned = playbook('sweep.yml', tmp_path, board)
+    shown = planned.stdout.split('Show the plan')[1].split('TASK [')[0]
+    rows = [line.strip() for line in shown.splitlines() if line.strip().startswith('"#')]
+    assert rows[0].split()[:3] == ['"#1', 'launch', 'localhost/agent1'] and '\\n' not in shown
 
 
 @pytest.mark.parametrize('issue', ['', 'abc', '0', '1;id'])
@@ -112,6 +138,7 @@ def test_apply_mode_fails_on_an_unreadable_queue(tmp_path):
     assert res.returncode != 0
     planned = playbook('dispatch.yml', tmp_path, spec, '-e', 'issue=1', '-e', 'dispatch_mode=plan')
     assert planned.returncode == 0, 'plan mode reports an unreadable queue; it cannot double-dispatch'
+    assert '#1 refused: the board could not be read' in planned.stdout
 
 
 def test_apply_refuses_an_item_whose_lease_another_dispatcher_holds(tmp_path, board):
@@ -123,8 +150,9 @@ def test_apply_refuses_an_item_whose_lease_another_dispatcher_holds(tmp_path, bo
     assert held.acquired
     before = [len(open_board(board).get(n).comments) for n in (1, 2, 3, 4)]
     res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_lease_path=%s' % (tmp_path / 'leases'))
-    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.returncode != 0, res.stdout + res.stderr
     assert '#1 refused (lease): another dispatcher holds its lease' in res.stderr and 'sweep-on-the-timer' in res.stderr
+    assert '"msg": "#1 refused (lease): another dispatcher holds its lease' in res.stdout
     record = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
     assert record['launched'] == [] and record['batches'] == [] and record['duplicates'] == []
     probe = res.stdout.split('Probe every master on every worker')[1].split('TASK [')[0]
@@ -143,3 +171,30 @@ def test_every_playbook_passes_syntax_check(name):
     proc = subprocess.run([str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), '--syntax-check',
                            str(REPO / 'playbooks' / name)], env=env, capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_sqlite_ledger_with_a_remote_worker_is_refused_before_anything_is_launched(tmp_path, board):
+    """The runner on another machine cannot open the controller's SQLite file: every launch would fail
+    to start, silently, cycle after cycle. Refused before the lease, with the fix; nothing written."""
+    inventory = tmp_path / 'inventory.yml'
+    local = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}'}
+    workers = {'localhost': local, 'w2': {'ansible_host': '192.0.2.10'}}
+    inventory.write_text(json.dumps({'workers': {'hosts': workers, 'vars': {'worker_masters': [{'name': 'agent1'}]}}}))
+    before = [len(open_board(board).get(n).comments) for n in (1, 2, 3, 4)]
+    leases = tmp_path / 'leases'
+    res = playbook('sweep.yml', tmp_path, board, '-e', 'dispatch_mode=apply', '-e', 'dispatch_lease_path=%s' % leases,
+                   inventory=inventory)
+    assert res.returncode != 0
+    assert 'a SQLite ledger serves only localhost workers: use PostgreSQL (roles/ledger) for remote workers' in res.stdout
+    assert 'the runner on w2 could not open it' in res.stdout and 'localhost,' not in res.stdout
+    assert not leases.exists() or not list(leases.iterdir()), 'refused before any lease'
+    assert '192.0.2.10' not in res.stdout.split('Refuse a SQLite ledger')[1], 'no worker was contacted'
+    with open_board(board) as b:
+        assert [len(b.get(n).comments) for n in (1, 2, 3, 4)] == before
+    # the same inventory with only the controller as a worker is not refused by this rule
+    del workers['w2']
+    inventory.write_text(json.dumps({'workers': {'hosts': workers, 'vars': {'worker_masters': [{'name': 'agent1'}]}}}))
+    res = playbook('sweep.yml', tmp_path, board, '-e', 'dispatch_mode=apply', '-e', 'dispatch_lease_path=%s' % leases,
+                   '--check', inventory=inventory)
+    assert 'a SQLite ledger serves only localhost workers' not in res.stdout
+

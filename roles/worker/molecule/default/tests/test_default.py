@@ -227,6 +227,21 @@ def test_each_master_has_its_clone_from_the_origin(host, master):
         assert head == origin.stdout.strip() and url in (clone['repo'], 'file://' + clone['repo'])
 
 
+def test_each_master_trusts_exactly_its_local_origin_and_can_fetch_from_it(host, master):
+    """A local-path origin is owned by root: each master trusts that one path in its own ~/.gitconfig
+    (not '*', not system-wide), so the clone and every run's fetch pass git's ownership check."""
+    name = master['name']
+    trusted = _as(host, name, 'git config --global --get-all safe.directory')
+    assert trusted.rc == 0, trusted.stderr
+    assert trusted.stdout.split() == sorted(set(c['repo'] for c in CONVERGE['vars']['worker_clones']))
+    system = host.run('git config --system --get-all safe.directory')
+    assert system.rc == 1 and system.stdout == '', 'nothing system-wide'
+    for clone in CONVERGE['vars']['worker_clones']:
+        path = '%s/fleet/clones/%s' % (host.user(name).home, clone['name'])
+        fetched = _as(host, name, 'git -C %s fetch -q origin' % path)
+        assert fetched.rc == 0, fetched.stderr
+
+
 def test_credentials_file_is_0600_and_owned_by_the_master(host, master):
     name = master['name']
     f = host.file('%s/%s/credentials.env' % (host.user(name).home, CONFIG))

@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tests/run itself (issue 9): a phase that would test nothing fails, and a missing command stops the
+bootstrap naming it and the fix. Runs the real script on throwaway checkouts."""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+VENV = pathlib.Path(sys.executable).parent.parent
+
+
+def _checkout(tmp_path, files):
+    """A git checkout holding tests/run, the bootstrap and ``files`` (rel -> text), all tracked."""
+    root = tmp_path / 'repo'
+    (root / 'tests').mkdir(parents=True)
+    for rel in ('tests/run', 'tests/bootstrap-venv', 'requirements-dev.txt'):
+        shutil.copy2(str(REPO / rel), str(root / rel))
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    subprocess.run(['git', 'init', '-q'], cwd=str(root), check=True)
+    subprocess.run(['git', 'add', '-A'], cwd=str(root), check=True)
+    return root
+
+
+def _run(root, *phases, path=None):
+    env = dict(os.environ, FLEET_NO_INSTALL='1', FLEET_VENV=str(VENV), FLEET_BUILD_DIR=str(root.parent / 'build'))
+    env.pop('CI', None)
+    if path is not None:
+        env['PATH'] = path
+    return subprocess.run(['bash', str(root / 'tests' / 'run')] + list(phases), cwd=str(root), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)
+
+
+@pytest.mark.skipif(not (VENV / 'bin' / 'python').exists(), reason='needs the project venv')
+def test_a_sanity_copy_without_the_collection_fails_the_phase(tmp_path):
+    root = _checkout(tmp_path, {'galaxy.yml': 'namespace: fleet\nname: dispatch\nversion: 0.1.0\n'})
+    done = _run(root, 'sanity')
+    assert done.returncode == 1, done.stdout
+    assert 'phase sanity: FAILED' in done.stdout
+    assert 'plugins/modules/*.py required: nothing worth testing' in done.stdout
+
+
+@pytest.mark.skipif(not (VENV / 'bin' / 'python').exists(), reason='needs the project venv')
+def test_a_build_with_no_galaxy_yml_fails_before_any_documentation(tmp_path):
+    root = _checkout(tmp_path, {'plugins/modules/m.py': '# a module\n'})
+    done = _run(root, 'build')
+    assert done.returncode == 1, done.stdout
+    assert 'phase build: FAILED' in done.stdout
+    assert 'ansible-doc' not in done.stdout
+
+
+def test_a_missing_command_stops_the_bootstrap_naming_it_and_the_fix(tmp_path):
+    farm = tmp_path / 'bin'
+    farm.mkdir()
+    for d in os.environ['PATH'].split(os.pathsep):
+        if not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            src = os.path.join(d, name)
+            if name != 'tar' and not (farm / name).exists() and os.access(src, os.X_OK) and not os.path.isdir(src):
+                (farm / name).symlink_to(src)
+    root = _checkout(tmp_path, {})
+    done = _run(root, 'build', path=str(farm))
+    assert done.returncode == 1, done.stdout
+    assert "bootstrap: 'tar' is not on this machine (needed by: all); fix: apt-get install tar" in done.stdout
+    assert 'nothing was tested' in done.stdout
+    assert '=== build ===' not in done.stdout
+
+
+def test_an_unknown_phase_is_refused_before_the_bootstrap(tmp_path):
+    root = _checkout(tmp_path, {})
+    done = _run(root, 'sanityy')
+    assert done.returncode == 2
+    assert "no phase 'sanityy'" in done.stdout and 'bootstrap' not in done.stdout
