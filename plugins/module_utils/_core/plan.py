@@ -208,7 +208,7 @@ def survey(probes) -> Dict[str, Any]:
     for res in probes or []:
         where = _target(res)
         worker, master = where.get('worker'), where.get('master')
-        if res.get('skipped') and not res.get('failed'):
+        if res.get('status') == 'skipped':
             continue    # not probed on purpose (nothing was left to launch): not a blind master
         if _failed(res):
             blind.append({'worker': worker, 'master': master,
