@@ -114,7 +114,7 @@ fragment IssueDetail on Issue {
         closer {
           __typename
           ... on PullRequest { ...PullFields }
-          ... on Commit { oid }
+          ... on Commit { id oid }
         }
       }
       ... on ReopenedEvent { createdAt actor { login } }
@@ -129,10 +129,15 @@ fragment IssueDetail on Issue {
 
 _PULL_FRAGMENT = '''
 fragment PullFields on PullRequest {
-  number url title state merged mergedAt createdAt
-  repository { nameWithOwner }
+  number url title state merged mergedAt createdAt baseRefName
+  repository { nameWithOwner defaultBranchRef { name } }
 }
 '''
+# baseRefName and the repository's defaultBranchRef: GitHub closes an issue from a closing
+# keyword only when the pull request targets the default branch, and a linked pull request closes
+# its issue only when merged into the default branch
+# (docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/linking-a-pull-request-to-an-issue).
+
 
 _BLOCKER_FRAGMENT = '''
 fragment BlockerEdges on Issue {
@@ -272,6 +277,25 @@ mutation SetStatus($projectId: ID!, $itemId: ID!, $fieldId: ID!, $optionId: Stri
 '''
 """Set the single-select status field of one project item."""
 
+COMMIT_PULLS = '''
+query CommitPulls($ids: [ID!]!) {
+  %s
+  nodes(ids: $ids) {
+    __typename
+    ... on Commit {
+      id oid
+      associatedPullRequests(first: 10) { nodes { ...PullFields } }
+    }
+  }
+}
+''' % RATE_LIMIT_FIELDS + _PULL_FRAGMENT
+"""The pull requests of the commits that closed an issue (a ``ClosedEvent`` whose closer is a
+``Commit``): GitHub closes an issue from a keyword in a commit message once that commit reaches the
+default branch, with no linked pull request; the merged pull request that brought the commit in is
+the artifact (D16 time attribution applies to it as to any other). One request per commit, only
+for issues a commit closed (a nested ``associatedPullRequests`` under the timeline would cost one
+request per timeline event of every issue in a Details batch)."""
+
 DOCUMENTS = {
     'OwnerType': OWNER_TYPE,
     'BoardPage': BOARD_PAGE,
@@ -281,6 +305,7 @@ DOCUMENTS = {
     'Issue': ISSUE,
     'ProjectField': PROJECT_FIELD,
     'SetStatus': SET_STATUS,
+    'CommitPulls': COMMIT_PULLS,
 }
 """Every GraphQL document this module can send, by operation name. ``_graphql`` refuses any
 other, so this dict *is* the list tests/unit/github/test_documents.py validates."""
@@ -389,7 +414,28 @@ def comment_of(node: Dict[str, Any]) -> Comment:
                    author=_login(node.get('author')))
 
 
-def artifact_of(pr: Dict[str, Any], issue_number: int) -> Artifact:
+def closing_branch_of(pr: Dict[str, Any], base_branch: str = '') -> Tuple[str, Optional[bool]]:
+    """(base branch, whether a merge into it closes issues) for a ``PullFields`` node.
+
+    GitHub's rule: a merge closes the issues it references or is linked to only when it lands on
+    the repository's default branch (docs.github.com/en/issues/tracking-your-work-with-issues/
+    using-issues/linking-a-pull-request-to-an-issue). ``base_branch`` (the board option) names
+    another branch that counts instead. Unknown (no base or no default in the answer): ``None``.
+    """
+    base = pr.get('baseRefName') if isinstance(pr.get('baseRefName'), str) else ''
+    if not base:
+        return '', None
+    if base_branch:
+        return base, base == base_branch
+    repo = pr.get('repository') if isinstance(pr.get('repository'), dict) else {}
+    default = repo.get('defaultBranchRef') if isinstance(repo.get('defaultBranchRef'), dict) else {}
+    name = default.get('name') if isinstance(default.get('name'), str) else ''
+    if not name:
+        return base, None
+    return base, base == name
+
+
+def artifact_of(pr: Dict[str, Any], issue_number: int, base_branch: str = '') -> Artifact:
     """A ``PullRequest`` linked to an issue as closing it -> ``Artifact`` (D2, D16).
 
     ``closes`` is the issue: GitHub itself made the link (its own keyword-adjacency parser, or a
@@ -397,17 +443,24 @@ def artifact_of(pr: Dict[str, Any], issue_number: int) -> Artifact:
     are GitHub's; nothing here judges time -- ``_core.references`` does.
     """
     repo = (pr.get('repository') or {}).get('nameWithOwner', '') if isinstance(pr.get('repository'), dict) else ''
+    base, closing = closing_branch_of(pr, base_branch)
     return Artifact(ref='%s#%s' % (repo, pr.get('number')),
                     created_at=parse_time(pr.get('createdAt')),
                     merged=pr.get('merged') is True,
                     merged_at=parse_time(pr.get('mergedAt')),
                     closes=[issue_number],
                     url=pr.get('url') or '',
-                    title=pr.get('title') or '')
+                    title=pr.get('title') or '',
+                    base=base, into_closing_branch=closing)
 
 
-def detail_into(item: Item, issue: Dict[str, Any]) -> None:
-    """Fill ``item`` from an ``IssueDetail``/``BlockerEdges`` selection (what was selected only)."""
+def detail_into(item: Item, issue: Dict[str, Any], base_branch: str = '') -> List[str]:
+    """Fill ``item`` from an ``IssueDetail``/``BlockerEdges`` selection (what was selected only).
+
+    Returns the node ids of the commits whose ``ClosedEvent`` closed the issue (see
+    ``COMMIT_PULLS``: the caller follows them to their merged pull requests).
+    """
+    commits = []  # type: List[str]
     if 'comments' in issue:
         item.comments = sorted((comment_of(n) for n in _nodes(issue.get('comments'))), key=_when)
     artifacts = {}  # type: Dict[str, Artifact]
@@ -420,23 +473,47 @@ def detail_into(item: Item, issue: Dict[str, Any]) -> None:
                 continue
             events.append(Event(kind=kind, at=at, actor=_login(node.get('actor'))))
             closer = node.get('closer')
-            # D2: a ClosedEvent whose closer is a *merged* pull request is proof; a commit
-            # (or a hand close, closer null) is not an artifact.
+            # D2: a ClosedEvent whose closer is a *merged* pull request is proof; a commit closer
+            # is followed to its merged pull request by the caller (COMMIT_PULLS); a hand close
+            # (closer null) is not an artifact.
             if kind == 'closed' and isinstance(closer, dict) and closer.get('__typename') == 'PullRequest':
-                art = artifact_of(closer, item.number)
+                art = artifact_of(closer, item.number, base_branch)
                 if art.merged:
                     artifacts[art.ref] = art
+            elif kind == 'closed' and isinstance(closer, dict) and closer.get('__typename') == 'Commit':
+                if isinstance(closer.get('id'), str) and closer['id'] not in commits:
+                    commits.append(closer['id'])
         item.events = sorted(events, key=lambda e: e.at)
     if 'closedByPullRequestsReferences' in issue:
         for pr in _nodes(issue.get('closedByPullRequestsReferences')):
-            art = artifact_of(pr, item.number)
+            art = artifact_of(pr, item.number, base_branch)
             artifacts[art.ref] = art
     if 'timelineItems' in issue or 'closedByPullRequestsReferences' in issue:
-        item.artifacts = sorted(artifacts.values(), key=lambda a: (_EPOCH if a.created_at is None else a.created_at, a.ref))
+        item.artifacts = _sorted_artifacts(artifacts.values())
     if 'blockedBy' in issue:
         item.blockers = [Blocker(number=int(n.get('number')), state=_lower(n.get('state')),
                                  repo=(n.get('repository') or {}).get('nameWithOwner', ''))
                          for n in _nodes(issue.get('blockedBy')) if isinstance(n.get('number'), int)]
+    return commits
+
+
+def commit_artifacts_into(item: Item, commit: Dict[str, Any], base_branch: str = '') -> None:
+    """Add the merged pull requests of a closing commit (a ``CommitPulls`` node) to ``item``.
+
+    Only a merged pull request into the closing branch can have brought the commit there (a PR
+    into another branch, or an open one, did not close the issue); the time rule (D16) is
+    ``_core.references.attribute``'s, as for every artifact.
+    """
+    known = dict((a.ref, a) for a in item.artifacts)
+    for pr in _nodes(commit.get('associatedPullRequests')):
+        art = artifact_of(pr, item.number, base_branch)
+        if art.merged and art.into_closing_branch is not False and art.ref not in known:
+            known[art.ref] = art
+    item.artifacts = _sorted_artifacts(known.values())
+
+
+def _sorted_artifacts(artifacts) -> List[Artifact]:
+    return sorted(artifacts, key=lambda a: (_EPOCH if a.created_at is None else a.created_at, a.ref))
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
@@ -644,6 +721,7 @@ class GitHubBoard(Board):
         if self.owner_type not in ('auto', 'organization', 'user'):
             raise BoardError('owner_type must be auto, organization or user, got %r' % (self.owner_type,))
         self.default_repo = spec.get('repo') or ''
+        self.base_branch = spec.get('base_branch') or ''
         api_url = spec.get('api_url') or 'https://api.github.com'
         self.location = '%s %s/projects/%s' % (api_url.rstrip('/'), self.owner, self.project)
         token = spec.get('token') or os.environ.get('GITHUB_TOKEN') or os.environ.get('GH_TOKEN')
@@ -836,13 +914,30 @@ class GitHubBoard(Board):
         return promoted
 
     def _fetch_details(self, ids: List[str], issues: Dict[str, Item]) -> None:
+        commits = []  # type: List[Tuple[Item, str]]
         for start in range(0, len(ids), DETAIL_BATCH):
             batch = ids[start:start + DETAIL_BATCH]
             data = self._graphql('Details', {'ids': batch}, reading=True)
             for node in self._batch_nodes(data, batch):
                 item = issues[node['id']]
-                detail_into(item, node)
+                commits.extend((item, c) for c in detail_into(item, node, self.base_branch))
                 self._older_comments(item, node, reading=True)
+        self._follow_commits(commits, reading=True)
+
+    def _follow_commits(self, pairs: List[Tuple[Item, str]], *, reading: bool) -> None:
+        """Credit the merged pull request of each commit that closed an item (``COMMIT_PULLS``)."""
+        ids = sorted(set(c for _item, c in pairs))
+        found = {}  # type: Dict[str, Dict[str, Any]]
+        for start in range(0, len(ids), BLOCKER_BATCH):
+            batch = ids[start:start + BLOCKER_BATCH]
+            data = self._graphql('CommitPulls', {'ids': batch}, reading=reading)
+            nodes = data.get('nodes') if isinstance(data.get('nodes'), list) else []
+            for node in nodes:
+                if isinstance(node, dict) and isinstance(node.get('id'), str):
+                    found[node['id']] = node
+        for item, commit in pairs:
+            if commit in found:
+                commit_artifacts_into(item, found[commit], self.base_branch)
 
     def _batch_nodes(self, data, batch):
         nodes = data.get('nodes')
@@ -897,8 +992,9 @@ class GitHubBoard(Board):
                 item.status = value.get('name') or '' if isinstance(value, dict) else ''
                 self._project_items[(item.repo, item.number)] = (node.get('id'), item.status)
                 break
-        detail_into(item, issue)
+        commits = detail_into(item, issue, self.base_branch)
         self._older_comments(item, issue, reading=False)
+        self._follow_commits([(item, c) for c in commits], reading=False)
         return item
 
     def _resolve(self, number) -> Tuple[str, int]:

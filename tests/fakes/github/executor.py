@@ -168,6 +168,7 @@ class Resolvers(object):
             ('Issue', 'projectItems'): lambda src, info, **a: connection(src['project_items'], **a),
             ('Issue', 'issueDependenciesSummary'): self.dependency_summary,
             ('ProjectV2SingleSelectField', 'options'): self.options,
+            ('Commit', 'associatedPullRequests'): lambda src, info, **a: connection(src.get('pulls') or [], **a),
             ('Mutation', 'updateProjectV2ItemFieldValue'): self.update_field_value,
         }
 

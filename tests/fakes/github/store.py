@@ -72,6 +72,8 @@ class Store(object):
             repo = self._register('R', {'__typename': 'Repository', 'name': name, 'nameWithOwner': name_with_owner,
                                         'owner': owner_obj, 'issues': {}, 'next_number': 1,
                                         'url': 'https://github.com/%s' % name_with_owner})
+            repo['defaultBranchRef'] = self._register('REF', {'__typename': 'Ref', 'name': 'main', 'prefix': 'refs/heads/',
+                                                              'repository': repo})
             self.repos[name_with_owner] = repo
             return repo
 
@@ -215,29 +217,53 @@ class Store(object):
             issue['timeline'].append(event)
             return True
 
-    def close_by_commit(self, repo: str, number: int, oid: str = 'deadbeef', at=None) -> None:
-        self.set_state(self.issue(repo, number), 'closed', closer={'__typename': 'Commit', 'oid': oid,
-                                                                   'id': 'C_%s' % oid}, at=at)
+    def commit(self, repo: str, oid: str, *, pulls=()) -> Dict[str, Any]:
+        """A commit object (``pulls``: its ``associatedPullRequests``)."""
+        with self.lock:
+            commit = {'__typename': 'Commit', 'oid': oid, 'abbreviatedOid': oid[:7], 'repository': self.add_repo(repo),
+                      'pulls': list(pulls)}
+            commit['id'] = 'C_%s' % oid
+            self.nodes[commit['id']] = commit
+            return commit
+
+    def close_by_commit(self, repo: str, number: int, oid: str = 'deadbeef', at=None, pulls=()) -> Dict[str, Any]:
+        """A commit whose message says ``Fixes #number`` reached the default branch: GitHub closes
+        the issue with that commit as the closer and links no pull request
+        (docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/linking-a-pull-request-to-an-issue:
+        a keyword in a commit message closes the issue when the commit is merged into the default branch).
+        ``pulls``: the pull requests the commit belongs to (``associatedPullRequests``)."""
+        commit = self.commit(repo, oid, pulls=pulls)
+        self.set_state(self.issue(repo, number), 'closed', closer=commit, at=at)
+        return commit
 
     def add_pr(self, repo: str, title: str = '', *, closes=(), created_at=None, merged_at=None, state: Optional[str] = None,
-               close_issues: bool = True, link: bool = True) -> Dict[str, Any]:
-        """A pull request. ``closes``: issue numbers (this repo) or ``(repo, n)`` it carries a
-        closing reference for; ``link`` adds it to their ``closedByPullRequestsReferences``.
-        A merged PR closes those issues (``close_issues``), as GitHub does on merge."""
+               close_issues: bool = True, link=True, base: Optional[str] = None) -> Dict[str, Any]:
+        """A pull request into ``base`` (default: the repository's default branch).
+
+        ``closes``: issue numbers (this repo) or ``(repo, n)`` it refers to. ``link``: ``True`` -- a
+        closing keyword in the body, which GitHub honours only when the PR targets the default
+        branch ("If you want to link a pull request to an issue using a keyword, the PR must be on the
+        default branch": docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/
+        linking-a-pull-request-to-an-issue), so into another branch it links nothing; ``'manual'`` --
+        linked by hand in the sidebar, listed whatever the base; ``False`` -- not listed (a closer
+        GitHub did not record there). A merged PR closes those issues (``close_issues``) only when it
+        merged into the default branch, as GitHub does."""
         with self.lock:
             r = self.add_repo(repo)
             n = self._next_number(r)
             merged = merged_at is not None
+            default = r['defaultBranchRef']['name']
+            base = base or default
             pr = self._register('PR', {
                 '__typename': 'PullRequest', 'number': n, 'title': title or 'pr %d' % n,
                 'url': 'https://github.com/%s/pull/%d' % (repo, n), 'repository': r,
                 'createdAt': iso(created_at) or self.now(), 'merged': merged, 'mergedAt': iso(merged_at),
-                'state': state or ('MERGED' if merged else 'OPEN')})
+                'state': state or ('MERGED' if merged else 'OPEN'), 'baseRefName': base, 'headRefName': 'topic-%d' % n})
             for ref in closes:
                 issue = self.issue(*(ref if isinstance(ref, tuple) else (repo, ref)))
-                if link:
+                if link == 'manual' or (link and base == default):
                     issue['closing_prs'].append(pr)
-                if merged and close_issues:
+                if merged and close_issues and base == default:
                     self.set_state(issue, 'closed', closer=pr, at=merged_at)
             return pr
 
