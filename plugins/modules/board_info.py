@@ -48,7 +48,9 @@ options:
     type: list
     elements: int
 notes:
-  - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone) and C(parked).
+  - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone), C(parked)
+    and C(unreadable) (the board could not read part of the item, for example a repository the token may not read; the item's C(unreadable)
+    says why; never dispatched).
 seealso:
   - module: fleet.dispatch.board_marker
   - module: fleet.dispatch.board_item
@@ -155,9 +157,12 @@ items:
       type: list
       elements: int
     artifacts:
-      description: Changes that reference the item (ref, merged, merged_at, created_at, closes, url).
+      description: Changes that reference the item (ref, merged, merged_at, created_at, closes, url, base, into_closing_branch).
       type: list
       elements: dict
+    unreadable:
+      description: Why the board could not read part of the item (empty when it read it whole); such an item has reason C(unreadable).
+      type: str
 candidates:
   description: The eligible items, in board order (same entries as RV(items)).
   returned: always
@@ -189,6 +194,8 @@ def _warn_refusals(module, wanted, assessed):
                 detail = ' until %s' % entry['not_before']
             elif entry['reason'] == 'parked':
                 detail = ' after %s attempts' % entry['attempts']
+            elif entry['reason'] == 'unreadable':
+                detail = ': %s' % entry['unreadable']
             module.warn('#%s refused: %s%s' % (number, entry['reason'], detail))
 
 

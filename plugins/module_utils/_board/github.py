@@ -74,6 +74,19 @@ SECONDARY_DEFAULT_WAIT = 60.0
 """Derived from GitHub's documented advice when a secondary rate limit names no ``retry-after``:
 wait at least one minute."""
 
+SECONDARY_MAX_TOTAL = 300.0
+"""Most seconds one call sleeps for *repeated* secondary limits. GitHub: "If your request continues
+to fail due to a secondary rate limit, wait for an exponentially increasing amount of time between
+retries, and throw an error after a specific number of retries"
+(docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit).
+Each repeat waits at least twice the one before (60, 120, ...); a wait that would take the total
+past this bound is not slept: the call fails with the time it would clear. Unmeasured guess: five
+minutes is about one sweeper period; a week of a real fleet's secondary waits would settle it."""
+
+MAX_REDIRECTS = 3
+"""Redirects followed per call (a renamed or transferred repository answers 301 once; more hops
+than this is a loop)."""
+
 HTTP_TIMEOUT = (10.0, 60.0)
 """(connect, read) seconds. Unmeasured guess: GitHub ends a GraphQL query at 10 s server side,
 so a 60 s read timeout only triggers on a broken connection. Experiment that settles it: log each
@@ -537,7 +550,7 @@ class _Transport(object):
     """HTTP to GitHub through an injectable ``requests``-like session; no decisions."""
 
     def __init__(self, api_url, token, session=None, sleep=None, clock=None,
-                 max_wait=RATE_LIMIT_MAX_WAIT, retries=RATE_LIMIT_RETRIES):
+                 max_wait=RATE_LIMIT_MAX_WAIT, retries=RATE_LIMIT_RETRIES, max_total=SECONDARY_MAX_TOTAL):
         self.api_url = api_url.rstrip('/')
         self._token = token
         self._own_session = session is None
@@ -550,7 +563,10 @@ class _Transport(object):
         self.sleep = time.sleep if sleep is None else sleep
         self.clock = (lambda: _dt.datetime.now(UTC)) if clock is None else clock
         self.max_wait = float(max_wait)
+        self.max_total = float(max_total)
         self.retries = int(retries)
+        self.redirects = []  # type: List[str]
+        self.last_headers = {}  # type: Dict[str, str]
         self.waits = []  # type: List[float]
         """Every rate-limit wait this transport slept, in seconds (reported, never hidden)."""
 
@@ -574,29 +590,54 @@ class _Transport(object):
     def request(self, method, url, *, body=None, params=None):
         """One HTTP exchange with rate-limit waits; returns (status, headers, parsed JSON or None)."""
         attempt = 0
+        secondary = []  # type: List[float]
         while True:
             attempt += 1
-            try:
-                resp = self.session.request(method, url, headers=self._headers(), json=body,
-                                            params=params, timeout=HTTP_TIMEOUT)
-            except Exception as exc:  # requests.RequestException and anything a session raises
-                raise _HttpFailure('%s %s did not answer: %s' % (method, self._safe(url), type(exc).__name__ + ': ' + str(exc)))
-            status = int(resp.status_code)
-            headers = dict((str(k).lower(), v) for k, v in (resp.headers or {}).items())
-            data = self._parse(resp)
+            status, headers, data = self._exchange(method, url, body, params)
             wait = self._rate_limit_wait(status, headers, data)
             if wait is None:
+                self.last_headers = headers
                 return status, headers, data
             seconds, kind, reset_at = wait
-            if attempt >= self.retries or seconds > self.max_wait:
+            if kind == 'secondary' and secondary:
+                # Repeated: exponentially longer each time, bounded in total (SECONDARY_MAX_TOTAL).
+                seconds = max(seconds, 2.0 * secondary[-1])
+                reset_at = self.clock() + _dt.timedelta(seconds=seconds)
+            over = (sum(secondary) + seconds > self.max_total) if kind == 'secondary' else (seconds > self.max_wait)
+            if attempt >= self.retries or over:
                 raise RateLimited('GitHub %s rate limit on %s %s: clears %s (waited %d time(s) already; '
                                   'a wait of %.0f s is over the %.0f s this client sleeps)'
                                   % (kind, method, self._safe(url),
                                      format_time(reset_at) if reset_at else 'in %.0f s' % seconds,
                                      attempt - 1, seconds, self.max_wait),
                                   reset_at=reset_at, kind=kind)
+            if kind == 'secondary':
+                secondary.append(seconds)
             self.waits.append(seconds)
             self.sleep(seconds)
+
+    def _exchange(self, method, url, body, params):
+        """One request, following redirects with the same method and body: GitHub answers 301 for a
+        renamed or transferred repository and asks clients to follow it, and 307 to repeat the
+        request verbatim (docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api
+        #follow-redirects). ``requests`` itself would turn a redirected POST or PATCH into a GET."""
+        for _hop in range(MAX_REDIRECTS + 1):
+            try:
+                resp = self.session.request(method, url, headers=self._headers(), json=body,
+                                            params=params, timeout=HTTP_TIMEOUT, allow_redirects=False)
+            except Exception as exc:  # requests.RequestException and anything a session raises
+                raise _HttpFailure('%s %s did not answer: %s' % (method, self._safe(url), type(exc).__name__ + ': ' + str(exc)))
+            status = int(resp.status_code)
+            headers = dict((str(k).lower(), v) for k, v in (resp.headers or {}).items())
+            location = headers.get('location')
+            if status in (301, 302, 307, 308) and isinstance(location, str) and location:
+                if not location.startswith(('http://', 'https://')):
+                    location = self.api_url + location
+                url = location
+                self.redirects.append(self._safe(location))
+                continue
+            return status, headers, self._parse(resp)
+        raise _HttpFailure('%s %s: more than %d redirects' % (method, self._safe(url), MAX_REDIRECTS))
 
     def _safe(self, url):
         return url.replace(self.api_url, '') or '/'
@@ -620,9 +661,16 @@ class _Transport(object):
         at least a minute. GraphQL reports an exhausted primary limit as HTTP 200 with an
         ``errors`` entry of type ``RATE_LIMITED``.
         """
-        graphql_limited = (isinstance(data, dict) and isinstance(data.get('errors'), list)
-                           and any(isinstance(e, dict) and e.get('type') == 'RATE_LIMITED' for e in data['errors']))
-        if status not in (403, 429) and not graphql_limited:
+        errors = data.get('errors') if isinstance(data, dict) and isinstance(data.get('errors'), list) else []
+        # GraphQL names an exhausted primary limit RATE_LIMITED (docs.github.com/en/graphql/overview/
+        # rate-limits-and-query-limits-for-the-graphql-api#exceeding-the-rate-limit); clients report
+        # RATE_LIMIT with code graphql_rate_limit too (yanyongyu/githubkit#271).
+        graphql_limited = any(isinstance(e, dict) and e.get('type') in ('RATE_LIMITED', 'RATE_LIMIT') for e in errors)
+        # A secondary limit is named by its message ("You have exceeded a secondary rate limit"), on
+        # a 403/429 or inside a GraphQL errors list of an HTTP 200 (octokit/plugin-throttling.js#636).
+        graphql_secondary = any(isinstance(e, dict) and 'secondary rate limit' in str(e.get('message', '')).lower()
+                                for e in errors)
+        if status not in (403, 429) and not graphql_limited and not graphql_secondary:
             return None
         now = self.clock()
         retry_after = headers.get('retry-after')
@@ -642,8 +690,8 @@ class _Transport(object):
                 # +1 s: the reset epoch is whole seconds, rounded down by GitHub.
                 return max(0.0, (reset_at - now).total_seconds()) + 1.0, 'primary', reset_at
         message = data.get('message', '') if isinstance(data, dict) else ''
-        if graphql_limited or 'rate limit' in str(message).lower():
-            return (SECONDARY_DEFAULT_WAIT, 'primary' if graphql_limited else 'secondary',
+        if graphql_limited or graphql_secondary or 'rate limit' in str(message).lower():
+            return (SECONDARY_DEFAULT_WAIT, 'primary' if graphql_limited and not graphql_secondary else 'secondary',
                     now + _dt.timedelta(seconds=SECONDARY_DEFAULT_WAIT))
         return None  # a plain 403: permissions, not a rate limit
 
@@ -678,6 +726,51 @@ def _error_text(status, data) -> str:
     if data is None:
         return 'HTTP %s with an empty body' % status
     return 'HTTP %s: unexpected %s body' % (status, type(data).__name__)
+
+
+def _placed(err) -> bool:
+    """An error GitHub placed under a path of the data (partial data), not a rate limit."""
+    return (isinstance(err, dict) and isinstance(err.get('path'), list) and len(err['path']) > 0
+            and err.get('type') not in ('RATE_LIMITED', 'RATE_LIMIT'))
+
+
+def errors_by_index(errors, prefix) -> Tuple[Dict[int, List[Dict[str, Any]]], List[Dict[str, Any]]]:
+    """Split placed errors into those under ``prefix + [i]`` (by ``i``) and the rest."""
+    mine = {}  # type: Dict[int, List[Dict[str, Any]]]
+    rest = []
+    n = len(prefix)
+    for err in errors or []:
+        path = err.get('path') if isinstance(err, dict) else None
+        if isinstance(path, list) and len(path) > n and list(path[:n]) == list(prefix) and isinstance(path[n], int) \
+                and not isinstance(path[n], bool):
+            mine.setdefault(path[n], []).append(err)
+        else:
+            rest.append(err)
+    return mine, rest
+
+
+_PERMISSION_OF_FIELD = (
+    (('closedByPullRequestsReferences', 'closer', 'associatedPullRequests'), 'Pull requests: read'),
+    (('comments', 'timelineItems', 'content', 'blockedBy', 'issueDependenciesSummary'), 'Issues: read'),
+)
+
+
+def unreadable_cause(errors, repo: str = '') -> str:
+    """What could not be read of one item, in GitHub's words, with the fix for a FORBIDDEN."""
+    text = '; '.join(_one_error(e) for e in errors[:3])
+    needs = []
+    for err in errors:
+        if not isinstance(err, dict) or err.get('type') != 'FORBIDDEN':
+            continue
+        fields = [p for p in err.get('path') or [] if isinstance(p, str)]
+        for names, permission in _PERMISSION_OF_FIELD:
+            if any(f in names for f in fields) and permission not in needs:
+                needs.append(permission)
+                break
+    if needs:
+        text += ' -- the token may not read this%s: a fine-grained or app token needs %s there (a classic token: scope repo)' % (
+            ' on %s' % repo if repo else '', ' and '.join(needs))
+    return text
 
 
 def _one_error(err) -> str:
@@ -730,7 +823,8 @@ class GitHubBoard(Board):
                                   'environment variable GITHUB_TOKEN on the machine that reads the board')
         self._http = _Transport(api_url, token, session=spec.get('session'), sleep=spec.get('sleep'),
                                 clock=spec.get('clock'),
-                                max_wait=spec.get('rate_limit_max_wait', RATE_LIMIT_MAX_WAIT))
+                                max_wait=spec.get('rate_limit_max_wait', RATE_LIMIT_MAX_WAIT),
+                                max_total=spec.get('rate_limit_max_total', SECONDARY_MAX_TOTAL))
         self._rate_limits = []  # type: List[Dict[str, Any]]
         self._is_org = None  # type: Optional[bool]
         self._field = None  # type: Optional[Dict[str, Any]]
@@ -739,11 +833,15 @@ class GitHubBoard(Board):
         self._project_items = {}  # type: Dict[Tuple[str, int], Tuple[str, str]]
 
     # -- GraphQL ----------------------------------------------------------------------------
-    def _graphql(self, name: str, variables: Dict[str, Any], *, reading: bool) -> Dict[str, Any]:
+    def _graphql(self, name: str, variables: Dict[str, Any], *, reading: bool, partial: bool = False):
         """Send ``DOCUMENTS[name]``; return its ``data`` after every D5 type check.
 
         ``reading`` picks the failure's name: ``BoardUnreadable`` for the queue read,
-        ``BoardError`` for anything else.
+        ``BoardError`` for anything else. ``partial``: return ``(data, errors)`` instead, where
+        ``errors`` are the ones GitHub placed under a ``path`` of ``data`` (partial data: the
+        GraphQL spec's "Errors and Non-Null Fields"; GitHub answers FORBIDDEN there for a field
+        the token may not read), for the caller to pin on the item they belong to. An error
+        without a path, or any answer without a ``data`` object, still fails the call.
         """
         if name not in DOCUMENTS:
             raise BoardError('internal: %r is not one of the validated GraphQL documents' % (name,))
@@ -765,6 +863,11 @@ class GitHubBoard(Board):
         if not isinstance(data, dict):
             raise fail('GitHub GraphQL %s: %s' % (name, _error_text(status, data)))
         errors = data.get('errors')
+        if partial and errors and isinstance(errors, list) and isinstance(data.get('data'), dict) \
+                and all(_placed(e) for e in errors):
+            payload = data['data']
+            self._note_rate_limit(name, payload)
+            return payload, errors
         if errors:  # 🔴 D5/D20: HTTP 200 with an errors array is an error, whatever data says
             if not reading and isinstance(errors, list) and all(isinstance(e, dict) and e.get('type') == 'NOT_FOUND' for e in errors):
                 fail = ItemNotFound
@@ -773,12 +876,15 @@ class GitHubBoard(Board):
         payload = data.get('data')
         if not isinstance(payload, dict):
             raise fail('GitHub GraphQL %s: no "data" object in the answer (%s)' % (name, _error_text(status, data)))
+        self._note_rate_limit(name, payload)
+        return (payload, []) if partial else payload
+
+    def _note_rate_limit(self, name, payload):
         rl = payload.get('rateLimit')
         if isinstance(rl, dict):
             entry = dict(rl)
             entry['document'] = name
             self._rate_limits.append(entry)
-        return payload
 
     def _owner_is_org(self) -> bool:
         if self._is_org is None:
@@ -828,14 +934,21 @@ class GitHubBoard(Board):
         self._http.waits = []
         is_org = self._owner_is_org()
         query = project_query(self.status_field, self.ready)
-        pages = self._pages(is_org, query)
+        pages, page_errors = self._pages(is_org, query)
         items = []  # type: List[Item]
         issues = {}  # type: Dict[str, Item]
         candidates = []  # type: List[str]
         blocked = []  # type: List[str]
-        for node in pages:
+        unreadable = []  # type: List[Dict[str, Any]]
+        for index, node in enumerate(pages):
             content = node.get('content')
-            if node.get('type') != 'ISSUE' or not isinstance(content, dict) or content.get('__typename') != 'Issue':
+            errs = page_errors.get(index)
+            is_issue = isinstance(content, dict) and content.get('__typename') == 'Issue' and isinstance(content.get('number'), int)
+            if errs and not is_issue:
+                # Partial data with no issue to pin it on: shown with its project item id, not an item.
+                unreadable.append({'project_item': node.get('id') or '', 'cause': unreadable_cause(errs)})
+                continue
+            if node.get('type') != 'ISSUE' or not is_issue:
                 continue  # drafts, pull requests, redacted items: not work this fleet can run
             if node.get('isArchived') is True:
                 continue
@@ -844,6 +957,9 @@ class GitHubBoard(Board):
                 continue
             issues[item.id] = item
             items.append(item)
+            if errs:
+                item.unreadable = unreadable_cause(errs, item.repo)
+                continue
             if item.state != 'open' or item.status.casefold() != self.ready.casefold():
                 continue  # cheap filter: the server filter should already have done this
             if _summary_open_blockers(content) > 0:
@@ -856,16 +972,28 @@ class GitHubBoard(Board):
         cost['items'] = len(items)
         cost['candidates'] = len(candidates) + len(promoted)
         cost['rate_limit_waits'] = list(self._http.waits)
+        unreadable.extend({'item': '%s#%s' % (i.repo, i.number), 'cause': i.unreadable} for i in items if i.unreadable)
+        cost['unreadable'] = unreadable
         return BoardRead(items=items, cost=cost)
 
-    def _pages(self, is_org: bool, query: str) -> List[Dict[str, Any]]:
+    def _pages(self, is_org: bool, query: str) -> Tuple[List[Dict[str, Any]], Dict[int, List[Dict[str, Any]]]]:
+        """Every item node of the project (filtered by ``query``), and the placed errors by node index.
+
+        An error under one item node (``...items.nodes[i]``) is that item's; any other error (the
+        project, its field, the page itself) means the queue was not read: ``BoardUnreadable``.
+        """
         nodes = []  # type: List[Dict[str, Any]]
+        by_index = {}  # type: Dict[int, List[Dict[str, Any]]]
         after = None
         seen = set()
         while True:
-            data = self._graphql('BoardPage', {'owner': self.owner, 'isOrg': is_org, 'number': self.project,
-                                               'query': query, 'statusField': self.status_field,
-                                               'after': after}, reading=True)
+            data, errors = self._graphql('BoardPage', {'owner': self.owner, 'isOrg': is_org, 'number': self.project,
+                                                       'query': query, 'statusField': self.status_field,
+                                                       'after': after}, reading=True, partial=True)
+            mine, rest = errors_by_index(errors, ['organization' if is_org else 'user', 'projectV2', 'items', 'nodes'])
+            if rest:
+                raise BoardUnreadable('GitHub GraphQL BoardPage answered with errors: %s'
+                                      % '; '.join(_one_error(e) for e in rest))
             project = self._project_of(data)
             if after is None:
                 self._remember_field(project)
@@ -877,10 +1005,15 @@ class GitHubBoard(Board):
             conn = project.get('items')
             if not isinstance(conn, dict) or not isinstance(conn.get('nodes'), list):
                 raise BoardUnreadable('GitHub answered the board page without an items list')
-            nodes.extend(n for n in conn['nodes'] if isinstance(n, dict))
+            for i, node in enumerate(conn['nodes']):
+                if i in mine:
+                    by_index[len(nodes)] = mine[i]
+                    nodes.append(node if isinstance(node, dict) else {})
+                elif isinstance(node, dict):
+                    nodes.append(node)
             info = conn.get('pageInfo') if isinstance(conn.get('pageInfo'), dict) else {}
             if info.get('hasNextPage') is not True:
-                return nodes
+                return nodes, by_index
             after = info.get('endCursor')
             if not after or after in seen:
                 raise BoardUnreadable('GitHub paginated the board without a new cursor (%r): the read is incomplete' % (after,))
@@ -905,11 +1038,11 @@ class GitHubBoard(Board):
         promoted = []
         for start in range(0, len(ids), BLOCKER_BATCH):
             batch = ids[start:start + BLOCKER_BATCH]
-            data = self._graphql('Blockers', {'ids': batch}, reading=True)
-            for node in self._batch_nodes(data, batch):
+            data, errors = self._graphql('Blockers', {'ids': batch}, reading=True, partial=True)
+            for node in self._batch_nodes(data, errors, batch, issues):
                 item = issues[node['id']]
                 detail_into(item, node)
-                if not any(b.state == 'open' for b in item.blockers):
+                if not item.unreadable and not any(b.state == 'open' for b in item.blockers):
                     promoted.append(item.id)
         return promoted
 
@@ -917,34 +1050,59 @@ class GitHubBoard(Board):
         commits = []  # type: List[Tuple[Item, str]]
         for start in range(0, len(ids), DETAIL_BATCH):
             batch = ids[start:start + DETAIL_BATCH]
-            data = self._graphql('Details', {'ids': batch}, reading=True)
-            for node in self._batch_nodes(data, batch):
+            data, errors = self._graphql('Details', {'ids': batch}, reading=True, partial=True)
+            for node in self._batch_nodes(data, errors, batch, issues):
                 item = issues[node['id']]
                 commits.extend((item, c) for c in detail_into(item, node, self.base_branch))
-                self._older_comments(item, node, reading=True)
+                if not item.unreadable:
+                    self._older_comments(item, node, reading=True)
         self._follow_commits(commits, reading=True)
 
     def _follow_commits(self, pairs: List[Tuple[Item, str]], *, reading: bool) -> None:
         """Credit the merged pull request of each commit that closed an item (``COMMIT_PULLS``)."""
         ids = sorted(set(c for _item, c in pairs))
         found = {}  # type: Dict[str, Dict[str, Any]]
+        failed = {}  # type: Dict[str, List[Dict[str, Any]]]
         for start in range(0, len(ids), BLOCKER_BATCH):
             batch = ids[start:start + BLOCKER_BATCH]
-            data = self._graphql('CommitPulls', {'ids': batch}, reading=reading)
+            data, errors = self._graphql('CommitPulls', {'ids': batch}, reading=reading, partial=True)
+            mine, rest = errors_by_index(errors, ['nodes'])
+            if rest:
+                raise (BoardUnreadable if reading else BoardError)(
+                    'GitHub GraphQL CommitPulls answered with errors: %s' % '; '.join(_one_error(e) for e in rest))
             nodes = data.get('nodes') if isinstance(data.get('nodes'), list) else []
-            for node in nodes:
-                if isinstance(node, dict) and isinstance(node.get('id'), str):
-                    found[node['id']] = node
+            for i, want in enumerate(batch):
+                if i in mine:
+                    failed[want] = mine[i]
+                elif i < len(nodes) and isinstance(nodes[i], dict) and nodes[i].get('id') == want:
+                    found[want] = nodes[i]
         for item, commit in pairs:
             if commit in found:
                 commit_artifacts_into(item, found[commit], self.base_branch)
+            elif commit in failed:
+                cause = 'the pull request of the commit that closed it: ' + unreadable_cause(failed[commit], item.repo)
+                if not reading:
+                    raise BoardError('GitHub could not return %s of %s#%s' % (cause, item.repo, item.number))
+                item.unreadable = item.unreadable or cause
 
-    def _batch_nodes(self, data, batch):
+    def _batch_nodes(self, data, errors, batch, issues):
+        """The nodes of a ``nodes(ids:)`` batch answer that can be read; an error placed under one
+        node makes that item ``unreadable`` (its cause kept), the others read on. An error elsewhere,
+        or a missing node GitHub gave no reason for, means the queue was not read."""
         nodes = data.get('nodes')
         if not isinstance(nodes, list) or len(nodes) != len(batch):
             raise BoardUnreadable('GitHub answered a batch of %d issues with %r' % (len(batch), type(nodes).__name__))
+        mine, rest = errors_by_index(errors, ['nodes'])
+        if rest:
+            raise BoardUnreadable('GitHub answered a batch of issues with errors: %s' % '; '.join(_one_error(e) for e in rest))
         out = []
-        for want, node in zip(batch, nodes):
+        for index, (want, node) in enumerate(zip(batch, nodes)):
+            if index in mine:
+                item = issues[want]
+                item.unreadable = unreadable_cause(mine[index], item.repo)
+                if isinstance(node, dict) and node.get('id') == want:
+                    out.append(node)
+                continue
             if not isinstance(node, dict) or node.get('id') != want:
                 raise BoardUnreadable('GitHub could not return issue %s in a batch (deleted or no access)' % (want,))
             out.append(node)
@@ -956,7 +1114,14 @@ class GitHubBoard(Board):
         info = conn.get('pageInfo') if isinstance(conn.get('pageInfo'), dict) else {}
         older = []  # type: List[Comment]
         while info.get('hasPreviousPage') is True and info.get('startCursor'):
-            data = self._graphql('MoreComments', {'id': item.id, 'before': info['startCursor']}, reading=reading)
+            data, errors = self._graphql('MoreComments', {'id': item.id, 'before': info['startCursor']},
+                                         reading=reading, partial=True)
+            if errors:
+                if not reading:
+                    raise BoardError('GitHub could not return the older comments of %s#%s: %s'
+                                     % (item.repo, item.number, '; '.join(_one_error(e) for e in errors)))
+                item.unreadable = 'its older comments: ' + unreadable_cause(errors, item.repo)
+                return
             node = data.get('node') if isinstance(data.get('node'), dict) else {}
             conn = node.get('comments') if isinstance(node.get('comments'), dict) else {}
             older.extend(comment_of(n) for n in _nodes(conn))
@@ -1019,7 +1184,7 @@ class GitHubBoard(Board):
     def _index_project(self) -> None:
         is_org = self._owner_is_org()
         try:
-            nodes = self._pages(is_org, 'is:issue')
+            nodes, _errors = self._pages(is_org, 'is:issue')
         except BoardUnreadable as exc:
             raise BoardError(str(exc))
         for node in nodes:
@@ -1146,6 +1311,8 @@ class GitHubBoard(Board):
             raise BoardError('could not %s: %s' % (what, exc))
         if status == 404:
             raise ItemNotFound('could not %s: %s (no such item, or the token cannot see it)' % (what, _error_text(status, data)))
+        if status == 410:  # Gone: a deleted issue (@octokit/openapi lists 410 for the issue endpoints)
+            raise ItemNotFound('could not %s: %s (the item was deleted)' % (what, _error_text(status, data)))
         if status >= 300:
             raise BoardError('could not %s: %s' % (what, _error_text(status, data)))
         if expect is None:

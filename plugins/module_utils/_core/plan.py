@@ -56,6 +56,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'blockers': [{'number': b.number, 'repo': b.repo, 'state': b.state} for b in item.blockers],
             'open_blockers': list(getattr(verdict, 'open_blockers', []) or []),
             'artifacts': to_jsonable(item.artifacts),
+            'unreadable': getattr(item, 'unreadable', '') or '',
         })
     return out
 

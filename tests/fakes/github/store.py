@@ -41,6 +41,10 @@ class Store(object):
         self.nodes = {}  # type: Dict[str, Dict[str, Any]]
         self.db_ids = {}  # type: Dict[int, Dict[str, Any]]
         self.notifications = []  # type: List[Dict[str, Any]]
+        self.renamed = {}  # type: Dict[str, str]
+        self.deleted = set()  # type: set
+        self.associations = {}  # type: Dict[str, str]
+        """login -> authorAssociation (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE ...); others NONE."""
         self._ids = itertools.count(1001)
 
     # -- ids ----------------------------------------------------------------------------------
@@ -170,9 +174,11 @@ class Store(object):
                     created_at=None) -> Dict[str, Any]:
         with self.lock:
             issue = self.issue(repo, number)
+            login = author or self.viewer
             comment = self._register('IC', {'__typename': 'IssueComment', 'body': body,
                                             'createdAt': iso(created_at) or self.now(),
-                                            'author': {'__typename': 'User', 'login': author or self.viewer},
+                                            'author': {'__typename': 'User', 'login': login},
+                                            'authorAssociation': self.associations.get(login, 'NONE'),
                                             'issue': issue})
             comment['url'] = '%s#issuecomment-%d' % (issue['url'], comment['databaseId'])
             issue['comments'].append(comment)
@@ -268,12 +274,39 @@ class Store(object):
             return pr
 
     # -- notifications ------------------------------------------------------------------------
-    def mention(self, repo: str, number: int, body: str, *, author: str = 'human', reason: str = 'mention') -> Dict[str, Any]:
-        """A comment mentioning the viewer, and its unread notification thread."""
+    def mention(self, repo: str, number: int, body: str, *, author: str = 'human', reason: str = 'mention',
+                created_at=None) -> Dict[str, Any]:
+        """A comment mentioning the viewer, and its notification thread: ONE thread per issue
+        (docs.github.com/en/rest/activity/notifications: a thread is per subject), marked unread again
+        by new activity, whose ``reason`` is sticky (the first reason stays) and whose
+        ``latest_comment_url`` is the newest comment -- not necessarily the mention."""
         with self.lock:
-            comment = self.add_comment(repo, number, body, author=author)
+            comment = self.add_comment(repo, number, body, author=author, created_at=created_at)
+            for thread in self.notifications:
+                if (thread['repo'], thread['number']) == (repo, number):
+                    thread.update(unread=True, updated_at=comment['createdAt'], comment=comment)
+                    return thread
             thread = {'id': str(next(self._ids)), 'unread': True, 'reason': reason, 'updated_at': comment['createdAt'],
                       'repo': repo, 'number': number, 'comment': comment,
                       'title': self.issue(repo, number)['title']}
             self.notifications.append(thread)
             return thread
+
+    def delete_issue(self, repo: str, number: int) -> None:
+        """Delete an issue: REST answers 410 Gone, GraphQL no longer resolves it."""
+        with self.lock:
+            issue = self.repos[repo]['issues'].pop(number)
+            self.nodes.pop(issue['id'], None)
+            self.deleted.add((repo, number))
+
+    def rename_repo(self, old: str, new: str) -> None:
+        """Rename (or transfer) a repository: the old REST URLs answer 301 to the new ones."""
+        with self.lock:
+            repo = self.repos.pop(old)
+            owner, _sep, name = new.partition('/')
+            repo.update(name=name, nameWithOwner=new, url='https://github.com/%s' % new,
+                        owner=self.owners.get(owner) or self.add_owner(owner))
+            self.repos[new] = repo
+            self.renamed[old] = new
+            for issue in repo['issues'].values():
+                issue['url'] = 'https://github.com/%s/issues/%d' % (new, issue['number'])

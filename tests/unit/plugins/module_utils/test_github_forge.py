@@ -158,3 +158,136 @@ def test_a_pr_into_the_default_branch_is_credited(gh):
 def test_closing_branch_of(pr, base_branch, expect):
     """D5: an answer without the facts is unknown (None), which the credit rule does not refuse."""
     assert _github.closing_branch_of(pr, base_branch) == expect
+
+
+# -- partial data is per item (D5) ---------------------------------------------------------------
+
+def by_number(read):
+    return dict((i.number, i) for i in read.items)
+
+
+def test_one_forbidden_repository_leaves_the_other_items_dispatchable(fake_github):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess, candidates
+
+    gh = fake_github('ghs_installation_token', forbidden_repos=['acme/secret'])
+    fine = ready(gh, 'readable')
+    hidden = ready(gh, 'private', repo='acme/secret')
+    with board_for(gh) as board:
+        read = board.read()
+    assessed = assess(read.items, now=T0, ready='Ready')
+    assert [(e['repo'], e['number']) for e in candidates(assessed)] == [(REPO, fine['number'])]
+    [only] = read.cost['unreadable']
+    assert only['cause'].startswith('FORBIDDEN Resource not accessible by integration at organization.projectV2.items.nodes.1.content')
+    assert 'Issues: read' in only['cause']
+    assert ('acme/secret', hidden['number']) not in [(i.repo, i.number) for i in read.items]
+
+
+def test_an_app_without_pull_requests_read_makes_its_items_unreadable_not_the_board(fake_github):
+    """The Details batch answers data plus FORBIDDEN at nodes[i].closedByPullRequestsReferences: that item
+    is unreadable with its cause and the fix; a repository the app may read stays dispatchable."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess
+
+    gh = fake_github('ghs_installation_token', permissions={'issues': 'write', 'organization_projects': 'write',
+                                                             'metadata': 'read'})
+    item = ready(gh, 'needs PR read')
+    with board_for(gh) as board:
+        got = by_number(board.read())[item['number']]
+    assert 'FORBIDDEN' in got.unreadable and 'Pull requests: read' in got.unreadable
+    verdict = evaluate(got, now=T0, ready='Ready')
+    assert (verdict.eligible, verdict.reason) == (False, 'unreadable')
+    entry = assess([got], now=T0, ready='Ready')[0]
+    assert entry['reason'] == 'unreadable' and entry['unreadable'] == got.unreadable
+
+
+def test_an_error_outside_any_item_is_still_unreadable(gh):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardUnreadable
+
+    ready(gh)
+    gh.inject(200, {'data': {'organization': {'projectV2': None}},
+                    'errors': [{'type': 'FORBIDDEN', 'message': 'Resource not accessible by integration',
+                                'path': ['organization', 'projectV2']}]}, path='/graphql', operation='BoardPage')
+    with board_for(gh) as board:
+        with pytest.raises(BoardUnreadable, match='FORBIDDEN'):
+            board.read()
+
+
+def test_a_placed_error_under_one_batch_node(gh):
+    a = ready(gh, 'a')
+    b = ready(gh, 'b')
+    with board_for(gh) as board:
+        first = board.read()
+    ids = [i.id for i in first.items]
+    body = {'data': {'rateLimit': None, 'nodes': [
+        {'__typename': 'Issue', 'id': ids[0], 'number': a['number'], 'repository': {'nameWithOwner': REPO},
+         'comments': {'nodes': [], 'pageInfo': {'hasPreviousPage': False}}, 'timelineItems': {'nodes': []},
+         'closedByPullRequestsReferences': {'nodes': []}, 'blockedBy': {'nodes': []}},
+        None]},
+        'errors': [{'type': 'FORBIDDEN', 'message': 'Resource not accessible by integration', 'path': ['nodes', 1, 'comments']}]}
+    gh.inject(200, body, path='/graphql', operation='Details')
+    with board_for(gh) as board:
+        got = by_number(board.read())
+    assert got[a['number']].unreadable == ''
+    assert 'FORBIDDEN' in got[b['number']].unreadable and 'Issues: read' in got[b['number']].unreadable
+
+
+# -- rate limits, 410, 301 -----------------------------------------------------------------------
+
+def test_repeated_secondary_limits_back_off_exponentially_and_the_total_is_bounded(gh):
+    ready(gh)
+    sleeps = Sleeps()
+    gh.inject(403, {'message': 'You have exceeded a secondary rate limit.'}, path='/graphql', operation='BoardPage', times=2)
+    with board_for(gh, sleep=sleeps, rate_limit_max_total=400) as board:
+        board.read()
+    assert sleeps == [60.0, 120.0]
+    sleeps = Sleeps()
+    gh.inject(403, {'message': 'You have exceeded a secondary rate limit.'}, path='/graphql', operation='BoardPage', times=5)
+    with board_for(gh, sleep=sleeps, rate_limit_max_total=200) as board:
+        with pytest.raises(_github.RateLimited) as caught:
+            board.read()
+    assert sleeps == [60.0, 120.0] and caught.value.kind == 'secondary'
+
+
+def test_a_secondary_limit_inside_an_http_200_is_waited_for(gh):
+    ready(gh)
+    sleeps = Sleeps()
+    gh.inject(200, {'errors': [{'message': 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.'}]},
+              path='/graphql', operation='BoardPage')
+    with board_for(gh, sleep=sleeps) as board:
+        assert len(board.read().items) == 1
+    assert sleeps == [60.0]
+
+
+def test_content_creation_past_80_a_minute_is_a_secondary_limit(gh):
+    item = ready(gh)
+    gh.store.clock = lambda: T0
+    sleeps = Sleeps()
+    with board_for(gh, sleep=sleeps, repo=REPO, rate_limit_max_total=100) as board:
+        for n in range(80):
+            board.comment(item['number'], 'note %d' % n)
+        from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
+        with pytest.raises(BoardError, match='secondary rate limit'):
+            board.comment(item['number'], 'one too many')
+    assert sleeps == [60.0]  # retry-after 60 was honoured once, then the bound held
+
+
+def test_a_deleted_issue_is_item_not_found(gh):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import ItemNotFound
+
+    item = ready(gh)
+    gh.store.delete_issue(REPO, item['number'])
+    with board_for(gh, repo=REPO) as board:
+        with pytest.raises(ItemNotFound, match='deleted'):
+            board.comment(item['number'], 'x')
+        with pytest.raises(ItemNotFound):
+            board.get(item['number'])
+
+
+def test_a_renamed_repository_is_followed_with_the_same_method(gh):
+    item = ready(gh)
+    gh.store.rename_repo(REPO, 'acme/app2')
+    with board_for(gh, repo=REPO) as board:
+        posted = board.comment(item['number'], 'still reaches it')
+    assert posted.body == 'still reaches it'
+    assert [c['body'] for c in gh.store.issue('acme/app2', item['number'])['comments']] == ['still reaches it']
+    assert [(e['method'], e['status']) for e in gh.log if e['path'].endswith('/comments')] == [('POST', 301), ('POST', 201)]
