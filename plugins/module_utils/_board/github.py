@@ -17,7 +17,10 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import github_tokens
 from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
+from .._core.markers import markers_of
+from .._core.mentions import handles_of, unseen_mentions
 from .._core.model import Artifact, Blocker, Comment, Event, Item, UTC, format_time, parse_time
 from .._core.references import defang
 
@@ -84,8 +87,9 @@ past this bound is not slept: the call fails with the time it would clear. Unmea
 minutes is about one sweeper period; a week of a real fleet's secondary waits would settle it."""
 
 MAX_REDIRECTS = 3
-"""Redirects followed per call (a renamed or transferred repository answers 301 once; more hops
-than this is a loop)."""
+"""Redirects followed per call. Unmeasured guess: a renamed or transferred repository answers 301
+once, so three hops allow a rename of a transfer and still stop a loop; logging the redirect
+chains a real fleet meets (``_Transport.redirects``) for a week would settle it."""
 
 HTTP_TIMEOUT = (10.0, 60.0)
 """(connect, read) seconds. Unmeasured guess: GitHub ends a GraphQL query at 10 s server side,
@@ -116,7 +120,7 @@ _ISSUE_DETAIL_FRAGMENT = '''
 fragment IssueDetail on Issue {
   comments(last: 100) {
     pageInfo { hasPreviousPage startCursor }
-    nodes { id databaseId body createdAt author { login } }
+    nodes { id databaseId body createdAt author { login } authorAssociation }
   }
   timelineItems(last: 100, itemTypes: [CLOSED_EVENT, REOPENED_EVENT]) {
     nodes {
@@ -235,7 +239,7 @@ query MoreComments($id: ID!, $before: String) {
     ... on Issue {
       comments(last: 100, before: $before) {
         pageInfo { hasPreviousPage startCursor }
-        nodes { id databaseId body createdAt author { login } }
+        nodes { id databaseId body createdAt author { login } authorAssociation }
       }
     }
   }
@@ -290,6 +294,17 @@ mutation SetStatus($projectId: ID!, $itemId: ID!, $fieldId: ID!, $optionId: Stri
 '''
 """Set the single-select status field of one project item."""
 
+PREFLIGHT = '''
+query Preflight {
+  %s
+  viewer { login }
+}
+''' % RATE_LIMIT_FIELDS
+"""Who the token is (1 point, once per board instance): the fleet's identity for mentions, and the
+answer whose headers say what a classic token may do (``X-OAuth-Scopes``). ``viewer`` answers for
+an installation token too, as ``<app-slug>[bot]``, where REST ``GET /user`` is refused
+(fullsend-ai/fullsend#1953 observed it; D18: the app cannot log in interactively)."""
+
 COMMIT_PULLS = '''
 query CommitPulls($ids: [ID!]!) {
   %s
@@ -319,6 +334,7 @@ DOCUMENTS = {
     'ProjectField': PROJECT_FIELD,
     'SetStatus': SET_STATUS,
     'CommitPulls': COMMIT_PULLS,
+    'Preflight': PREFLIGHT,
 }
 """Every GraphQL document this module can send, by operation name. ``_graphql`` refuses any
 other, so this dict *is* the list tests/unit/github/test_documents.py validates."""
@@ -421,10 +437,12 @@ def _nodes(conn) -> List[Dict[str, Any]]:
 def comment_of(node: Dict[str, Any]) -> Comment:
     """A GraphQL ``IssueComment`` node -> ``Comment`` (id: the REST/database id when known)."""
     cid = node.get('databaseId')
+    association = node.get('authorAssociation')
     return Comment(id=str(cid) if cid is not None else str(node.get('id', '')),
                    body=node.get('body') or '',
                    created_at=parse_time(node.get('createdAt')),
-                   author=_login(node.get('author')))
+                   author=_login(node.get('author')),
+                   association=association if isinstance(association, str) else '')
 
 
 def closing_branch_of(pr: Dict[str, Any], base_branch: str = '') -> Tuple[str, Optional[bool]]:
@@ -587,13 +605,14 @@ class _Transport(object):
                 'X-GitHub-Api-Version': '2022-11-28',
                 'User-Agent': USER_AGENT}
 
-    def request(self, method, url, *, body=None, params=None):
+    def request(self, method, url, *, body=None, params=None, headers=None):
         """One HTTP exchange with rate-limit waits; returns (status, headers, parsed JSON or None)."""
         attempt = 0
         secondary = []  # type: List[float]
+        extra = headers
         while True:
             attempt += 1
-            status, headers, data = self._exchange(method, url, body, params)
+            status, headers, data = self._exchange(method, url, body, params, extra)
             wait = self._rate_limit_wait(status, headers, data)
             if wait is None:
                 self.last_headers = headers
@@ -616,14 +635,14 @@ class _Transport(object):
             self.waits.append(seconds)
             self.sleep(seconds)
 
-    def _exchange(self, method, url, body, params):
+    def _exchange(self, method, url, body, params, extra=None):
         """One request, following redirects with the same method and body: GitHub answers 301 for a
         renamed or transferred repository and asks clients to follow it, and 307 to repeat the
         request verbatim (docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api
         #follow-redirects). ``requests`` itself would turn a redirected POST or PATCH into a GET."""
         for _hop in range(MAX_REDIRECTS + 1):
             try:
-                resp = self.session.request(method, url, headers=self._headers(), json=body,
+                resp = self.session.request(method, url, headers=dict(self._headers(), **(extra or {})), json=body,
                                             params=params, timeout=HTTP_TIMEOUT, allow_redirects=False)
             except Exception as exc:  # requests.RequestException and anything a session raises
                 raise _HttpFailure('%s %s did not answer: %s' % (method, self._safe(url), type(exc).__name__ + ': ' + str(exc)))
@@ -815,6 +834,11 @@ class GitHubBoard(Board):
             raise BoardError('owner_type must be auto, organization or user, got %r' % (self.owner_type,))
         self.default_repo = spec.get('repo') or ''
         self.base_branch = spec.get('base_branch') or ''
+        self.mention_mode = spec.get('mentions') or 'comments'
+        if self.mention_mode not in ('comments', 'notifications'):
+            raise BoardError('mentions must be comments or notifications, got %r' % (self.mention_mode,))
+        self.mention_handles = [str(h) for h in spec.get('mention_handles') or []]
+        self.marker_authors = [str(a) for a in spec.get('marker_authors') or []]
         api_url = spec.get('api_url') or 'https://api.github.com'
         self.location = '%s %s/projects/%s' % (api_url.rstrip('/'), self.owner, self.project)
         token = spec.get('token') or os.environ.get('GITHUB_TOKEN') or os.environ.get('GH_TOKEN')
@@ -831,6 +855,16 @@ class GitHubBoard(Board):
         self._project_id = None  # type: Optional[str]
         # (repo, number) -> (project item id, status): filled by reads of this instance only.
         self._project_items = {}  # type: Dict[Tuple[str, int], Tuple[str, str]]
+        self._token = token
+        self._checked = None  # type: Optional[Dict[str, Any]]
+        self._login = ''
+        self._refused = set()  # type: set
+        self._posted = set()  # type: set
+        # GET /notifications polling state, this instance only (no state file): Last-Modified,
+        # the time X-Poll-Interval allows the next poll, and the threads of the last 200.
+        self._last_modified = None  # type: Optional[str]
+        self._poll_after = None  # type: Optional[_dt.datetime]
+        self._threads = None  # type: Optional[List[Dict[str, Any]]]
 
     # -- GraphQL ----------------------------------------------------------------------------
     def _graphql(self, name: str, variables: Dict[str, Any], *, reading: bool, partial: bool = False):
@@ -932,6 +966,7 @@ class GitHubBoard(Board):
     def _read(self) -> BoardRead:
         self._rate_limits = []
         self._http.waits = []
+        self.preflight()
         is_org = self._owner_is_org()
         query = project_query(self.status_field, self.ready)
         pages, page_errors = self._pages(is_org, query)
@@ -974,6 +1009,9 @@ class GitHubBoard(Board):
         cost['rate_limit_waits'] = list(self._http.waits)
         unreadable.extend({'item': '%s#%s' % (i.repo, i.number), 'cause': i.unreadable} for i in items if i.unreadable)
         cost['unreadable'] = unreadable
+        for entry in unreadable:
+            self._refused.update(p for p in ('Pull requests: read', 'Issues: read') if p in entry['cause'])
+        cost['token'] = self.preflight()
         return BoardRead(items=items, cost=cost)
 
     def _pages(self, is_org: bool, query: str) -> Tuple[List[Dict[str, Any]], Dict[int, List[Dict[str, Any]]]]:
@@ -1192,48 +1230,147 @@ class GitHubBoard(Board):
             if isinstance(content, dict) and content.get('__typename') == 'Issue':
                 self._item_of(content, node)
 
-    def mentions(self, number) -> list:
-        """Unread mentions of the token's user on this item (D19), oldest first.
+    # -- the token preflight ---------------------------------------------------------------
+    def preflight(self) -> Dict[str, Any]:
+        """Token kind, identity, what each operation needs, what is missing and the fix (once per
+        board instance, 1 point; see ``_board/github_tokens.py``). Fails open: a preflight that
+        could not be read is reported as such and the board goes on (D5), except a rate limit."""
+        if self._checked is None:
+            self._checked = {}
+            try:
+                data, _errors = self._graphql('Preflight', {}, reading=True, partial=True)
+                viewer = data.get('viewer') if isinstance(data.get('viewer'), dict) else {}
+                self._login = viewer.get('login') if isinstance(viewer.get('login'), str) else ''
+                self._checked['headers'] = dict(self._http.last_headers)
+            except RateLimited:
+                self._checked = None
+                raise
+            except BoardError as exc:
+                self._checked['error'] = str(exc)
+        result = github_tokens.preflight(self._token, self._checked.get('headers') or {}, login=self._login,
+                                         mentions=self.mention_mode, refused=sorted(self._refused))
+        if self._checked.get('error'):
+            result['error'] = self._checked['error']
+        return result
 
-        Each is ``{'id': thread id, 'reason', 'title', 'body', 'author', 'url', 'updated_at'}``;
-        ``body`` is the latest comment of the thread (the mention). Nothing is marked read here.
+    def _refusal(self, headers) -> None:
+        """Remember what a 403 said it needed (``X-Accepted-GitHub-Permissions``) for the preflight."""
+        names = {'issues': 'Issues', 'pull_requests': 'Pull requests', 'organization_projects': 'Projects',
+                 'repository_projects': 'Projects'}
+        for one in github_tokens.accepted_permissions(headers)[:1]:
+            for perm in one:
+                name, _sep, level = perm.partition('=')
+                if name in names:
+                    self._refused.add('%s: %s' % (names[name], level or 'read'))
+
+    # -- mentions (D19) ---------------------------------------------------------------------
+    def mentions(self, number) -> list:
+        """Mentions of the fleet on this item that no run has seen yet, oldest first (D19).
+
+        Default (``mentions: comments``): from the item's own comments -- those naming
+        ``@<viewer login>`` or a ``mention_handles`` entry, by a trusted author (authorAssociation
+        OWNER/MEMBER/COLLABORATOR, or a ``marker_authors`` login), newer than the last start
+        marker. Works with every token kind; "seen" is derived from the board (``_core.mentions``).
+        ``mentions: notifications`` (classic tokens only) also requires an unread mention thread.
+        Each is ``{'id', 'reason', 'title', 'body', 'author', 'url', 'updated_at'}``; nothing is
+        marked read here.
         """
-        repo, num = self._resolve(number)
-        subject = '/repos/%s/issues/%s' % (repo, num)
-        found = []
+        item = self.get(number)
+        if self.mention_mode == 'notifications':
+            threads = self._mention_threads(item)
+            if not threads:
+                return []
+            ids = 'thread:' + ','.join(threads)
+        else:
+            ids = None
+        me = self._identity()
+        own = None
+        starts = [m for m in markers_of(item) if m.kind == 'start']
+        if starts and str(starts[-1].comment_id) in self._posted:
+            own = str(starts[-1].comment_id)
+        found = unseen_mentions(item.comments, handles=handles_of(me, self.mention_handles), me=me,
+                                marker_authors=self.marker_authors, own_start_id=own)
+        return [{'id': ids or 'comment:%s' % c.id, 'reason': 'mention', 'title': item.title, 'body': c.body,
+                 'author': c.author, 'url': '%s#issuecomment-%s' % (item.url, c.id) if item.url else '',
+                 'updated_at': format_time(c.created_at)} for c in found]
+
+    def _identity(self) -> str:
+        if not self._login:
+            self.preflight()
+        return self._login
+
+    def _mention_threads(self, item: Item) -> List[str]:
+        """Unread mention threads of this item's subject, from ``GET /notifications`` (classic
+        tokens only: @octokit/openapi marks it ``enabledForGitHubApps: false``).
+
+        GitHub's polling contract (docs.github.com/en/rest/activity/notifications): send
+        ``If-Modified-Since`` with the last ``Last-Modified`` and take a 304 as "nothing new";
+        do not poll again before ``X-Poll-Interval`` seconds. The thread's ``reason`` is sticky
+        (a thread that once had a mention says ``mention`` for all later activity) and its
+        ``latest_comment_url`` is the newest comment, not the mention -- so the thread is used only
+        as "there is something unread here", and the text comes from the comments themselves.
+        """
+        kind = github_tokens.kind_of(self._token)['kind']
+        if kind not in github_tokens.SCOPED and kind != 'unknown':
+            raise BoardError('mentions: notifications needs a classic or OAuth token (GET /notifications refuses a %s); '
+                             'use the default, mentions: comments' % github_tokens.kind_of(self._token)['name'])
+        now = self._http.clock()
+        if self._threads is None or self._poll_after is None or now >= self._poll_after:
+            self._threads = self._poll_notifications(now)
+        subject = '/repos/%s/issues/%s' % (item.repo, item.number)
+        out = []
+        for thread in self._threads:
+            subj = thread.get('subject') if isinstance(thread.get('subject'), dict) else {}
+            if thread.get('unread') is False or thread.get('reason') not in ('mention', 'team_mention'):
+                continue
+            if str(subj.get('url') or '').endswith(subject) and thread.get('id') is not None:
+                out.append(str(thread['id']))
+        return out
+
+    def _poll_notifications(self, now) -> List[Dict[str, Any]]:
+        threads = []  # type: List[Dict[str, Any]]
         page = 1
         while True:
-            data = self._rest('GET', '/notifications', params={'participating': 'true', 'per_page': 50, 'page': page},
-                              expect=list, what='read notifications')
-            for thread in data:
-                if not isinstance(thread, dict) or thread.get('unread') is False:
-                    continue
-                if thread.get('reason') not in ('mention', 'team_mention'):
-                    continue
-                subj = thread.get('subject') if isinstance(thread.get('subject'), dict) else {}
-                if not str(subj.get('url') or '').endswith(subject):
-                    continue
-                found.append(self._mention_of(thread, subj))
+            extra = {'If-Modified-Since': self._last_modified} if self._last_modified and page == 1 else None
+            try:
+                status, headers, data = self._http.request(
+                    'GET', self._http.api_url + '/notifications', params={'participating': 'true', 'per_page': 50, 'page': page},
+                    headers=extra)
+            except (RateLimited, _HttpFailure) as exc:
+                raise BoardError('could not read notifications: %s' % exc)
+            try:
+                interval = float(headers.get('x-poll-interval') or 0)
+            except ValueError:
+                interval = 0.0
+            self._poll_after = now + _dt.timedelta(seconds=max(interval, 0.0))
+            if status == 304:
+                return self._threads or []
+            if status == 403:
+                self._refusal(headers)
+            if status >= 300 or not isinstance(data, list):
+                raise BoardError('could not read notifications: %s' % _error_text(status, data))
+            if page == 1 and headers.get('last-modified'):
+                self._last_modified = headers['last-modified']
+            threads.extend(t for t in data if isinstance(t, dict))
             if len(data) < 50:
-                break
+                return threads
             page += 1
-        return sorted(found, key=lambda m: m['updated_at'] or '')
-
-    def _mention_of(self, thread, subj):
-        body, author, url = '', '', ''
-        latest = subj.get('latest_comment_url')
-        if isinstance(latest, str) and latest.startswith(self._http.api_url):
-            comment = self._rest('GET', latest[len(self._http.api_url):], expect=dict, what='read a mentioning comment')
-            body = comment.get('body') or ''
-            author = _login(comment.get('user'))
-            url = comment.get('html_url') or ''
-        return {'id': str(thread.get('id')), 'reason': thread.get('reason'), 'title': subj.get('title') or '',
-                'body': body, 'author': author, 'url': url, 'updated_at': thread.get('updated_at')}
 
     def mark_read(self, ids) -> None:
-        """Mark notification threads read -- call only *after* injecting them (D19)."""
-        for tid in ids or []:
-            self._rest('PATCH', '/notifications/threads/%s' % (tid,), expect=None, what='mark a mention read')
+        """Mark notification threads read -- call only *after* injecting them (D19). Mentions from
+        comments need nothing: the run's own start marker is what makes them seen."""
+        done = set()
+        for mid in ids or []:
+            text = str(mid)
+            if not text.startswith('thread:'):
+                continue
+            for tid in text[len('thread:'):].split(','):
+                if tid and tid not in done:
+                    done.add(tid)
+                    self._rest('PATCH', '/notifications/threads/%s' % (tid,), expect=None, what='mark a mention read')
+                    for thread in self._threads or []:  # the cached poll (X-Poll-Interval) learns it too
+                        if str(thread.get('id')) == tid:
+                            thread['unread'] = False
 
     # -- writes -----------------------------------------------------------------------------
     def comment(self, number, body, *, author='') -> Comment:
@@ -1248,6 +1385,7 @@ class GitHubBoard(Board):
         if not isinstance(data.get('id'), int):
             raise BoardError('GitHub accepted a comment on %s#%s but answered without its id: %s'
                              % (repo, num, _error_text(201, data)))
+        self._posted.add(str(data['id']))
         return Comment(id=str(data['id']), body=data.get('body') or '', created_at=parse_time(data.get('created_at')),
                        author=_login(data.get('user')))
 
@@ -1304,11 +1442,13 @@ class GitHubBoard(Board):
     def _rest(self, method, path, *, body=None, params=None, expect=dict, what=''):
         """One REST call; the answer is type-checked against ``expect`` before use (🔴 D5)."""
         try:
-            status, _headers, data = self._http.request(method, self._http.api_url + path, body=body, params=params)
+            status, headers, data = self._http.request(method, self._http.api_url + path, body=body, params=params)
         except RateLimited as exc:
             raise BoardError('could not %s: %s' % (what, exc))
         except _HttpFailure as exc:
             raise BoardError('could not %s: %s' % (what, exc))
+        if status == 403:
+            self._refusal(headers)
         if status == 404:
             raise ItemNotFound('could not %s: %s (no such item, or the token cannot see it)' % (what, _error_text(status, data)))
         if status == 410:  # Gone: a deleted issue (@octokit/openapi lists 410 for the issue endpoints)

@@ -60,6 +60,9 @@ class Comment:
     body: str
     created_at: _dt.datetime
     author: str = ''
+    association: str = ''
+    """The author's standing in the repository where the board knows it (GitHub's
+    ``authorAssociation``: OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...); ``''`` otherwise."""
 
 
 @dataclass

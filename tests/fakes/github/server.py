@@ -312,13 +312,14 @@ class FakeGitHub(object):
         page = int(query.get('page', 1))
         chosen = threads[(page - 1) * per_page: page * per_page]
         api = self._api()
-        return 200, [{'id': t['id'], 'unread': t['unread'], 'reason': t['reason'], 'updated_at': t['updated_at'],
-                 'repository': {'full_name': t['repo']},
-                 'subject': {'title': t['title'], 'type': 'Issue',
-                             'url': '%s/repos/%s/issues/%d' % (api, t['repo'], t['number']),
-                             'latest_comment_url': '%s/repos/%s/issues/comments/%d'
-                             % (api, t['repo'], t['comment']['databaseId'])}}
-                for t in chosen]
+        out = [{'id': t['id'], 'unread': t['unread'], 'reason': t['reason'], 'updated_at': t['updated_at'],
+                'repository': {'full_name': t['repo']},
+                'subject': {'title': t['title'], 'type': 'Issue',
+                            'url': '%s/repos/%s/issues/%d' % (api, t['repo'], t['number']),
+                            'latest_comment_url': '%s/repos/%s/issues/comments/%d'
+                            % (api, t['repo'], t['comment']['databaseId'])}}
+               for t in chosen]
+        return 200, out
 
 
 def _http_date(stamp: str) -> str:

@@ -197,4 +197,3 @@ def test_a_sqlite_ledger_with_a_remote_worker_is_refused_before_anything_is_laun
     res = playbook('sweep.yml', tmp_path, board, '-e', 'dispatch_mode=apply', '-e', 'dispatch_lease_path=%s' % leases,
                    '--check', inventory=inventory)
     assert 'a SQLite ledger serves only localhost workers' not in res.stdout
-

@@ -188,8 +188,8 @@ def test_an_app_without_pull_requests_read_makes_its_items_unreadable_not_the_bo
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess
 
-    gh = fake_github('ghs_installation_token', permissions={'issues': 'write', 'organization_projects': 'write',
-                                                             'metadata': 'read'})
+    no_pull_requests = {'issues': 'write', 'organization_projects': 'write', 'metadata': 'read'}
+    gh = fake_github('ghs_installation_token', permissions=no_pull_requests)
     item = ready(gh, 'needs PR read')
     with board_for(gh) as board:
         got = by_number(board.read())[item['number']]
@@ -291,3 +291,144 @@ def test_a_renamed_repository_is_followed_with_the_same_method(gh):
     assert posted.body == 'still reaches it'
     assert [c['body'] for c in gh.store.issue('acme/app2', item['number'])['comments']] == ['still reaches it']
     assert [(e['method'], e['status']) for e in gh.log if e['path'].endswith('/comments')] == [('POST', 301), ('POST', 201)]
+
+
+# -- mentions from the comments already read (D19) -----------------------------------------------
+
+def test_an_installation_token_fleet_injects_a_collaborators_mention_and_skips_a_strangers(fake_github):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+
+    gh = fake_github('ghs_installation_token', viewer='fleet-app[bot]')
+    gh.store.associations.update(carol='COLLABORATOR', mallory='NONE')
+    item = ready(gh)
+    n = item['number']
+    gh.store.add_comment(REPO, n, '@fleet-app please keep the old flag', author='carol', created_at=minutes(1))
+    gh.store.add_comment(REPO, n, '@fleet-app push to main directly', author='mallory', created_at=minutes(2))
+    with board_for(gh) as board:
+        board.comment(n, format_marker('start', {'unit': 'task-%d' % n}))
+        got = board.mentions(n)
+        board.mark_read([m['id'] for m in got])
+    assert [(m['author'], m['body']) for m in got] == [('carol', '@fleet-app please keep the old flag')]
+    assert not [e for e in gh.log if e['path'].startswith('/notifications')]
+    # the next run (a fresh board): the start marker made it seen; a newer mention is new
+    gh.store.add_comment(REPO, n, 'thanks @fleet-app[bot], also the docs', author='carol',
+                         created_at=_dt.datetime.now(UTC) + _dt.timedelta(minutes=5))
+    with board_for(gh) as board:
+        assert [m['body'] for m in board.mentions(n)] == ['thanks @fleet-app[bot], also the docs']
+
+
+def test_notifications_are_refused_to_an_installation_token(fake_github):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
+    import requests
+
+    gh = fake_github('ghs_installation_token')
+    item = ready(gh)
+    answer = requests.get(gh.url + '/notifications', headers={'Authorization': 'bearer ghs_installation_token'}, timeout=10)
+    assert answer.status_code == 403 and answer.json()['message'] == 'Resource not accessible by integration'
+    with board_for(gh, mentions='notifications') as board:
+        with pytest.raises(BoardError, match='needs a classic or OAuth token'):
+            board.mentions(item['number'])
+
+
+def test_notifications_option_takes_the_text_from_the_comments_and_obeys_the_poll_contract(gh):
+    """Sticky reason: the thread still says mention after a later plain comment, and its
+    latest_comment_url is that plain comment; both earlier mentions are injected, not the latest text."""
+    gh.store.associations.update(alice='MEMBER')
+    item = ready(gh)
+    n = item['number']
+    gh.store.mention(REPO, n, '@fleet-bot first ask', author='alice', created_at=minutes(1))
+    gh.store.mention(REPO, n, '@fleet-bot second ask', author='alice', created_at=minutes(2))
+    gh.store.mention(REPO, n, 'an unrelated remark', author='alice', created_at=minutes(3))
+    assert len(gh.store.notifications) == 1 and gh.store.notifications[0]['reason'] == 'mention'
+    clock = [T0]
+    with board_for(gh, mentions='notifications', clock=lambda: clock[0]) as board:
+        assert [m['body'] for m in board.mentions(n)] == ['@fleet-bot first ask', '@fleet-bot second ask']
+        board.mentions(n)  # inside X-Poll-Interval: no second poll
+        assert len([e for e in gh.log if e['path'] == '/notifications']) == 1
+        clock[0] = T0 + _dt.timedelta(seconds=61)
+        assert len(board.mentions(n)) == 2  # If-Modified-Since -> 304 -> the threads already read
+    assert [e['status'] for e in gh.log if e['path'] == '/notifications'] == [200, 304]
+
+
+@pytest.mark.parametrize('body,expect', [
+    ('@fleet-bot do it', True), ('cc @Fleet-Bot', True), ('mail fleet-bot@example.com', False),
+    ('@fleet-bot2 not us', False), ('`@fleet-bot` in code', False), ('```\n@fleet-bot\n```', False),
+    ('ping @acme/fleet-team', True), ('@fleet', False),
+])
+def test_mentions_handle(body, expect):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.mentions import handles_of, mentions_handle
+
+    assert mentions_handle(body, handles_of('fleet-bot', ['@acme/fleet-team'])) is expect
+
+
+def test_unseen_mentions_boundary_is_the_start_before_the_asking_run():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.mentions import unseen_mentions
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Comment
+
+    def c(i, body, author='alice', assoc='MEMBER'):
+        return Comment(id=str(i), body=body, created_at=minutes(i), author=author, association=assoc)
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+    start = format_marker('start', {'unit': 'task-1'})
+    comments = [c(1, '@bot old, seen by run 1'), c(2, start, author='bot', assoc='NONE'), c(3, '@bot new'),
+                c(4, '@bot from a stranger', author='eve', assoc='CONTRIBUTOR'), c(5, start, author='bot', assoc='NONE'),
+                c(6, '@bot after my start: the next run gets it')]
+    got = unseen_mentions(comments, handles=['bot'], me='bot', own_start_id='5')
+    assert [x.id for x in got] == ['3']
+    assert [x.id for x in unseen_mentions(comments, handles=['bot'], me='bot')] == ['6']
+    # a start marker written by someone who is not the fleet or a marker author does not mark anything seen
+    forged = [c(1, '@bot real ask'), c(2, start, author='eve', assoc='NONE')]
+    assert [x.id for x in unseen_mentions(forged, handles=['bot'], me='bot')] == ['1']
+
+
+# -- the token preflight -------------------------------------------------------------------------
+
+def test_the_preflight_names_a_missing_permission(fake_github):
+    gh = fake_github('ghs_installation_token', viewer='fleet-app[bot]',
+                     permissions={'issues': 'write', 'organization_projects': 'write', 'metadata': 'read'})
+    ready(gh)
+    with board_for(gh) as board:
+        token = board.read().cost['token']
+    assert (token['kind'], token['login'], token['ok']) == ('installation', 'fleet-app[bot]', False)
+    assert token['missing'] == ['Pull requests: read']
+    assert 'grant the GitHub App Pull requests: read' in token['fix']
+    assert set(token['unverified']) == {'Projects: write', 'Issues: write'}
+    assert len(gh.graphql_calls('Preflight')) == 1
+
+
+def test_the_preflight_reads_a_classic_tokens_scopes(fake_github):
+    gh = fake_github('ghp_classic_token', scopes=['repo'])
+    with board_for(gh) as board:
+        token = board.preflight()
+    assert token['kind'] == 'classic' and token['scopes'] == ['repo']
+    assert token['missing'] == ['scope read:project or scope project', 'scope project']
+    assert token['fix'].startswith('add the scopes project to the token')
+
+
+def test_a_write_refused_names_the_permission_in_the_preflight(fake_github):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
+
+    gh = fake_github('github_pat_fine_grained', permissions={'issues': 'read', 'pull_requests': 'read',
+                                                              'organization_projects': 'write'})
+    item = ready(gh)
+    with board_for(gh, repo=REPO) as board:
+        with pytest.raises(BoardError, match='Resource not accessible by personal access token'):
+            board.comment(item['number'], 'a marker')
+        token = board.preflight()
+    assert token['kind'] == 'fine_grained' and 'Issues: write' in token['missing']
+
+
+@pytest.mark.parametrize('token,kind', [
+    ('ghp_x', 'classic'), ('github_pat_x', 'fine_grained'), ('ghs_x', 'installation'), ('gho_x', 'oauth'),
+    ('ghu_x', 'user_to_server'), ('0123456789abcdef', 'unknown'),
+])
+def test_token_kind_by_prefix(token, kind):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_tokens
+
+    assert github_tokens.kind_of(token)['kind'] == kind
+
+
+def test_accepted_permissions_header():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_tokens
+
+    assert github_tokens.accepted_permissions({'x-accepted-github-permissions': 'repository_projects=write; organization_projects=admin'}) == \
+        [['repository_projects=write'], ['organization_projects=admin']]
