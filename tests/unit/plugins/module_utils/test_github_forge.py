@@ -407,8 +407,8 @@ def test_the_preflight_reads_a_classic_tokens_scopes(fake_github):
 def test_a_write_refused_names_the_permission_in_the_preflight(fake_github):
     from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
 
-    gh = fake_github('github_pat_fine_grained', permissions={'issues': 'read', 'pull_requests': 'read',
-                                                              'organization_projects': 'write'})
+    read_only_issues = {'issues': 'read', 'pull_requests': 'read', 'organization_projects': 'write'}
+    gh = fake_github('github_pat_fine_grained', permissions=read_only_issues)
     item = ready(gh)
     with board_for(gh, repo=REPO) as board:
         with pytest.raises(BoardError, match='Resource not accessible by personal access token'):

@@ -114,3 +114,13 @@ def test_an_older_merged_pr_is_not_credited_on_github(gh, tmp_path):
     item = _item(gh, number)
     assert [m.kind for m in markers_of(item)] == ['start', 'noop'] and item.state == 'open'
     assert 'mark_read' not in calls                              # nothing to mark: no mention
+
+
+def test_a_run_whose_close_out_could_not_be_written_does_not_start(fake_github, tmp_path):
+    """The preflight is positive evidence: a classic token without the repo scope cannot post the
+    close-out, so the runner refuses before its start marker -- no attempt spent, no agent."""
+    gh = fake_github(TOKEN, scopes=['project'])
+    issue = gh.store.add_issue(REPO, 'Spin it', project=PROJECT, status='Ready')
+    code, calls = _run(gh, tmp_path, issue['number'], merge=False)
+    assert code == _runner.EXIT_START_LOST
+    assert calls == [] and gh.store.issue(REPO, issue['number'])['comments'] == []
