@@ -432,3 +432,33 @@ def test_accepted_permissions_header():
 
     assert github_tokens.accepted_permissions({'x-accepted-github-permissions': 'repository_projects=write; organization_projects=admin'}) == \
         [['repository_projects=write'], ['organization_projects=admin']]
+
+
+def test_graphql_points_per_minute_arise_from_load_and_clear_after_the_wait(fake_github):
+    """The fake's secondary limit is load, not a script: 2,000 points a minute (1 per query);
+    here 3, so the fourth query of the minute is refused with retry-after 60 and the next minute reads."""
+    gh = fake_github(TOKEN, graphql_points_per_minute=3)
+    clock = [T0]
+    gh.store.clock = lambda: clock[0]
+    ready(gh)
+    sleeps = Sleeps()
+
+    def sleep(seconds):
+        sleeps.append(seconds)
+        clock[0] = clock[0] + _dt.timedelta(seconds=seconds)
+    with board_for(gh, sleep=sleep) as board:
+        read = board.read()  # Preflight, BoardPage, Details ... then the limit
+        board.read()
+    assert len(read.items) == 1 and sleeps == [60.0]
+    assert [e['status'] for e in gh.graphql_calls()].count(403) == 1
+
+
+def test_graphql_rate_limit_type_rate_limit_is_primary(gh):
+    ready(gh)
+    sleeps = Sleeps()
+    reset = int((T0 + _dt.timedelta(seconds=20)).timestamp())
+    gh.inject(200, {'errors': [{'type': 'RATE_LIMIT', 'code': 'graphql_rate_limit', 'message': 'API rate limit already exceeded for user ID 1.'}]},
+              path='/graphql', operation='BoardPage', headers={'x-ratelimit-remaining': '0', 'x-ratelimit-reset': str(reset)})
+    with board_for(gh, sleep=sleeps) as board:
+        assert len(board.read().items) == 1
+    assert sleeps == [21.0]
