@@ -104,7 +104,10 @@ now:
   type: str
   sample: '2026-11-30T01:00:00.000000Z'
 cost:
-  description: What the read cost where the board meters it (GitHub rate-limit points); null for the ledger.
+  description:
+    - What the read cost where the board meters it (GitHub rate-limit points); null for the ledger.
+    - For a GitHub board also C(token), the token check made once per read (kind, login, what each operation needs, C(missing),
+      C(unverified) and C(fix)), and C(unreadable), the parts of the board GitHub would not return, each with its cause.
   returned: always
   type: dict
   sample: {cost: 1, remaining: 4999, reset_at: '2026-11-30T02:00:00Z'}
