@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / 'tests'))
 import conftest  # noqa: E402,F401  pylint: disable=unused-import
 from fakes.github import FakeGitHub, analyse, load_schema  # noqa: E402
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_documents as _github_documents  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils import _github  # noqa: E402
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import GitHubBoard  # noqa: E402
 
 TOKEN = 'benchmark-token'
@@ -60,10 +60,10 @@ def build(gh, size, eligible, shape):
 
 def naive_page_cost(schema):
     """The page with comments, timeline, closing PRs and blockers on every item."""
-    doc = _github_documents.DOCUMENTS['BoardPage'].replace(
+    doc = _github.DOCUMENTS['BoardPage'].replace(
         'issueDependenciesSummary { blockedBy totalBlockedBy }',
         'issueDependenciesSummary { blockedBy totalBlockedBy } ...IssueDetail')
-    doc += _github_documents._ISSUE_DETAIL_FRAGMENT + _github_documents._PULL_FRAGMENT + _github_documents._BLOCKER_FRAGMENT
+    doc += _github._ISSUE_DETAIL_FRAGMENT + _github._PULL_FRAGMENT + _github._BLOCKER_FRAGMENT
     variables = {'owner': 'o', 'isOrg': True, 'number': 1, 'query': 'q', 'statusField': 'Status', 'after': None}
     return analyse(schema, doc, variables, 'BoardPage')
 

@@ -68,4 +68,31 @@ options:
           - Without it a write looks the number up on the whole project (about 1 point per 100 items), and a number that two
             repositories share is refused.
         type: str
+      base_branch:
+        description:
+          - For C(kind=github), the branch whose merges complete an item.
+          - When unset, each repository's default branch, which is the branch GitHub itself closes issues from; a pull request
+            merged into any other branch is not credited.
+        type: str
+      mentions:
+        description:
+          - For C(kind=github), where the mentions handed to a run come from.
+          - V(comments) reads them from the item's own comments (works with every token kind, including GitHub App installation
+            tokens); a mention counts when it names the token's login or a O(board.mention_handles) entry, comes from a trusted
+            author, and no run has started since.
+          - V(notifications) also requires an unread notification thread; it needs a classic personal access token.
+        type: str
+        choices: [comments, notifications]
+        default: comments
+      mention_handles:
+        description:
+          - For C(kind=github), more handles that address the fleet (for example V(@acme/fleet-team)), besides the token's login.
+        type: list
+        elements: str
+      marker_authors:
+        description:
+          - For C(kind=github), logins trusted besides the repository's owner, members and collaborators, for mentions and start
+            markers.
+        type: list
+        elements: str
 '''

@@ -84,6 +84,8 @@ def why_held(item):
         return reason + ' until %s' % item.get('not_before')
     if reason == 'parked':
         return reason + ' after %s attempts' % item.get('attempts')
+    if reason == 'unreadable':
+        return '%s: %s' % (reason, item.get('unreadable') or 'the board could not read all of it')
     if reason == 'running' and marker.get('kind') == 'start':
         where = '%s/%s' % (fields['host'], fields['master']) if fields.get('host') and fields.get('master') else 'a worker'
         return '%s: %s on %s since %s (%s ago, by its start marker)' % (

@@ -48,7 +48,9 @@ options:
     type: list
     elements: int
 notes:
-  - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone) and C(parked).
+  - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone), C(parked)
+    and C(unreadable) (the board could not read part of the item, for example a repository the token may not read; the item's C(unreadable)
+    says why; never dispatched).
 seealso:
   - module: fleet.dispatch.board_marker
   - module: fleet.dispatch.board_item
@@ -102,7 +104,10 @@ now:
   type: str
   sample: '2026-11-30T01:00:00.000000Z'
 cost:
-  description: What the read cost where the board meters it (GitHub rate-limit points); null for the ledger.
+  description:
+    - What the read cost where the board meters it (GitHub rate-limit points); null for the ledger.
+    - For a GitHub board also C(token), the token check made once per read (kind, login, what each operation needs, C(missing),
+      C(unverified) and C(fix)), and C(unreadable), the parts of the board GitHub would not return, each with its cause.
   returned: always
   type: dict
   sample: {cost: 1, remaining: 4999, reset_at: '2026-11-30T02:00:00Z'}
@@ -155,7 +160,7 @@ items:
       type: list
       elements: int
     artifacts:
-      description: Changes that reference the item (ref, merged, merged_at, created_at, closes, url).
+      description: Changes that reference the item (ref, merged, merged_at, created_at, closes, url, base, into_closing_branch).
       type: list
       elements: dict
     run_cost:
@@ -163,6 +168,9 @@ items:
         - The item's runs as their close-out markers state them - C(runs), and the sums of C(turns), C(tokens) and
           C(cost_usd) (null when no run stated one; never estimated), C(priced_runs) the runs that stated a cost.
       type: dict
+    unreadable:
+      description: Why the board could not read part of the item (empty when it read it whole); such an item has reason C(unreadable).
+      type: str
 candidates:
   description: The eligible items, in board order (same entries as RV(items)).
   returned: always
@@ -194,6 +202,8 @@ def _warn_refusals(module, wanted, assessed):
                 detail = ' until %s' % entry['not_before']
             elif entry['reason'] == 'parked':
                 detail = ' after %s attempts' % entry['attempts']
+            elif entry['reason'] == 'unreadable':
+                detail = ': %s' % entry['unreadable']
             module.warn('#%s refused: %s%s' % (number, entry['reason'], detail))
 
 

@@ -20,10 +20,11 @@ from typing import Any, List, Optional, Tuple
 from .markers import Marker, markers_of
 from .model import parse_time
 
-REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked')
+REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
+           'unreadable')
 
 # Precedence, highest first (see module docstring); 'eligible' is what is left.
-PRECEDENCE = ('done', 'closed', 'running', 'tombstone', 'retry_wait', 'parked', 'blocked', 'not_ready')
+PRECEDENCE = ('unreadable', 'done', 'closed', 'running', 'tombstone', 'retry_wait', 'parked', 'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
 # capacity: the seed's rule -- a worker going dark is not the work failing, and a fleet-wide
@@ -137,6 +138,10 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
 
     holds = []
     kind = effective.kind if effective is not None else None
+    # The board could not read part of this item (its comments, timeline, closing PRs or edges):
+    # every other reason would be judged on partial data, so none is trusted and it never runs.
+    if str(_get(item, 'unreadable', '') or '').strip():
+        holds.append('unreadable')
     if state == 'closed':
         holds.append('done' if kind == 'success' else 'closed')
     if kind == 'start':

@@ -60,6 +60,9 @@ class Comment:
     body: str
     created_at: _dt.datetime
     author: str = ''
+    association: str = ''
+    """The author's standing in the repository where the board knows it (GitHub's
+    ``authorAssociation``: OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...); ``''`` otherwise."""
 
 
 @dataclass
@@ -87,6 +90,11 @@ class Artifact:
     ``closes`` lists the item numbers whose closing reference it carries (D16 adjacency
     already applied by whoever built it). ``created_at`` is when the artifact first existed,
     ``merged_at`` when it merged (``None`` while not merged).
+
+    ``base`` is the branch a pull request merges into, and ``into_closing_branch`` whether that
+    is the branch the forge closes issues from (GitHub: the repository's default branch, unless
+    the board names another): ``False`` means a merge that the forge itself would not count as
+    closing the item, which is never credited; ``None`` means unknown or not applicable (ledger).
     """
 
     ref: str
@@ -96,6 +104,8 @@ class Artifact:
     closes: List[int] = field(default_factory=list)
     url: str = ''
     title: str = ''
+    base: str = ''
+    into_closing_branch: Optional[bool] = None
 
 
 @dataclass
@@ -120,6 +130,9 @@ class Item:
     artifacts: List[Artifact] = field(default_factory=list)
     created_at: Optional[_dt.datetime] = None
     updated_at: Optional[_dt.datetime] = None
+    unreadable: str = ''
+    """Why part of this item could not be read (the board's own words), ``''`` when it was read whole:
+    such an item is shown, never dispatched (eligibility reason ``unreadable``)."""
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -59,6 +59,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'open_blockers': list(getattr(verdict, 'open_blockers', []) or []),
             'artifacts': to_jsonable(item.artifacts),
             'run_cost': run_cost(markers_of(item)),
+            'unreadable': getattr(item, 'unreadable', '') or '',
         })
     return out
 

@@ -168,6 +168,9 @@ def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_t
       artifact found is by construction someone else's (D16: two five-second runs credited with
       a PR in another repo), and the answer is empty without looking;
     * it is merged (D2: an OPEN pull request is not finished) with a known ``merged_at``;
+    * it merged into the branch the forge closes items from (``into_closing_branch`` is not
+      ``False``): GitHub closes an issue only for a merge into the default branch, so a merge
+      into a release branch is not this item's completion;
     * it closes this item (``closes`` holds ``number``; an entry naming another repository than
       ``repo`` does not count when ``repo`` is given);
     * it was created AND merged strictly after the run started (D16: a quota-limited run that
@@ -191,6 +194,8 @@ def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_t
     credited = []
     for artifact in artifacts or ():
         if not _get(artifact, 'merged', False):
+            continue
+        if _get(artifact, 'into_closing_branch', None) is False:
             continue
         try:
             created = parse_time(_get(artifact, 'created_at'))

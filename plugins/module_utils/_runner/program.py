@@ -464,9 +464,28 @@ class Run(object):
             return 128 + signum
         return code
 
+    def _closeout_unwritable(self) -> str:
+        """Why this run's markers could not be written, on positive evidence only (D5): the board's token
+        preflight (GitHub) says the token may not post comments or close items. A board without a
+        preflight, a preflight that fails, or a permission it cannot check: ``''`` (proceed)."""
+        try:
+            check = getattr(self.board, 'preflight', None)
+            result = check() if callable(check) else None
+        except Exception:  # noqa: BLE001 - fails open: the start marker's own post is the real test
+            return ''
+        for op in (result.get('operations') or []) if isinstance(result, dict) else []:
+            if isinstance(op, dict) and op.get('operation') == 'post markers and close items' and op.get('ok') is False:
+                return 'the board token (%s) cannot post markers or close the item: it needs %s (%s)' % (
+                    result.get('name', '?'), op.get('needs', '?'), result.get('fix') or 'see docs/github-tokens.md')
+        return ''
+
     def _run(self) -> int:
         """Start marker, run directory, brief, agent, close-out. D19: the mentions are injected into
         the brief and marked read only after the agent was started with it (at-least-once)."""
+        refusal = self._closeout_unwritable()
+        if refusal:
+            self.log('ERROR: %s; the agent is NOT started and no start marker is posted (no attempt is spent)' % refusal)
+            return EXIT_START_LOST
         # The start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
         try:

@@ -143,8 +143,9 @@ def item_matches(item: Dict[str, Any], terms: List[tuple]) -> bool:
 class Resolvers(object):
     """Field resolvers for the fields with arguments or derived values; the rest read dicts."""
 
-    def __init__(self, store):
+    def __init__(self, store, grant=None):
         self.store = store
+        self.grant = grant
         self.table = {
             ('Query', 'rateLimit'): self.rate_limit,
             ('Query', 'organization'): self.organization,
@@ -161,17 +162,22 @@ class Resolvers(object):
             ('ProjectV2', 'items'): self.items,
             ('ProjectV2Item', 'fieldValueByName'): self.field_value_by_name,
             ('Repository', 'issue'): self.repo_issue,
-            ('Issue', 'comments'): lambda src, info, **a: connection(src['comments'], **a),
+            ('Issue', 'comments'): self.comments,
             ('Issue', 'timelineItems'): self.timeline_items,
+            ('ProjectV2Item', 'content'): self.item_content,
+            ('ClosedEvent', 'closer'): self.closer,
             ('Issue', 'closedByPullRequestsReferences'): self.closed_by,
             ('Issue', 'blockedBy'): lambda src, info, **a: connection(src['blocked_by'], **a),
             ('Issue', 'projectItems'): lambda src, info, **a: connection(src['project_items'], **a),
             ('Issue', 'issueDependenciesSummary'): self.dependency_summary,
             ('ProjectV2SingleSelectField', 'options'): self.options,
+            ('Commit', 'associatedPullRequests'): self.associated_pulls,
             ('Mutation', 'updateProjectV2ItemFieldValue'): self.update_field_value,
         }
 
     def resolve(self, source, info, **args):
+        if isinstance(source, dict) and source.get('__forbidden__'):
+            raise self._forbidden()
         fn = self.table.get((info.parent_type.name, info.field_name))
         if fn is not None:
             return fn(source, info, **args)
@@ -182,6 +188,50 @@ class Resolvers(object):
     @staticmethod
     def type_of(value, info, abstract_type):
         return value.get('__typename') if isinstance(value, dict) else None
+
+    # Permissions (see auth.py): a field the token may not read is null with a FORBIDDEN error at
+    # its path, the rest of the answer is data -- GraphQL's partial result
+    # (spec.graphql.org/October2021/#sec-Handling-Field-Errors), as GitHub answers an app without
+    # "Pull requests: read" ('Resource not accessible by integration').
+    def _forbidden(self):
+        message = self.grant.forbidden_message() if self.grant is not None else 'Resource not accessible by integration'
+        return _error(message, 'FORBIDDEN')
+
+    def _require(self, permission, repo_obj, level='read'):
+        if self.grant is None:
+            return
+        repo = repo_obj.get('nameWithOwner') if isinstance(repo_obj, dict) else None
+        if not self.grant.can(permission, level, repo):
+            raise self._forbidden()
+
+    def _visible(self, obj):
+        """``obj``, or a stand-in whose every field is FORBIDDEN when its repository is off limits."""
+        if self.grant is None or not isinstance(obj, dict):
+            return obj
+        repo = obj.get('repository')
+        if isinstance(repo, dict) and repo.get('nameWithOwner') in self.grant.forbidden_repos:
+            return {'__typename': obj.get('__typename'), '__forbidden__': True}
+        return obj
+
+    def comments(self, src, info, **a):
+        self._require('issues', src.get('repository'))
+        return connection(src['comments'], **a)
+
+    def item_content(self, src, info):
+        content = src.get('content')
+        if isinstance(content, dict) and content.get('__typename') in ('Issue', 'PullRequest'):
+            self._require('issues' if content['__typename'] == 'Issue' else 'pull_requests', content.get('repository'))
+        return content
+
+    def closer(self, src, info):
+        closer = src.get('closer')
+        if isinstance(closer, dict) and closer.get('__typename') == 'PullRequest':
+            self._require('pull_requests', closer.get('repository'))
+        return closer
+
+    def associated_pulls(self, src, info, **a):
+        self._require('pull_requests', src.get('repository'))
+        return connection(src.get('pulls') or [], **a)
 
     # Query
     def rate_limit(self, src, info, **a):
@@ -210,7 +260,7 @@ class Resolvers(object):
         return repo
 
     def node(self, src, info, id):
-        return self.store.nodes.get(id)
+        return self._visible(self.store.nodes.get(id))
 
     def nodes(self, src, info, ids):
         if len(ids) > 100:
@@ -219,7 +269,7 @@ class Resolvers(object):
         missing = [i for i, n in zip(ids, found) if n is None]
         if missing:
             raise _error("Could not resolve to a node with the global id of '%s'" % missing[0], 'NOT_FOUND')
-        return found
+        return [self._visible(n) for n in found]
 
     # Owners and projects
     def project_v2(self, src, info, number):
@@ -264,6 +314,7 @@ class Resolvers(object):
         return issue
 
     def timeline_items(self, src, info, itemTypes=None, since=None, skip=None, **a):
+        self._require('issues', src.get('repository'))
         kinds = None
         if itemTypes is not None:
             kinds = set(''.join(p.capitalize() for p in t.split('_')) for t in itemTypes)
@@ -271,6 +322,7 @@ class Resolvers(object):
         return connection(events, **a)
 
     def closed_by(self, src, info, includeClosedPrs=False, orderByState=False, userLinkedOnly=False, **a):
+        self._require('pull_requests', src.get('repository'))
         prs = [p for p in src['closing_prs'] if includeClosedPrs or p['state'] == 'OPEN']
         return connection(prs, **a)
 
@@ -281,6 +333,8 @@ class Resolvers(object):
 
     # Mutations
     def update_field_value(self, src, info, input):
+        if self.grant is not None and not self.grant.can('organization_projects', 'write'):
+            raise self._forbidden()
         item = self.store.nodes.get(input['itemId'])
         project = self.store.nodes.get(input['projectId'])
         if item is None or project is None or item.get('project') is not project:
@@ -297,7 +351,7 @@ class Resolvers(object):
 
 
 def execute(store, rate_limit, document: str, variables: Optional[Dict[str, Any]] = None,
-            operation_name: Optional[str] = None, schema=None) -> Dict[str, Any]:
+            operation_name: Optional[str] = None, schema=None, grant=None) -> Dict[str, Any]:
     """Run one GraphQL request as GitHub would: parse, validate, limit-check, price, execute.
 
     ``rate_limit`` is the fake's dict (``limit``, ``used``, ``resetAt``); it is charged the cost.
@@ -324,7 +378,7 @@ def execute(store, rate_limit, document: str, variables: Optional[Dict[str, Any]
     info = {'cost': points, 'limit': rate_limit['limit'], 'remaining': rate_limit['limit'] - rate_limit['used'],
             'used': rate_limit['used'], 'resetAt': rate_limit['resetAt'], 'nodeCount': analysis.nodes}
     rate_limit['last'] = dict(info, requests=analysis.requests, operation=operation_name)
-    resolvers = Resolvers(store)
+    resolvers = Resolvers(store, grant)
     with store.lock:
         result = graphql.execute(schema, doc, variable_values=variables or {}, operation_name=operation_name,
                                  context_value={'rate_limit': info}, field_resolver=resolvers.resolve,

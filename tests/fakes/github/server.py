@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 from urllib.parse import parse_qs, urlsplit
 
 from . import executor as _executor
+from .auth import Grant
 from .store import Store, UTC, iso
 
 NOT_FOUND = {'message': 'Not Found', 'documentation_url': 'https://docs.github.com/rest', 'status': '404'}
@@ -36,8 +37,13 @@ class FakeGitHub(object):
     """
 
     def __init__(self, token: str = 'test-token', viewer: str = 'fleet-bot', clock=None, rate_limit: int = 5000,
-                 schema_path: Optional[str] = None):
+                 schema_path: Optional[str] = None, scopes=None, permissions=None, forbidden_repos=(),
+                 content_per_minute: int = 80, graphql_points_per_minute: int = 2000):
         self.token = token
+        self.grant = Grant(token, scopes=scopes, permissions=permissions, forbidden_repos=forbidden_repos)
+        self.content_per_minute = content_per_minute
+        self.graphql_points_per_minute = graphql_points_per_minute
+        self._minute = {}  # type: Dict[str, List[Any]]
         self.store = Store(viewer=viewer, clock=clock)
         self.schema = _executor.load_schema(schema_path)
         reset = (_dt.datetime.now(UTC) + _dt.timedelta(hours=1)).replace(microsecond=0)
@@ -102,6 +108,7 @@ class FakeGitHub(object):
         parts = urlsplit(raw_path)
         path = parts.path.rstrip('/') or '/'
         query = dict((k, v[-1]) for k, v in parse_qs(parts.query).items())
+        query['__if_modified_since'] = headers.get('if-modified-since')
         payload = None
         if body:
             try:
@@ -118,27 +125,83 @@ class FakeGitHub(object):
             return self._record(method, path, operation, 401,
                                 {'message': 'Bad credentials', 'documentation_url': 'https://docs.github.com/rest',
                                  'status': '401'}, {})
+        limited = self._secondary_limit(method, path, payload)
+        if limited is not None:
+            return self._record(method, path, operation, 403, limited, dict(self._rate_headers(), **{'retry-after': '60'}))
+        extra = {}  # type: Dict[str, str]
         try:
-            status, out = self._route(method, path, query, payload)
+            status, out = self._route(method, path, query, payload, extra)
         except KeyError:
             status, out = 404, dict(NOT_FOUND)
-        return self._record(method, path, operation, status, out, self._rate_headers())
+        headers = self._rate_headers()
+        headers.update(self.grant.headers())
+        headers.update(extra)
+        return self._record(method, path, operation, status, out, headers)
 
     def _rate_headers(self) -> Dict[str, str]:
         rl = self.rate_limit
         return {'x-ratelimit-limit': str(rl['limit']), 'x-ratelimit-remaining': str(rl['limit'] - rl['used']),
                 'x-ratelimit-used': str(rl['used']), 'x-ratelimit-reset': str(rl['reset_epoch'])}
 
+    def _secondary_limit(self, method, path, payload):
+        """Secondary rate limits that arise from load, by the fake's clock minute
+        (docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits):
+        no more than 80 content-generating requests per minute, and no more than 2,000 points per
+        minute on the GraphQL endpoint, where a query is 1 point and a mutation 5 (the secondary
+        limit's own points, not the primary cost). Answered 403 with ``retry-after`` and the message
+        GitHub sends."""
+        minute = self.store.clock().strftime('%Y-%m-%dT%H:%M')
+        if path == '/graphql' and method == 'POST':
+            query = payload.get('query') if isinstance(payload, dict) else ''
+            points = 5 if re.match(r'\s*mutation\b', query or '') else 1
+            bucket = self._minute.setdefault('graphql', [minute, 0])
+            kind = 'graphql'
+            limit = self.graphql_points_per_minute
+        elif method == 'POST' and path.endswith('/comments'):
+            points = 1
+            bucket = self._minute.setdefault('content', [minute, 0])
+            kind = 'content'
+            limit = self.content_per_minute
+        else:
+            return None
+        if bucket[0] != minute:
+            bucket[0], bucket[1] = minute, 0
+        if bucket[1] + points > limit:
+            if kind == 'content':
+                return {'message': 'You have exceeded a secondary rate limit and have been temporarily blocked from '
+                                   'content creation. Please retry your request again later.',
+                        'documentation_url': 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api'}
+            return {'message': 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+                    'documentation_url': 'https://docs.github.com/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api'}
+        bucket[1] += points
+        return None
+
+    def _refused(self, extra, needs):
+        """403 for a permission the token lacks, with the header that names it (auth.py)."""
+        if not self.grant.scoped:
+            extra['x-accepted-github-permissions'] = needs
+        return 403, {'message': self.grant.forbidden_message(),
+                     'documentation_url': 'https://docs.github.com/rest', 'status': '403'}
+
     def _record(self, method, path, operation, status, body, headers):
         self.log.append({'method': method, 'path': path, 'operation': operation, 'status': status})
         return status, body, headers
 
-    def _route(self, method, path, query, payload):
+    def _route(self, method, path, query, payload, extra):
         if path == '/graphql' and method == 'POST':
             if not isinstance(payload, dict) or not isinstance(payload.get('query'), str):
                 return 400, {'message': 'A query attribute must be specified and must be a string.'}
             return 200, _executor.execute(self.store, self.rate_limit, payload['query'], payload.get('variables'),
-                                          payload.get('operationName'), schema=self.schema)
+                                          payload.get('operationName'), schema=self.schema, grant=self.grant)
+        m = re.fullmatch(r'/repos/([^/]+/[^/]+)(/.*)?', path)
+        if m and m.group(1) in self.store.renamed:
+            # A renamed or transferred repository: 301 to the new URL, for every method
+            # (docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#follow-redirects).
+            extra['location'] = '%s/repos/%s%s' % (self._api(), self.store.renamed[m.group(1)], m.group(2) or '')
+            return 301, {'message': 'Moved Permanently', 'url': extra['location'],
+                         'documentation_url': 'https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#follow-redirects'}
+        if m and m.group(1) in self.grant.forbidden_repos:
+            raise KeyError(path)  # a repository the token may not see is a 404, as GitHub hides it
         m = re.fullmatch(r'/repos/([^/]+/[^/]+)/issues/comments/(\d+)', path)
         if m and method == 'GET':
             comment = self.store.db_ids[int(m.group(2))]
@@ -148,12 +211,27 @@ class FakeGitHub(object):
         m = re.fullmatch(r'/repos/([^/]+/[^/]+)/issues/(\d+)(/.*)?', path)
         if m:
             repo, number, rest = m.group(1), int(m.group(2)), m.group(3) or ''
+            if (repo, number) in self.store.deleted:
+                # A deleted issue: 410 Gone (the @octokit/openapi description lists 410 for
+                # GET /repos/{owner}/{repo}/issues/{issue_number} and its comments).
+                return 410, {'message': 'This issue was deleted', 'documentation_url': 'https://docs.github.com/rest/issues/issues#get-an-issue',
+                             'status': '410'}
             issue = self.store.issue(repo, number)
+            write = method in ('POST', 'PATCH', 'PUT', 'DELETE')
+            if not self.grant.can('issues', 'write' if write else 'read', repo):
+                return self._refused(extra, 'issues=write' if write else 'issues=read')
             return self._issue_route(method, issue, rest, payload)
         if path == '/notifications' and method == 'GET':
-            return 200, self._notifications(query)
+            if not self.grant.scoped:
+                # GET /notifications is for classic and OAuth tokens only: @octokit/openapi marks it
+                # enabledForGitHubApps: false, and it is not among the endpoints a fine-grained token can call.
+                return 403, {'message': self.grant.forbidden_message(), 'status': '403',
+                             'documentation_url': 'https://docs.github.com/rest/activity/notifications#list-notifications-for-the-authenticated-user'}
+            return self._notifications(query, extra)
         m = re.fullmatch(r'/notifications/threads/(\d+)', path)
         if m and method == 'PATCH':
+            if not self.grant.scoped:
+                return 403, {'message': self.grant.forbidden_message(), 'status': '403'}
             for thread in self.store.notifications:
                 if thread['id'] == m.group(1):
                     thread['unread'] = False
@@ -217,7 +295,16 @@ class FakeGitHub(object):
                 'url': '%s/repos/%s/issues/comments/%d' % (self._api(), repo, comment['databaseId']),
                 'issue_url': '%s/repos/%s/issues/%d' % (self._api(), repo, issue['number'])}
 
-    def _notifications(self, query):
+    def _notifications(self, query, extra):
+        """GET /notifications with GitHub's polling contract: ``X-Poll-Interval`` (seconds the
+        client should wait) and ``Last-Modified``; ``If-Modified-Since`` equal to it answers 304
+        (docs.github.com/en/rest/activity/notifications#about-github-notifications)."""
+        extra['x-poll-interval'] = '60'
+        stamp = max([t['updated_at'] for t in self.store.notifications] or ['1970-01-01T00:00:00Z'])
+        last_modified = _http_date(stamp)
+        extra['last-modified'] = last_modified
+        if query.get('__if_modified_since') == last_modified:
+            return 304, None
         show_all = query.get('all') == 'true'
         threads = [t for t in self.store.notifications if show_all or t['unread']]
         threads.sort(key=lambda t: t['updated_at'], reverse=True)
@@ -225,13 +312,20 @@ class FakeGitHub(object):
         page = int(query.get('page', 1))
         chosen = threads[(page - 1) * per_page: page * per_page]
         api = self._api()
-        return [{'id': t['id'], 'unread': t['unread'], 'reason': t['reason'], 'updated_at': t['updated_at'],
-                 'repository': {'full_name': t['repo']},
-                 'subject': {'title': t['title'], 'type': 'Issue',
-                             'url': '%s/repos/%s/issues/%d' % (api, t['repo'], t['number']),
-                             'latest_comment_url': '%s/repos/%s/issues/comments/%d'
-                             % (api, t['repo'], t['comment']['databaseId'])}}
-                for t in chosen]
+        out = [{'id': t['id'], 'unread': t['unread'], 'reason': t['reason'], 'updated_at': t['updated_at'],
+                'repository': {'full_name': t['repo']},
+                'subject': {'title': t['title'], 'type': 'Issue',
+                            'url': '%s/repos/%s/issues/%d' % (api, t['repo'], t['number']),
+                            'latest_comment_url': '%s/repos/%s/issues/comments/%d'
+                            % (api, t['repo'], t['comment']['databaseId'])}}
+               for t in chosen]
+        return 200, out
+
+
+def _http_date(stamp: str) -> str:
+    from email.utils import format_datetime
+    when = _dt.datetime.strptime(stamp[:19], '%Y-%m-%dT%H:%M:%S').replace(tzinfo=UTC)
+    return format_datetime(when, usegmt=True)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -41,6 +41,10 @@ class Store(object):
         self.nodes = {}  # type: Dict[str, Dict[str, Any]]
         self.db_ids = {}  # type: Dict[int, Dict[str, Any]]
         self.notifications = []  # type: List[Dict[str, Any]]
+        self.renamed = {}  # type: Dict[str, str]
+        self.deleted = set()  # type: set
+        self.associations = {}  # type: Dict[str, str]
+        """login -> authorAssociation (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE ...); others NONE."""
         self._ids = itertools.count(1001)
 
     # -- ids ----------------------------------------------------------------------------------
@@ -72,6 +76,8 @@ class Store(object):
             repo = self._register('R', {'__typename': 'Repository', 'name': name, 'nameWithOwner': name_with_owner,
                                         'owner': owner_obj, 'issues': {}, 'next_number': 1,
                                         'url': 'https://github.com/%s' % name_with_owner})
+            repo['defaultBranchRef'] = self._register('REF', {'__typename': 'Ref', 'name': 'main', 'prefix': 'refs/heads/',
+                                                              'repository': repo})
             self.repos[name_with_owner] = repo
             return repo
 
@@ -168,9 +174,11 @@ class Store(object):
                     created_at=None) -> Dict[str, Any]:
         with self.lock:
             issue = self.issue(repo, number)
+            login = author or self.viewer
             comment = self._register('IC', {'__typename': 'IssueComment', 'body': body,
                                             'createdAt': iso(created_at) or self.now(),
-                                            'author': {'__typename': 'User', 'login': author or self.viewer},
+                                            'author': {'__typename': 'User', 'login': login},
+                                            'authorAssociation': self.associations.get(login, 'NONE'),
                                             'issue': issue})
             comment['url'] = '%s#issuecomment-%d' % (issue['url'], comment['databaseId'])
             issue['comments'].append(comment)
@@ -215,39 +223,90 @@ class Store(object):
             issue['timeline'].append(event)
             return True
 
-    def close_by_commit(self, repo: str, number: int, oid: str = 'deadbeef', at=None) -> None:
-        self.set_state(self.issue(repo, number), 'closed', closer={'__typename': 'Commit', 'oid': oid,
-                                                                   'id': 'C_%s' % oid}, at=at)
+    def commit(self, repo: str, oid: str, *, pulls=()) -> Dict[str, Any]:
+        """A commit object (``pulls``: its ``associatedPullRequests``)."""
+        with self.lock:
+            commit = {'__typename': 'Commit', 'oid': oid, 'abbreviatedOid': oid[:7], 'repository': self.add_repo(repo),
+                      'pulls': list(pulls)}
+            commit['id'] = 'C_%s' % oid
+            self.nodes[commit['id']] = commit
+            return commit
+
+    def close_by_commit(self, repo: str, number: int, oid: str = 'deadbeef', at=None, pulls=()) -> Dict[str, Any]:
+        """A commit whose message says ``Fixes #number`` reached the default branch: GitHub closes
+        the issue with that commit as the closer and links no pull request
+        (docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/linking-a-pull-request-to-an-issue:
+        a keyword in a commit message closes the issue when the commit is merged into the default branch).
+        ``pulls``: the pull requests the commit belongs to (``associatedPullRequests``)."""
+        commit = self.commit(repo, oid, pulls=pulls)
+        self.set_state(self.issue(repo, number), 'closed', closer=commit, at=at)
+        return commit
 
     def add_pr(self, repo: str, title: str = '', *, closes=(), created_at=None, merged_at=None, state: Optional[str] = None,
-               close_issues: bool = True, link: bool = True) -> Dict[str, Any]:
-        """A pull request. ``closes``: issue numbers (this repo) or ``(repo, n)`` it carries a
-        closing reference for; ``link`` adds it to their ``closedByPullRequestsReferences``.
-        A merged PR closes those issues (``close_issues``), as GitHub does on merge."""
+               close_issues: bool = True, link=True, base: Optional[str] = None) -> Dict[str, Any]:
+        """A pull request into ``base`` (default: the repository's default branch).
+
+        ``closes``: issue numbers (this repo) or ``(repo, n)`` it refers to. ``link``: ``True`` -- a
+        closing keyword in the body, which GitHub honours only when the PR targets the default
+        branch ("If you want to link a pull request to an issue using a keyword, the PR must be on the
+        default branch": docs.github.com/en/issues/tracking-your-work-with-issues/using-issues/
+        linking-a-pull-request-to-an-issue), so into another branch it links nothing; ``'manual'`` --
+        linked by hand in the sidebar, listed whatever the base; ``False`` -- not listed (a closer
+        GitHub did not record there). A merged PR closes those issues (``close_issues``) only when it
+        merged into the default branch, as GitHub does."""
         with self.lock:
             r = self.add_repo(repo)
             n = self._next_number(r)
             merged = merged_at is not None
+            default = r['defaultBranchRef']['name']
+            base = base or default
             pr = self._register('PR', {
                 '__typename': 'PullRequest', 'number': n, 'title': title or 'pr %d' % n,
                 'url': 'https://github.com/%s/pull/%d' % (repo, n), 'repository': r,
                 'createdAt': iso(created_at) or self.now(), 'merged': merged, 'mergedAt': iso(merged_at),
-                'state': state or ('MERGED' if merged else 'OPEN')})
+                'state': state or ('MERGED' if merged else 'OPEN'), 'baseRefName': base, 'headRefName': 'topic-%d' % n})
             for ref in closes:
                 issue = self.issue(*(ref if isinstance(ref, tuple) else (repo, ref)))
-                if link:
+                if link == 'manual' or (link and base == default):
                     issue['closing_prs'].append(pr)
-                if merged and close_issues:
+                if merged and close_issues and base == default:
                     self.set_state(issue, 'closed', closer=pr, at=merged_at)
             return pr
 
     # -- notifications ------------------------------------------------------------------------
-    def mention(self, repo: str, number: int, body: str, *, author: str = 'human', reason: str = 'mention') -> Dict[str, Any]:
-        """A comment mentioning the viewer, and its unread notification thread."""
+    def mention(self, repo: str, number: int, body: str, *, author: str = 'human', reason: str = 'mention',
+                created_at=None) -> Dict[str, Any]:
+        """A comment mentioning the viewer, and its notification thread: ONE thread per issue
+        (docs.github.com/en/rest/activity/notifications: a thread is per subject), marked unread again
+        by new activity, whose ``reason`` is sticky (the first reason stays) and whose
+        ``latest_comment_url`` is the newest comment -- not necessarily the mention."""
         with self.lock:
-            comment = self.add_comment(repo, number, body, author=author)
+            comment = self.add_comment(repo, number, body, author=author, created_at=created_at)
+            for thread in self.notifications:
+                if (thread['repo'], thread['number']) == (repo, number):
+                    thread.update(unread=True, updated_at=comment['createdAt'], comment=comment)
+                    return thread
             thread = {'id': str(next(self._ids)), 'unread': True, 'reason': reason, 'updated_at': comment['createdAt'],
                       'repo': repo, 'number': number, 'comment': comment,
                       'title': self.issue(repo, number)['title']}
             self.notifications.append(thread)
             return thread
+
+    def delete_issue(self, repo: str, number: int) -> None:
+        """Delete an issue: REST answers 410 Gone, GraphQL no longer resolves it."""
+        with self.lock:
+            issue = self.repos[repo]['issues'].pop(number)
+            self.nodes.pop(issue['id'], None)
+            self.deleted.add((repo, number))
+
+    def rename_repo(self, old: str, new: str) -> None:
+        """Rename (or transfer) a repository: the old REST URLs answer 301 to the new ones."""
+        with self.lock:
+            repo = self.repos.pop(old)
+            owner, _sep, name = new.partition('/')
+            repo.update(name=name, nameWithOwner=new, url='https://github.com/%s' % new,
+                        owner=self.owners.get(owner) or self.add_owner(owner))
+            self.repos[new] = repo
+            self.renamed[old] = new
+            for issue in repo['issues'].values():
+                issue['url'] = 'https://github.com/%s/issues/%d' % (new, issue['number'])

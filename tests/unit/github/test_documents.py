@@ -19,7 +19,6 @@ import graphql
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_documents as _github_documents
 from fakes.github import analyse, load_schema
 
 
@@ -31,7 +30,7 @@ def schema(shared_dir):
     return load_schema(str(path))
 
 
-DOCS = sorted(_github_documents.DOCUMENTS.items())
+DOCS = sorted(_github.DOCUMENTS.items())
 
 
 @pytest.mark.parametrize('name,document', DOCS, ids=[n for n, _d in DOCS])
@@ -57,19 +56,18 @@ def test_operation_name_is_the_key_the_code_sends(name, document):
 
 def test_the_code_sends_only_documents_from_the_table():
     """'Every document the code can send': each ``_graphql('X', ...)`` names a DOCUMENTS key, and
-    no other module-level string of the board or its documents module is a GraphQL operation."""
+    no other module-level string of _github is a GraphQL operation."""
     source = inspect.getsource(_github)
     sent = set(re.findall(r"_graphql\('([A-Za-z]+)'", source))
-    assert sent == set(_github_documents.DOCUMENTS), 'sent %s, table %s' % (sorted(sent), sorted(_github_documents.DOCUMENTS))
+    assert sent == set(_github.DOCUMENTS), 'sent %s, table %s' % (sorted(sent), sorted(_github.DOCUMENTS))
+    tree = ast.parse(source)
     operations = set()
-    for module in (_github, _github_documents):
-        for node in ast.parse(inspect.getsource(module)).body:
-            if not (isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)):
-                continue
-            value = getattr(module, node.targets[0].id, None)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            value = getattr(_github, node.targets[0].id, None)
             if isinstance(value, str) and re.match(r'\s*(query|mutation)\s', value):
                 operations.add(value)
-    assert operations == set(_github_documents.DOCUMENTS.values())
+    assert operations == set(_github.DOCUMENTS.values())
 
 
 # -- the checker itself can fail (negative controls) ---------------------------------------------
@@ -87,7 +85,7 @@ def test_limit_checker_reports_violations(schema, document, expect):
 
 
 def test_validation_catches_a_misspelled_field(schema):
-    bad = _github_documents.DOCUMENTS['BoardPage'].replace('fieldValueByName', 'fieldValueByNam')
+    bad = _github.DOCUMENTS['BoardPage'].replace('fieldValueByName', 'fieldValueByNam')
     assert graphql.validate(schema, graphql.parse(bad))
 
 
@@ -122,14 +120,14 @@ def test_a_call_costs_at_least_one_point(schema):
 def _vars(name):
     return {
         'BoardPage': {'owner': 'o', 'isOrg': True, 'number': 1, 'query': 'q', 'statusField': 'Status', 'after': None},
-        'Details': {'ids': ['x'] * _github_documents.DETAIL_BATCH},
-        'Blockers': {'ids': ['x'] * _github_documents.BLOCKER_BATCH},
+        'Details': {'ids': ['x'] * _github.DETAIL_BATCH},
+        'Blockers': {'ids': ['x'] * _github.BLOCKER_BATCH},
     }[name]
 
 
 @pytest.mark.parametrize('name,points', [('BoardPage', 1), ('Details', 1), ('Blockers', 1)])
 def test_each_full_batch_costs_the_figure_written_next_to_its_size(schema, name, points):
-    a = analyse(schema, _github_documents.DOCUMENTS[name], _vars(name), name)
+    a = analyse(schema, _github.DOCUMENTS[name], _vars(name), name)
     print('%s: %d requests, %d nodes, %d point(s)' % (name, a.requests, a.nodes, a.cost))
     assert a.cost == points
 
@@ -137,19 +135,19 @@ def test_each_full_batch_costs_the_figure_written_next_to_its_size(schema, name,
 def test_page_carries_no_expensive_connection(schema):
     """D1's failure story: one field cost 143 points against 9 for the page. The page pass has
     exactly one connection (the items), so nothing per item is priced on it."""
-    a = analyse(schema, _github_documents.DOCUMENTS['BoardPage'], _vars('BoardPage'), 'BoardPage')
+    a = analyse(schema, _github.DOCUMENTS['BoardPage'], _vars('BoardPage'), 'BoardPage')
     assert [c.split('.')[-1] for c in a.connections] == ['items']
     for expensive in ('comments', 'timelineItems', 'closedByPullRequestsReferences', 'blockedBy('):
-        assert expensive not in _github_documents.DOCUMENTS['BoardPage']
+        assert expensive not in _github.DOCUMENTS['BoardPage']
 
 
 def test_closing_prs_are_asked_for_including_closed_ones():
     """D2/D16: a merged PR is a closed PR; without includeClosedPrs GitHub omits it."""
     for name in ('Details', 'Issue'):
-        assert 'closedByPullRequestsReferences(last: 100, includeClosedPrs: true)' in _github_documents.DOCUMENTS[name]
+        assert 'closedByPullRequestsReferences(last: 100, includeClosedPrs: true)' in _github.DOCUMENTS[name]
 
 
 def test_the_comment_page_size_constant_is_the_one_in_the_documents():
     for name in ('Details', 'Issue', 'MoreComments'):
-        assert 'comments(last: %d' % _github_documents.COMMENTS_PER_PAGE in _github_documents.DOCUMENTS[name]
-    assert 'items(first: %d,' % _github_documents.PAGE_SIZE in _github_documents.DOCUMENTS['BoardPage']
+        assert 'comments(last: %d' % _github.COMMENTS_PER_PAGE in _github.DOCUMENTS[name]
+    assert 'items(first: %d,' % _github.PAGE_SIZE in _github.DOCUMENTS['BoardPage']

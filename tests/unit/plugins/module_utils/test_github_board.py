@@ -14,8 +14,6 @@ import datetime as _dt
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_documents as _github_documents
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_transport as _github_transport
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import GitHubBoard, RateLimited
@@ -301,11 +299,13 @@ def test_writes_to_a_missing_issue_name_it(gh):
 # -- mentions (D19) ------------------------------------------------------------------------------
 
 def test_mentions_are_read_without_marking_them_read(gh):
+    """The notifications option (classic tokens): an unread thread gates, mark_read marks it read."""
     item = ready(gh)
     other = ready(gh, 'other')
+    gh.store.associations.update(alice='MEMBER', human='COLLABORATOR')
     gh.store.mention(REPO, item['number'], '@fleet-bot please also update the docs', author='alice')
     gh.store.mention(REPO, other['number'], '@fleet-bot not this one')
-    with board_for(gh) as board:
+    with board_for(gh, mentions='notifications') as board:
         first = board.mentions(item['number'])
         again = board.mentions(item['number'])
         assert [(m['body'], m['author']) for m in first] == [('@fleet-bot please also update the docs', 'alice')]
@@ -326,7 +326,7 @@ def test_a_404_json_body_is_an_error_not_data(gh):
         with pytest.raises(BoardUnreadable, match='Not Found'):
             board.read()
     gh.inject(404, {'message': 'Not Found'}, path='/notifications')
-    with board_for(gh) as board:
+    with board_for(gh, mentions='notifications') as board:
         with pytest.raises(BoardError, match='Not Found'):
             board.mentions(item['number'])
 
@@ -363,7 +363,7 @@ def test_a_secondary_limit_without_retry_after_waits_a_minute(gh, sleeps):
     gh.inject(429, {'message': 'You have exceeded a secondary rate limit.'}, path='/graphql', operation='BoardPage')
     with board_for(gh, sleeps, owner_type='organization') as board:
         board.read()
-    assert sleeps == [_github_transport.SECONDARY_DEFAULT_WAIT]
+    assert sleeps == [_github.SECONDARY_DEFAULT_WAIT]
 
 
 def test_primary_rate_limit_waits_until_the_reset(gh, sleeps):
@@ -395,7 +395,7 @@ def test_rate_limit_retries_are_bounded(gh, sleeps):
     with board_for(gh, sleeps, owner_type='organization') as board:
         with pytest.raises(RateLimited):
             board.read()
-    assert len(sleeps) == _github_transport.RATE_LIMIT_RETRIES - 1
+    assert len(sleeps) == _github.RATE_LIMIT_RETRIES - 1
 
 
 @pytest.mark.parametrize('status,body,match', [
@@ -466,7 +466,7 @@ def test_no_token_is_unreadable(monkeypatch):
     ('Work Stage', 'Ready', 'is:issue is:open "work stage":Ready'),
 ])
 def test_project_query(field, value, expect):
-    assert _github_documents.project_query(field, value) == expect
+    assert _github.project_query(field, value) == expect
 
 
 @pytest.mark.parametrize('ref,default,expect', [
@@ -541,7 +541,8 @@ def test_a_runs_board_sequence_against_github(gh):
     gh.store.clock = lambda: T0  # the fake's comments and events are stamped at T0
     item = ready(gh, 'run me')
     number = item['number']
-    gh.store.mention(REPO, number, '@fleet-bot mind the migration', author='alice')
+    gh.store.associations.update(alice='COLLABORATOR')
+    gh.store.mention(REPO, number, '@fleet-bot mind the migration', author='alice', created_at=T0 - _dt.timedelta(minutes=1))
     with board_for(gh) as board:
         verdict = evaluate(by_number(board.read())[number], now=T0, ready='Ready', max_attempts=3)
         assert (verdict.eligible, verdict.reason, verdict.attempts) == (True, 'eligible', 0)
@@ -549,7 +550,9 @@ def test_a_runs_board_sequence_against_github(gh):
         started = board.post_marker(number, format_marker('start', {'unit': 'task-%d' % number}))['comment']
         brief = [m['body'] for m in board.mentions(number)]
         board.mark_read([m['id'] for m in board.mentions(number)])
-        assert brief == ['@fleet-bot mind the migration'] and board.mentions(number) == []
+        assert brief == ['@fleet-bot mind the migration']
+        with board_for(gh) as later:  # anyone else (a status read, the next run): the start marker made it seen
+            assert later.mentions(number) == []
         pr = gh.store.add_pr(REPO, 'the work', closes=[number], merged_at=T0 + _dt.timedelta(hours=1),
                              created_at=T0 + _dt.timedelta(minutes=10), close_issues=False)
         run = board.get(number)

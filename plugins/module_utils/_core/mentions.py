@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Mentions of the fleet derived from an item's own comments: who may address it, and which are new.
+
+A mention is a comment that names the fleet's identity (``@<login>`` or a configured handle), by
+a trusted author, that no run has seen yet. "Seen" is derived from the board itself: a run that
+started after a comment was briefed with it (D19), so a mention is new while no start marker
+follows it. No read state is stored anywhere (D1: a second tracker); delivery stays
+at-least-once, because the boundary is the start marker *before* the run now asking.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, List, Optional
+
+from .markers import parse_marker
+
+TRUSTED_ASSOCIATIONS = frozenset(('OWNER', 'MEMBER', 'COLLABORATOR'))
+"""GitHub's ``authorAssociation`` values of people with a standing in the repository: its owner,
+members of the owning organization, invited collaborators. ``CONTRIBUTOR``, ``FIRST_TIMER``,
+``FIRST_TIME_CONTRIBUTOR``, ``MANNEQUIN`` and ``NONE`` are anyone on the internet for a public
+repository, so a comment from them never steers an agent."""
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def handles_of(login: str, extra: Iterable[str] = ()) -> List[str]:
+    """The handles that address the fleet, lower case without ``@``: the login, the login without an
+    app's ``[bot]`` suffix (people write ``@my-app``), and the configured ones (``@org/team`` too)."""
+    out = []
+    for handle in [login or ''] + list(extra or ()):
+        handle = str(handle).strip().lstrip('@').lower()
+        for one in (handle, handle[:-len('[bot]')] if handle.endswith('[bot]') else ''):
+            if one and one not in out:
+                out.append(one)
+    return out
+
+
+def mentions_handle(body: str, handles: Iterable[str]) -> bool:
+    """Whether ``body`` names one of ``handles`` as GitHub renders a mention: ``@`` not preceded by
+    a word character (an e-mail address is not a mention) and the handle not continued by one
+    (``@fleet-bot2`` is someone else). Text in code spans and fenced blocks does not count."""
+    text = re.sub(r'```.*?```', ' ', body or '', flags=re.S)
+    text = re.sub(r'`[^`\n]*`', ' ', text)
+    for handle in handles:
+        if re.search(r'(?<![\w@/.-])@%s(?![\w-]|/\w)' % re.escape(handle), text, flags=re.I):
+            return True
+    return False
+
+
+def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str = '',
+                    marker_authors: Iterable[str] = (), own_start_id: Optional[str] = None) -> List[Any]:
+    """The comments that mention ``handles``, from trusted authors, that no run has seen, oldest first.
+
+    Trusted: ``authorAssociation`` in ``TRUSTED_ASSOCIATIONS`` or a login in ``marker_authors``;
+    never the fleet itself (``me``). Seen: older than a start marker written by the fleet or a
+    marker author. ``own_start_id`` is the start marker of the run now asking (it has not seen
+    anything yet): the boundary is then the start before it, and only comments up to that start are
+    returned -- a later one goes to the next run, so none is lost.
+    """
+    handles = list(handles)
+    writers = set(a.lower() for a in marker_authors or ()) | ({me.lower()} if me else set())
+    trusted_logins = set(a.lower() for a in marker_authors or ())
+    ordered = sorted((c for c in comments or () if _get(c, 'created_at') is not None), key=lambda c: _get(c, 'created_at'))
+    starts = []
+    for comment in ordered:
+        author = str(_get(comment, 'author', '') or '').lower()
+        marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
+        if marker is not None and marker.kind == 'start' and (not writers or author in writers):
+            starts.append(comment)
+    upto = None
+    if own_start_id is not None and starts and str(_get(starts[-1], 'id', '')) == str(own_start_id):
+        upto = _get(starts[-1], 'created_at')
+        starts = starts[:-1]
+    since = _get(starts[-1], 'created_at') if starts else None
+    found = []
+    for comment in ordered:
+        at = _get(comment, 'created_at')
+        if since is not None and at <= since:
+            continue
+        if upto is not None and at > upto:
+            continue
+        author = str(_get(comment, 'author', '') or '').lower()
+        if me and author == me.lower():
+            continue
+        if parse_marker(_get(comment, 'body', ''), at=at) is not None:
+            continue
+        association = str(_get(comment, 'association', '') or '').upper()
+        if association not in TRUSTED_ASSOCIATIONS and author not in trusted_logins:
+            continue
+        if mentions_handle(_get(comment, 'body', ''), handles):
+            found.append(comment)
+    return found
+
+
+__all__ = ['TRUSTED_ASSOCIATIONS', 'handles_of', 'mentions_handle', 'unseen_mentions']
