@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -185,7 +184,7 @@ def check(repo, known=None):
                 if coll in BUILTIN:
                     count += 1
                     continue
-                if coll.split('.')[0] == 'ansible' and coll not in known:
+                if coll.startswith('ansible.') and coll not in known:
                     continue    # a Python import path (ansible.module_utils.basic), not a collection
                 count += 1
                 prev = used.get(coll)
