@@ -207,7 +207,7 @@ def install_declared(repo, dest, roots=None):
     """Copy each collection galaxy.yml declares from the pinned ``ansible`` package into ``dest`` (offline).
 
     Returns the problems (a declared collection no root ships)."""
-    shipped_decl, _ = declared(pathlib.Path(repo))
+    shipped_decl = declared(pathlib.Path(repo))[0]
     roots = default_roots() if roots is None else roots
     problems = []
     for coll in sorted(shipped_decl):
