@@ -1,7 +1,11 @@
 # -*- coding: utf-8 -*-
 """Shared pieces of the EDA tests: the rulebooks, and a collections path where ansible-rulebook
-finds both ``fleet.dispatch`` (this checkout) and ``ansible.eda`` (its webhook source, vendored in
-tests/eda/vendor/ansible.eda because Galaxy is out of reach)."""
+finds both ``fleet.dispatch`` (this checkout) and ``ansible.eda`` (its webhook source).
+
+``ansible.eda`` is published only on Galaxy, which these machines cannot reach, and no PyPI package
+ships it; its code is not copied here. Where it is installed (``ansible-galaxy collection install
+ansible.eda``, in any standard collections path or ``FLEET_EDA_COLLECTIONS_PATH``), the live test runs;
+elsewhere it skips and says why."""
 from __future__ import annotations
 
 import pathlib
@@ -9,20 +13,16 @@ import pathlib
 import pytest
 
 from collection_path import collection_root
+from eda_paths import eda_root
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-VENDOR = REPO / 'tests' / 'eda' / 'vendor' / 'ansible.eda'
 
 
 @pytest.fixture(scope='session')
-def collections_path(tmp_path_factory):
-    """ANSIBLE_COLLECTIONS_PATH value: the vendored ansible.eda, then this checkout as fleet.dispatch."""
-    root = tmp_path_factory.mktemp('eda-collections')
-    eda = root / 'ansible_collections' / 'ansible' / 'eda'
-    source = eda / 'extensions' / 'eda' / 'plugins' / 'event_source'
-    source.mkdir(parents=True)
-    (source / 'webhook.py').write_text((VENDOR / 'webhook.py.txt').read_text())
-    (eda / 'galaxy.yml').write_text('namespace: ansible\nname: eda\nversion: 2.13.0\nreadme: README.md\n'
-                                    'authors: [ansible.eda maintainers (vendored webhook source)]\n')
-    (eda / 'README.md').write_text('vendored: ' + str(VENDOR / 'README.md') + '\n')
+def collections_path():
+    """ANSIBLE_COLLECTIONS_PATH value: the installed ansible.eda, then this checkout as fleet.dispatch; None
+    when ansible.eda is not installed."""
+    root = eda_root()
+    if root is None:
+        return None
     return '%s:%s' % (root, collection_root(REPO))

