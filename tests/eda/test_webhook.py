@@ -37,7 +37,7 @@ import time
 import pytest
 import requests
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from racing import free_port
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

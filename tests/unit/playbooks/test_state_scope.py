@@ -15,7 +15,7 @@ import pathlib
 import subprocess
 import sys
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(sys.executable).parent
