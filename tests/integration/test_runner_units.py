@@ -480,3 +480,57 @@ def test_a_runner_that_cannot_update_darkens_its_master_until_the_role_reinstall
     assert 'Clear a self-update failure' in proc.stdout and worker.capacity() is None
     info = worker.bed.ansible(worker.host, 'fleet.dispatch.capacity_info', {'units': False}, become_user=worker.master)[worker.host]
     assert info['dark'] is False, info
+
+
+# Real outputs from the agent-output corpus (tests/corpus/agent_outputs), replayed by the fake agent in a
+# real unit under each agent profile: item, profile, sample, merge first, the agent's exit status,
+# the close-out marker, the capacity source it leaves (None: no capacity file).
+REPLAYS = [
+    (61, 'codex', 'codex-exec-jsonl-success-tail-1', True, 0, 'success', None),
+    (62, 'claude', 'claude-oauth-expired-1', False, 1, 'capacity', 'revoked'),
+    (63, 'gemini', 'gemini-per-day-billing-wording-1', False, 1, 'capacity', 'rate_limit'),
+]
+
+
+def _corpus_text(sample_id):
+    import yaml
+    for name in ('claude.yml', 'codex.yml', 'gemini.yml'):
+        for sample in yaml.safe_load((REPO / 'tests' / 'corpus' / 'agent_outputs' / name).read_text(encoding='utf-8')):
+            if sample['id'] == sample_id:
+                return sample['text']
+    raise KeyError(sample_id)
+
+
+SET_AGENT = '''
+import json, os
+path = os.path.expanduser('~/.config/fleet-dispatch/runner.json')
+with open(path) as handle:
+    conf = json.load(handle)
+conf['agent'] = %r
+with open(path + '.tmp', 'w') as handle:
+    json.dump(conf, handle)
+os.replace(path + '.tmp', path)
+'''
+
+
+def test_real_agent_outputs_replayed_in_real_units_end_with_the_right_marker(worker):
+    """The runner on a worker reads a codex success, a claude expired OAuth token and a gemini per-day
+    quota, as their users pasted them, through the profile the master is configured with."""
+    worker.ssh('cp ~/.config/fleet-dispatch/runner.json ~/.config/fleet-dispatch/runner.json.orig')
+    try:
+        for number, agent, sample, merge, code, kind, source in REPLAYS:
+            worker.ssh('rm -f %s/capacity.json' % worker.state)
+            worker.ssh("python3 - <<'PYEOF'\n%s\nPYEOF" % (SET_AGENT % agent))
+            worker.ssh("cat > ~/replay-%d.txt <<'FLEETREPLAYEOF'\n%s\nFLEETREPLAYEOF" % (number, _corpus_text(sample).rstrip('\n')))
+            worker.create([number])
+            res = worker.launch([(number, 'replay', {'FAKE_AGENT_REPLAY': '%s/replay-%d.txt' % (worker.home, number),
+                                                     'FAKE_AGENT_REPLAY_MERGE': '1' if merge else '0',
+                                                     'FAKE_AGENT_EXIT': str(code)})])
+            assert not res.get('failed'), res
+            data = worker.wait_terminal([number])[str(number)]
+            assert data['kinds'] == ['start', kind], (sample, data)
+            state = worker.capacity()
+            assert (state or {}).get('source') == source, (sample, state)
+    finally:
+        worker.ssh('mv ~/.config/fleet-dispatch/runner.json.orig ~/.config/fleet-dispatch/runner.json; rm -f %s/capacity.json'
+                   % worker.state)
