@@ -517,6 +517,10 @@ def test_real_agent_outputs_replayed_in_real_units_end_with_the_right_marker(wor
     """The runner on a worker reads a codex success, a claude expired OAuth token and a gemini per-day
     quota, as their users pasted them, through the profile the master is configured with."""
     worker.ssh('cp ~/.config/fleet-dispatch/runner.json ~/.config/fleet-dispatch/runner.json.orig')
+    # each profile runs its CLI by name from the run's PATH: here that name is the fake agent
+    for cli in ('codex', 'claude', 'gemini'):
+        worker.ssh("printf '#!/bin/sh\\nexec /usr/bin/python3 /usr/local/lib/fake_agent.py \"$@\"\\n' > ~/.local/bin/%s && "
+                   "chmod 0755 ~/.local/bin/%s" % (cli, cli))
     try:
         for number, agent, sample, merge, code, kind, source in REPLAYS:
             worker.ssh('rm -f %s/capacity.json' % worker.state)
@@ -528,9 +532,13 @@ def test_real_agent_outputs_replayed_in_real_units_end_with_the_right_marker(wor
                                                      'FAKE_AGENT_EXIT': str(code)})])
             assert not res.get('failed'), res
             data = worker.wait_terminal([number])[str(number)]
-            assert data['kinds'] == ['start', kind], (sample, data)
+            if data['kinds'] != ['start', kind]:
+                why = worker.ssh('cat ~/.config/fleet-dispatch/runner.json; ls -la %s/runs/task-%d/; tail -c 3000 %s/runs/task-%d/capture.log; '
+                                 'journalctl --user -u task-%d --no-pager | tail -40' % (worker.state, number, worker.state, number, number),
+                                 check=False).stdout
+                raise AssertionError('%s: %s\n%s' % (sample, data, why))
             state = worker.capacity()
             assert (state or {}).get('source') == source, (sample, state)
     finally:
-        worker.ssh('mv ~/.config/fleet-dispatch/runner.json.orig ~/.config/fleet-dispatch/runner.json; rm -f %s/capacity.json'
-                   % worker.state)
+        worker.ssh('mv ~/.config/fleet-dispatch/runner.json.orig ~/.config/fleet-dispatch/runner.json; rm -f %s/capacity.json '
+                   '~/.local/bin/codex ~/.local/bin/claude ~/.local/bin/gemini' % worker.state)
