@@ -31,9 +31,11 @@ MASTERS = ('d1', 'd2')
 RUN_SCRIPT = r'''#!/bin/sh
 # fleet-race-run ITEM: a stand-in run. Records its start, and its end on every exit path (EXIT trap:
 # a stop's SIGTERM reaches the sleep and the shell at once, and whichever wins, the record is written).
-log="$HOME/race.log"
-echo "start $1 $(hostname) $(id -un) ${INVOCATION_ID:-none} $(date +%s.%N)" >> "$log"
-trap 'echo "stop $1 $(hostname) $(id -un) ${INVOCATION_ID:-none} $(date +%s.%N)" >> "$log"' EXIT
+# The names are read once at the start: the stop record then needs one fork (date), not three, in
+# the moment a stop's signals are flying (a loaded CI machine once lost a stop record that way).
+log="$HOME/race.log" host=$(hostname) user=$(id -un)
+echo "start $1 $host $user ${INVOCATION_ID:-none} $(date +%s.%N)" >> "$log"
+trap 'echo "stop $1 $host $user ${INVOCATION_ID:-none} $(date +%s.%N)" >> "$log"' EXIT
 trap 'exit 143' TERM INT
 sleep 3600 &
 wait
