@@ -539,6 +539,12 @@ def test_real_agent_outputs_replayed_in_real_units_end_with_the_right_marker(wor
                 raise AssertionError('%s: %s\n%s' % (sample, data, why))
             state = worker.capacity()
             assert (state or {}).get('source') == source, (sample, state)
+            # the operator's question of the same capture, on the worker, through the installed wrapper
+            asked = worker.ssh('~/.local/bin/fleet-runner classify --agent %s %s/runs/task-%d/capture.log' % (agent, worker.state, number),
+                               check=False)
+            assert asked.returncode == 0, asked.stdout + asked.stderr
+            answer = json.loads(asked.stdout)
+            assert answer['profile'] == agent and answer['kind'] == (source or 'success'), answer
     finally:
         worker.ssh('mv ~/.config/fleet-dispatch/runner.json.orig ~/.config/fleet-dispatch/runner.json; rm -f %s/capacity.json '
                    '~/.local/bin/codex ~/.local/bin/claude ~/.local/bin/gemini' % worker.state)
