@@ -382,12 +382,8 @@ def test_version_prints_the_installed_version():
 
 
 def _corpus_text(sample_id):
-    import yaml
-    for name in ('claude.yml', 'codex.yml', 'gemini.yml'):
-        for sample in yaml.safe_load((REPO / 'tests' / 'corpus' / 'agent_outputs' / name).read_text(encoding='utf-8')):
-            if sample['id'] == sample_id:
-                return sample['text']
-    raise KeyError(sample_id)
+    from corpus_samples import corpus_text
+    return corpus_text(sample_id)
 
 
 # issue 10: the runner reads real captured outputs through the agent profile of its config
