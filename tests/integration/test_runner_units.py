@@ -486,9 +486,9 @@ def test_a_runner_that_cannot_update_darkens_its_master_until_the_role_reinstall
 # real unit under each agent profile: item, profile, sample, merge first, the agent's exit status,
 # the close-out marker, the capacity source it leaves (None: no capacity file).
 REPLAYS = [
-    (61, 'codex', 'codex-exec-jsonl-success-tail-1', True, 0, 'success', None),
-    (62, 'claude', 'claude-oauth-expired-1', False, 1, 'capacity', 'revoked'),
-    (63, 'gemini', 'gemini-per-day-billing-wording-1', False, 1, 'capacity', 'rate_limit'),
+    (91, 'codex', 'codex-exec-jsonl-success-tail-1', True, 0, 'success', None),
+    (92, 'claude', 'claude-oauth-expired-1', False, 1, 'capacity', 'revoked'),
+    (93, 'gemini', 'gemini-per-day-billing-wording-1', False, 1, 'capacity', 'rate_limit'),
 ]
 
 
