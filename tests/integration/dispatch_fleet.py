@@ -28,17 +28,37 @@ import uuid
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MASTERS = ('d1', 'd2')
 
-RUN_SCRIPT = r'''#!/bin/sh
-# fleet-race-run ITEM: a stand-in run. Records its start, and its end on every exit path (EXIT trap:
-# a stop's SIGTERM reaches the sleep and the shell at once, and whichever wins, the record is written).
-# The names are read once at the start: the stop record then needs one fork (date), not three, in
-# the moment a stop's signals are flying (a loaded CI machine once lost a stop record that way).
-log="$HOME/race.log" host=$(hostname) user=$(id -un)
-echo "start $1 $host $user ${INVOCATION_ID:-none} $(date +%s.%N)" >> "$log"
-trap 'echo "stop $1 $host $user ${INVOCATION_ID:-none} $(date +%s.%N)" >> "$log"' EXIT
-trap 'exit 143' TERM INT
-sleep 3600 &
-wait
+RUN_SCRIPT = r'''#!/usr/bin/python3
+# fleet-race-run ITEM: a stand-in run. Records its start, and its end when a stop's SIGTERM (or SIGINT)
+# arrives, from the signal handler itself: no process is forked while the stop's signals fly (a shell
+# version, whose stop record needed a fork of date(1), lost that record twice on a loaded machine).
+import os
+import pwd
+import signal
+import socket
+import sys
+import time
+
+ITEM = sys.argv[1]
+LOG = os.path.join(os.environ.get('HOME') or pwd.getpwuid(os.getuid()).pw_dir, 'race.log')
+WHO = '%s %s %s %s' % (ITEM, socket.gethostname(), pwd.getpwuid(os.getuid()).pw_name, os.environ.get('INVOCATION_ID') or 'none')
+
+
+def record(kind):
+    with open(LOG, 'a') as handle:
+        handle.write('%s %s %.9f\n' % (kind, WHO, time.time()))
+
+
+def stop(signum, frame):
+    record('stop')
+    os._exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+record('start')
+while True:
+    time.sleep(3600)
 '''
 
 SETUP = r'''

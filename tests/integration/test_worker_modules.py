@@ -170,7 +170,10 @@ def test_explicit_path_finds_the_masters_tool_and_without_it_the_run_dies_127(wo
     launch(worker, [item(14, ['sh', '-c', 'fleet-probe-tool 14'])])
     wait_for('the tool to run', lambda: 'tool-ok 14' in file_text(worker, HOME + '/tool.log'))
     res = launch(worker, [item(15, ['sh', '-c', 'fleet-probe-tool 15'])], path=BARE_PATH)
-    assert res['launched'] == ['task-15']   # systemd-run itself succeeds: the failure is inside the run
+    # systemd-run itself succeeds: the failure is inside the run. Under load, a shell that dies within
+    # milliseconds can end before systemd-run hears its start job's result, which then reads as a failed
+    # start (seen twice on a loaded CI machine); either way the proof is the journal's 127 below.
+    assert res['launched'] == ['task-15'] or 'task-15' in json.dumps(res), res
 
     def failed_127():
         # The manager's line names the unit; the run's own stderr line may lack the unit fields when the
