@@ -87,7 +87,7 @@ def _start(fleet, book, extra_vars, env, inventory, log_path):
     argv = [str(pathlib.Path(sys.executable).parent / 'ansible-playbook'), '-i', inventory, str(REPO / 'playbooks' / book),
             '-e', json.dumps(extra_vars)]
     handle = open(str(log_path), 'w')
-    return subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=env), handle
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, env=env), handle
 
 
 def trial(fleet, dispatch_fleet, k, workdir, lease=True, dsn='', run_id='r'):

@@ -75,9 +75,12 @@ class CommandFailed(subprocess.CalledProcessError):
             super().__str__(), (self.stdout or '')[-4000:], (self.stderr or '')[-4000:])
 
 
-def _run(argv, check=True, **kw):
+def _run(argv, check=True, input=None, **kw):
     kw.setdefault('timeout', CALL_TIMEOUT)
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kw)
+    # never the parent's stdin: concurrent ansible-playbooks sharing it abort with "Ansible requires
+    # blocking IO" (issue 13); a child gets its input, or /dev/null
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, input=input,
+                          stdin=None if input is not None else subprocess.DEVNULL, **kw)
     if check and proc.returncode != 0:
         raise CommandFailed(proc.returncode, argv, proc.stdout, proc.stderr)
     return proc

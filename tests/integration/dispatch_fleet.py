@@ -116,7 +116,7 @@ class Fleet(object):
             argv += ['-e', json.dumps(extra_vars)]
         if check:
             argv.append('--check')
-        return subprocess.run(argv, capture_output=True, text=True, check=False, env=env or self.env(), timeout=timeout)
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False, env=env or self.env(), timeout=timeout)
 
     PROVISION_VARS = {'worker_packages_install': False, 'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}]}
 
@@ -126,7 +126,7 @@ class Fleet(object):
             self.bed.ssh(host, 'sudo sh -s', input=ORIGIN)
         argv = [_tool('ansible-playbook'), '-i', self.inventory, str(REPO / 'playbooks' / 'provision.yml'),
                 '-e', json.dumps(self.PROVISION_VARS), '--check', '--diff']
-        return subprocess.run(argv, capture_output=True, text=True, check=False, env=self.env(), timeout=900)
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False, env=self.env(), timeout=900)
 
     def provision(self):
         for host in self.bed.hosts:
@@ -194,7 +194,7 @@ class Fleet(object):
         """Stop every task-* unit of every master (and optionally clear the run records), in parallel."""
         cmd = '; '.join("sudo -u %s XDG_RUNTIME_DIR=/run/user/$(id -u %s) systemctl --user stop 'task-*' 2>/dev/null%s"
                         % (m, m, ('; rm -f /home/%s/race.log' % m) if clear_log else '') for m in MASTERS)
-        procs = [subprocess.Popen(self._ssh_argv(h, 'sudo sh -c %s' % shlex.quote(cmd + '; true')),
+        procs = [subprocess.Popen(self._ssh_argv(h, 'sudo sh -c %s' % shlex.quote(cmd + '; true')), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for h in self.bed.hosts]
         for proc in procs:
             proc.wait(timeout=120)

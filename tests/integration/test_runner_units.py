@@ -98,9 +98,9 @@ def _bare_repo_tarball():
     '''A bare clone of this checkout's HEAD as a base64 tar.gz (the runner's 'origin'), and that sha.'''
     with tempfile.TemporaryDirectory() as tmp:
         bare = pathlib.Path(tmp) / 'fleet-dispatch.git'
-        subprocess.run(['git', 'clone', '-q', '--bare', '--no-local', str(REPO), str(bare)], check=True)
-        subprocess.run(['git', '-C', str(bare), 'branch', '-f', 'main', 'HEAD'], check=False)
-        sha = subprocess.run(['git', '-C', str(bare), 'rev-parse', 'main'], capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(['git', 'clone', '-q', '--bare', '--no-local', str(REPO), str(bare)], stdin=subprocess.DEVNULL, check=True)
+        subprocess.run(['git', '-C', str(bare), 'branch', '-f', 'main', 'HEAD'], stdin=subprocess.DEVNULL, check=False)
+        sha = subprocess.run(['git', '-C', str(bare), 'rev-parse', 'main'], stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True).stdout.strip()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode='w:gz') as tar:
             tar.add(str(bare), arcname='fleet-dispatch.git')

@@ -257,7 +257,7 @@ def test_factory_boots_more_hosts_and_down_removes_them(bed_factory):
         assert three.ssh(host, 'hostname').stdout.strip() == host
     three.down()
     for host in three.hosts:
-        assert subprocess.run(['podman', 'container', 'exists', host], env=three.env, check=False).returncode == 1
+        assert subprocess.run(['podman', 'container', 'exists', host], stdin=subprocess.DEVNULL, env=three.env, check=False).returncode == 1
 
 
 @pytest.mark.testbed
@@ -267,17 +267,17 @@ def test_down_all_takes_only_leftovers(bed_factory, bed):
     killed before its finalizers) and never a live job's hosts (another engineer's session).
     Read through `bed leftovers`, which removes nothing, so this test cannot harm other jobs."""
     trap_env = {k: v for k, v in bed.env.items() if k != 'FLEET_TESTBED_RUN'}   # as the EXIT trap runs it
-    owner = subprocess.Popen(['sleep', '600'])
+    owner = subprocess.Popen(['sleep', '600'], stdin=subprocess.DEVNULL)
     try:
         orphan = bed_factory(1, owner=owner.pid)
-        ids = {h: subprocess.run(['podman', 'inspect', '--format', '{{.Id}}', h], env=bed.env, check=True,
+        ids = {h: subprocess.run(['podman', 'inspect', '--format', '{{.Id}}', h], stdin=subprocess.DEVNULL, env=bed.env, check=True,
                                  capture_output=True, text=True).stdout.strip() for h in orphan.hosts + bed.hosts}
-        listed = subprocess.run([str(BED), 'leftovers'], env=trap_env, check=True, capture_output=True, text=True).stdout.split()
+        listed = subprocess.run([str(BED), 'leftovers'], stdin=subprocess.DEVNULL, env=trap_env, check=True, capture_output=True, text=True).stdout.split()
         assert not set(ids.values()) & set(listed)
     finally:
         owner.kill()
         owner.wait()
-    listed = subprocess.run([str(BED), 'leftovers'], env=trap_env, check=True, capture_output=True, text=True).stdout.split()
+    listed = subprocess.run([str(BED), 'leftovers'], stdin=subprocess.DEVNULL, env=trap_env, check=True, capture_output=True, text=True).stdout.split()
     assert ids[orphan.hosts[0]] in listed
     assert not {ids[h] for h in bed.hosts} & set(listed)     # this live session's hosts stay
     orphan.down()
@@ -287,11 +287,11 @@ def test_down_all_takes_only_leftovers(bed_factory, bed):
 def test_image_bakes_no_key_material(bed):
     env = bed.env
     image = os.environ.get('FLEET_TESTBED_IMAGE') or subprocess.run(
-        [str(BED), 'tag'], env=env, capture_output=True, text=True, check=True).stdout.strip()
+        [str(BED), 'tag'], stdin=subprocess.DEVNULL, env=env, capture_output=True, text=True, check=True).stdout.strip()
     probe = subprocess.run(
         ['podman', 'run', '--rm', '--systemd=false', image, 'sh', '-c',
          'cat /etc/fleet-testbed/authorized_keys; ls /etc/ssh/ | grep ^ssh_host_; '
-         'find /root /home -path "*/.ssh/*" -type f; true'],
+         'find /root /home -path "*/.ssh/*" -type f; true'], stdin=subprocess.DEVNULL,
         env=env, capture_output=True, text=True, check=True)
     assert probe.stdout == '', probe.stdout
 
@@ -305,10 +305,10 @@ def test_image_tag_follows_the_recipe(tmp_path, edit, changes):
     copy = tmp_path / 'testbed'
     shutil.copytree(str(BED.parent), str(copy))
     tag = [str(copy / 'bed'), 'tag']
-    before = subprocess.run(tag, capture_output=True, text=True, check=True).stdout.strip()
+    before = subprocess.run(tag, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True).stdout.strip()
     with open(str(copy / edit), 'a') as fh:
         fh.write('\n# edited\n')
-    after = subprocess.run(tag, capture_output=True, text=True, check=True).stdout.strip()
+    after = subprocess.run(tag, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True).stdout.strip()
     assert before.startswith('localhost/fleet-dispatch/testbed:')
     assert (before != after) is changes
 
@@ -317,11 +317,11 @@ def test_image_tag_follows_the_recipe(tmp_path, edit, changes):
                     reason='bed setup needs root, and podman already installed (else it runs apt-get)')
 def test_setup_pins_the_runtime_and_rlimits_and_keeps_its_key(tmp_path):
     env = dict(os.environ, FLEET_TESTBED_DIR=str(tmp_path / 'state'))
-    subprocess.run([str(BED), 'setup'], env=env, check=True, capture_output=True)
+    subprocess.run([str(BED), 'setup'], stdin=subprocess.DEVNULL, env=env, check=True, capture_output=True)
     conf = (tmp_path / 'state' / 'containers.conf').read_text()
     # crun refuses hybrid cgroups here; the runtime cannot raise rlimits (no CAP_SYS_RESOURCE).
     assert 'runtime = "runc"' in conf and 'cgroup_manager = "cgroupfs"' in conf
-    hard = subprocess.run(['bash', '-c', 'echo $(ulimit -Hn) $(ulimit -Hu)'], capture_output=True, text=True,
+    hard = subprocess.run(['bash', '-c', 'echo $(ulimit -Hn) $(ulimit -Hu)'], stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           check=True).stdout.split()
     nofile = min(int(hard[0]), 1048576) if hard[0].isdigit() else 65536
     nproc = min(int(hard[1]), 32768) if hard[1].isdigit() else 32768
@@ -329,10 +329,10 @@ def test_setup_pins_the_runtime_and_rlimits_and_keeps_its_key(tmp_path):
     key = tmp_path / 'state' / 'ssh' / 'id_ed25519'
     first = key.read_text()
     assert oct(key.stat().st_mode & 0o777) == '0o600'
-    subprocess.run([str(BED), 'setup'], env=env, check=True, capture_output=True)
+    subprocess.run([str(BED), 'setup'], stdin=subprocess.DEVNULL, env=env, check=True, capture_output=True)
     assert key.read_text() == first          # hosts still up hold this key: never rotated by setup
-    exports = subprocess.run([str(BED), 'env'], env=env, check=True, capture_output=True, text=True).stdout
+    exports = subprocess.run([str(BED), 'env'], stdin=subprocess.DEVNULL, env=env, check=True, capture_output=True, text=True).stdout
     shown = subprocess.run(['bash', '-c', exports + '\necho "$CONTAINERS_CONF|$FLEET_TESTBED_KEY|$FLEET_TESTBED_PUBKEY|$FLEET_TESTBED_IMAGE"'],
-                           capture_output=True, text=True, check=True).stdout.strip().split('|')
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True).stdout.strip().split('|')
     assert shown[:3] == [str(tmp_path / 'state' / 'containers.conf'), str(key), str(key) + '.pub']
     assert shown[3].startswith('localhost/fleet-dispatch/testbed:')
