@@ -77,7 +77,7 @@ EXAMPLES = r'''
 - name: Show why each item would not run
   ansible.builtin.debug:
     msg: "#{{ item.number }} {{ item.reason }}"
-  loop: "{{ board.items | rejectattr('eligible') }}"
+  loop: "{{ board.board_items | rejectattr('eligible') }}"
   loop_control:
     label: "{{ item.number }}"
 '''
@@ -111,8 +111,11 @@ cost:
   returned: always
   type: dict
   sample: {cost: 1, remaining: 4999, reset_at: '2026-11-30T02:00:00Z'}
-items:
-  description: Every item on the board (or those in O(numbers)), with its decision.
+board_items:
+  description:
+    - Every item on the board (or those in O(numbers)), with its decision.
+    - Until version 1.0.0 the same list is also returned as C(items), deprecated (in a template C(result.items) is the
+      dict's own method, not this list); read RV(board_items).
   returned: always
   type: list
   elements: dict
@@ -172,19 +175,21 @@ items:
       description: Why the board could not read part of the item (empty when it read it whole); such an item has reason C(unreadable).
       type: str
 candidates:
-  description: The eligible items, in board order (same entries as RV(items)).
+  description: The eligible items, in board order (same entries as RV(board_items)).
   returned: always
   type: list
   elements: dict
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.datatag import deprecate_value
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess, candidates
+from ansible_collections.fleet.dispatch.plugins.module_utils._returns import keep_renamed
 
 
 def _warn_refusals(module, wanted, assessed):
@@ -224,7 +229,8 @@ def main():
     except ValueError as exc:
         module.fail_json(msg='now: %s; give an ISO-8601 time such as 2026-11-30T01:00:00Z' % exc)
     result = dict(changed=False, readable=True, error='', board='', now=format_time(now),
-                  cost=None, items=[], candidates=[])
+                  cost=None, board_items=[], candidates=[])
+    keep_renamed(result, 'items', 'board_items', deprecate_value)
     try:
         with open_board(spec) as board:
             result['board'] = board.location
@@ -245,7 +251,8 @@ def main():
     if wanted:
         assessed = [entry for entry in assessed if entry['number'] in wanted]
         _warn_refusals(module, wanted, assessed)
-    result.update(cost=read.cost, items=assessed, candidates=candidates(assessed))
+    result.update(cost=read.cost, board_items=assessed, candidates=candidates(assessed))
+    keep_renamed(result, 'items', 'board_items', deprecate_value)
     module.exit_json(**result)
 
 

@@ -81,17 +81,22 @@ live_runs:
   description: The number of live units.
   returned: always
   type: int
-items:
-  description: The item numbers of the live units whose names parse.
+live_items:
+  description:
+    - The item numbers of the live units whose names parse.
+    - Until version 1.0.0 also returned as C(items), deprecated (in a template C(result.items) is the dict's own method);
+      read RV(live_items).
   returned: always
   type: list
   elements: int
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.datatag import deprecate_value
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
+from ansible_collections.fleet.dispatch.plugins.module_utils._returns import keep_renamed
 
 KEYS = ('name', 'item', 'active_state', 'sub_state', 'invocation_id', 'start_us', 'start_wall_us', 'started_at', 'main_pid')
 
@@ -108,8 +113,9 @@ def main():
     for unit in live + unloading:
         if unit['item'] is None:
             module.warn('unit %s does not name an item the way fleet.dispatch names units; it is listed with item null' % unit['name'])
-    module.exit_json(changed=False, units=live, unloading=unloading, live_runs=len(live),
-                     items=[u['item']['number'] for u in live if u['item']])
+    result = dict(changed=False, units=live, unloading=unloading, live_runs=len(live),
+                  live_items=[u['item']['number'] for u in live if u['item']])
+    module.exit_json(**keep_renamed(result, 'items', 'live_items', deprecate_value))
 
 
 if __name__ == '__main__':

@@ -57,7 +57,11 @@ def merged_env(env=None):
 
 
 class SubprocessRunner(object):
-    """Run argv lists with ``subprocess`` (no shell), in the C locale."""
+    """Run argv lists with ``subprocess`` (no shell), in the C locale.
+
+    For the runner only (``_runner``: a program of its own on the worker, with no ``AnsibleModule``
+    and so no ``run_command``); a module takes ``ModuleRunner`` (tests/unit/repo/test_subprocess_only_in_runner.py).
+    """
 
     def __init__(self, timeout=None):
         self.timeout = timeout
@@ -67,7 +71,8 @@ class SubprocessRunner(object):
         full_env = dict(os.environ)
         full_env.update(merged_env(env))
         try:
-            proc = subprocess.run(argv, env=full_env, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            # the runner's own process table: no AnsibleModule here (see the class docstring)
+            proc = subprocess.run(argv, env=full_env, input=data,  # pylint: disable=ansible-bad-function stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   universal_newlines=True, timeout=self.timeout, shell=False, check=False)
         except OSError as exc:
             # The program is absent or not executable: the shell convention is 127/126, keep it so

@@ -83,7 +83,9 @@ class PopenSpawner(object):
         stdin = open(stdin_path, 'rb') if stdin_path else open(os.devnull, 'rb')
         try:
             with open(capture_path, 'ab') as out:
-                return subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                # the runner is not a module (no AnsibleModule, no run_command) and must own the agent's
+                # process group to stop it, which run_command cannot give
+                return subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,  # pylint: disable=ansible-bad-function
                                         start_new_session=True, close_fds=True)
         finally:
             stdin.close()

@@ -36,7 +36,7 @@ def info(run_module, board, **kw):
 
 
 def by_number(res):
-    return dict((i['number'], i) for i in res['items'])
+    return dict((i['number'], i) for i in res['board_items'])
 
 
 def test_missing_sqlite_board_is_unreadable_not_empty(run_module, tmp_path):
@@ -71,7 +71,7 @@ def test_reasons_candidates_and_hand_dispatch_refusals(run_module, board):
     assert warns == []
     # a hand dispatch of blocked, running and tombstoned items: refused, with reasons, on stderr only
     kind, res, warns = info(run_module, board, numbers=[3, 4, 5, 99])
-    assert [i['number'] for i in res['items']] == [3, 4, 5]
+    assert [i['number'] for i in res['board_items']] == [3, 4, 5]
     assert res['candidates'] == []
     assert sorted(warns) == sorted(['#3 refused: blocked by #1', '#4 refused: running',
                                     '#5 refused: tombstone', '#99 refused: it is not on the board'])
