@@ -37,6 +37,7 @@ from .._core.model import format_time, parse_time
 from .._core.naming import unit_name
 from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
+from .._host.stops import take_stop_note
 from .brief import BRIEF_VERSION, render
 from .classify import local_zone, main as classify_main
 from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
@@ -397,22 +398,7 @@ class Run(object):
         and ignored (left for nobody: it names a run that is gone); anything that is not a JSON
         object naming this invocation is no evidence and is ignored.
         """
-        invocation = self.environ.get('INVOCATION_ID', '')
-        if not invocation:
-            return None
-        path = os.path.join(self.config.state_dir, 'stops', '%s.%s.json' % (self.unit, invocation))
-        try:
-            with open(path, encoding='utf-8') as handle:
-                note = json.load(handle)
-        except (OSError, ValueError):
-            return None
-        try:
-            os.unlink(path)
-        except OSError as exc:
-            self.log('WARNING: the stop note %s could not be deleted: %s' % (path, exc))
-        if not isinstance(note, dict) or note.get('reason') != 'duplicate' or note.get('invocation_id') not in (None, invocation):
-            return None
-        return note
+        return take_stop_note(self.config.state_dir, self.unit, self.environ.get('INVOCATION_ID', ''), log=self.log)
 
     def _stopped(self, signum: int) -> None:
         """The external-stop path: stop the agent, post ``stopped`` (no claim about the work).

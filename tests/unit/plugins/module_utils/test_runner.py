@@ -26,6 +26,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._runner import upda
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import load_state
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.stops import write_stop_note
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
@@ -288,11 +289,11 @@ def test_an_external_stop_posts_stopped_and_dies_of_the_signal(world, sig):
 @pytest.mark.parametrize('note_invocation,duplicate', [('inv-1', True), ('inv-0-stale', False)], ids=['this-run', 'stale-note'])
 def test_a_duplicate_stop_note_names_the_kept_run(world, note_invocation, duplicate):
     """The dispatcher's deliberate-stop note (docs/dispatch.md): stopped, reason duplicate, never a failure or a close."""
-    stops = world.state / 'stops'
-    stops.mkdir(parents=True)
-    note = stops / ('task-7.%s.json' % note_invocation)
-    note.write_text(json.dumps({'reason': 'duplicate', 'unit': 'task-7', 'invocation_id': note_invocation,
-                                'kept': {'worker': 'w2', 'master': 'd1', 'invocation_id': 'inv-kept'}, 'by': 'owner-1'}))
+    # written by the module's own writer (_host.stops), as the dispatcher writes it
+    note = pathlib.Path(write_stop_note(str(world.state), 'task-7', note_invocation, {
+        'reason': 'duplicate', 'unit': 'task-7', 'invocation_id': note_invocation,
+        'kept': {'worker': 'w2', 'master': 'd1', 'invocation_id': 'inv-kept'}, 'by': 'owner-1'}))
+    assert note == world.state / 'stops' / ('task-7.%s.json' % note_invocation)
     proc = world.start('hang', INVOCATION_ID='inv-1')
     _wait_for(world.tmp / 'agent.pid')
     proc.send_signal(signal.SIGTERM)
