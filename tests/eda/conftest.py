@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
-"""Shared pieces of the EDA tests: the rulebooks, and a collections path where ansible-rulebook
-finds both ``fleet.dispatch`` (this checkout) and ``ansible.eda`` (its webhook source).
+"""Shared pieces of the EDA tests: the collections path where ansible-rulebook finds ``fleet.dispatch``
+(this checkout).
 
-``ansible.eda`` is published only on Galaxy, which these machines cannot reach, and no PyPI package
-ships it; its code is not copied here. Where it is installed (``ansible-galaxy collection install
-ansible.eda``, in any standard collections path or ``FLEET_EDA_COLLECTIONS_PATH``), the live test runs;
-elsewhere it skips and says why."""
+The local rulebook's webhook source is ``eda.builtin.webhook``, which ships inside ansible-rulebook
+(PyPI): no collection is needed to run it. ``ansible.eda`` (Galaxy only, out of reach here) is
+needed only by the AWX rulebook's source, checked by its schema where it is installed
+(tests/eda/eda_paths.py)."""
 from __future__ import annotations
 
 import pathlib
@@ -13,16 +13,11 @@ import pathlib
 import pytest
 
 from collection_path import collection_root
-from eda_paths import eda_root
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope='session')
 def collections_path():
-    """ANSIBLE_COLLECTIONS_PATH value: the installed ansible.eda, then this checkout as fleet.dispatch; None
-    when ansible.eda is not installed."""
-    root = eda_root()
-    if root is None:
-        return None
-    return '%s:%s' % (root, collection_root(REPO))
+    """ANSIBLE_COLLECTIONS_PATH value: this checkout as fleet.dispatch."""
+    return str(collection_root(REPO))

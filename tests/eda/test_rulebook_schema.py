@@ -3,14 +3,16 @@
 
 * each file validates against ansible-rulebook's own ruleset schema, and its rules parse with
   ansible-rulebook's own condition parser (a condition typo fails here, not at the first event);
-* the webhook source's arguments, rendered with sample variables, validate against
-  ansible.eda.webhook's argument schema, and HMAC-SHA256 on X-Hub-Signature-256 is switched on,
-  with the secret from the environment only;
+* the webhook source's arguments, rendered with sample variables, are the source's documented
+  options (the local rulebook's ``eda.builtin.webhook`` ships in ansible-rulebook: its DOCUMENTATION;
+  the AWX rulebook's ``ansible.eda.webhook``: its argument schema, where ansible.eda is installed),
+  and HMAC-SHA256 on X-Hub-Signature-256 is switched on, with the secret from the environment only;
 * every rule runs the hand dispatch of the item the event names (or the sweep for a board edit),
   locally (run_playbook) or in AWX (run_job_template) -- no rule launches anything else.
 """
 from __future__ import annotations
 
+import ast
 import json
 import pathlib
 
@@ -19,6 +21,7 @@ import jsonschema
 import pytest
 import yaml
 
+import ansible_rulebook
 from ansible_rulebook import rules_parser
 from ansible_rulebook.validators import Validate
 from eda_paths import eda_root
@@ -27,6 +30,18 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 RULEBOOKS = sorted((REPO / 'extensions' / 'eda' / 'rulebooks').glob('*.yml'))
 
 LOCAL, AWX = 'webhook_dispatch.yml', 'webhook_dispatch_awx.yml'
+# the local rulebook runs ansible-rulebook's own webhook source (no collection: tested live here);
+# the AWX one ansible.eda's, which an EDA controller's decision environment ships
+SOURCE = {LOCAL: 'eda.builtin.webhook', AWX: 'ansible.eda.webhook'}
+
+
+def builtin_options(name):
+    """The documented options of one of ansible-rulebook's builtin sources: {name: spec}."""
+    path = pathlib.Path(ansible_rulebook.__file__).parent / 'event_source' / ('%s.py' % name)
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ['DOCUMENTATION']:
+            return yaml.safe_load(node.value.value)['options']
+    raise AssertionError('no DOCUMENTATION in %s' % path)
 
 
 def test_both_rulebooks_are_there():
@@ -45,13 +60,20 @@ def test_rulebook_validates_and_parses(path):
 def test_webhook_source_verifies_github_signatures(path):
     (ruleset,) = yaml.safe_load(path.read_text())
     (source,) = ruleset['sources']
-    args = source['ansible.eda.webhook']
+    assert list(source) == ['name', SOURCE[path.name]]
+    args = source[SOURCE[path.name]]
     assert args['hmac_secret'] == '{{ FLEET_WEBHOOK_SECRET }}', 'the secret comes from --env-vars only'
     assert (args['hmac_algo'], args['hmac_header'], args['hmac_format']) == ('sha256', 'x-hub-signature-256', 'hex')
     sample = {'fleet_webhook_port': 5000, 'FLEET_WEBHOOK_SECRET': 'not-a-secret'}
     rendered = dict((k, jinja2.Template(v).render(**sample) if isinstance(v, str) else v) for k, v in args.items())
     rendered['port'] = int(rendered['port'])
     assert rendered['host'] == '0.0.0.0' and rendered['hmac_secret'] == 'not-a-secret'
+    if SOURCE[path.name].startswith('eda.builtin.'):
+        options = builtin_options(SOURCE[path.name].split('.')[-1])
+        assert set(rendered) <= set(options), set(rendered) - set(options)
+        assert all(k in rendered for k, spec in options.items() if spec.get('required'))
+        assert options['hmac_format']['choices'] == ['hex', 'base64'] and options['hmac_header']['default'] == 'x-hub-signature-256'
+        return
     root = eda_root()
     if root is not None:    # the source's own argument schema, where ansible.eda is installed
         schema = root / 'ansible_collections' / 'ansible' / 'eda' / 'extensions' / 'eda' / 'plugins' / 'event_source'

@@ -2,8 +2,8 @@
 """Webhook dispatch with the real ansible-rulebook (issue 16).
 
 ansible-rulebook (Drools on a Java runtime) runs extensions/eda/rulebooks/webhook_dispatch.yml on
-loopback, with ansible.eda's webhook source (where installed: tests/eda/conftest.py) verifying GitHub's
-HMAC-SHA256 signature (X-Hub-Signature-256). The test POSTs GitHub-shaped events to it and reads
+loopback, with ansible-rulebook's own webhook source (``eda.builtin.webhook``, no collection needed)
+verifying GitHub's HMAC-SHA256 signature (X-Hub-Signature-256). The test POSTs GitHub-shaped events to it and reads
 what the hand dispatch playbook decided for each, on a ledger board of three items:
 
 * a correctly signed ``issues opened`` for the eligible #1: exactly one hand dispatch, and it
@@ -37,7 +37,6 @@ import time
 import pytest
 import requests
 
-from eda_paths import EDA_MISSING
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from racing import free_port
 
@@ -94,7 +93,6 @@ def rulebook(tmp_path, collections_path):
     require(home is not None, 'no Java runtime (JAVA_HOME or /usr/lib/jvm): ansible-rulebook cannot run '
             '(tests/run eda installs openjdk-17-jre-headless as root)')
     require(shutil.which('ansible-rulebook', path=str(BIN)) is not None, 'ansible-rulebook is not installed in %s' % BIN)
-    require(collections_path is not None, EDA_MISSING)
     ledger = tmp_path / 'ledger.sqlite3'
     with open_board({'kind': 'ledger', 'path': str(ledger), 'create': True}) as board:
         board.upsert_item(number=1, title='eligible', status='Ready')
