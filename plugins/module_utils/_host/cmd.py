@@ -72,7 +72,7 @@ class SubprocessRunner(object):
         full_env.update(merged_env(env))
         try:
             # the runner's own process table: no AnsibleModule here (see the class docstring)
-            proc = subprocess.run(argv, env=full_env, input=data,  # pylint: disable=ansible-bad-function stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            proc = subprocess.run(argv, env=full_env, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
                                   universal_newlines=True, timeout=self.timeout, shell=False, check=False)
         except OSError as exc:
             # The program is absent or not executable: the shell convention is 127/126, keep it so
