@@ -3,10 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Renamed return values: the old key stays for one major release, deprecated where it is read.
 
-``items`` was a return key of ``board_info`` and ``units_info``; in a template ``result.items`` is
+``items`` was a return key of ``board_info`` (and ``units_info``); in a template ``result.items`` is
 the dict's own ``items`` method, not the list (validate-modules of ansible-core 2.21 refuses the key
 for that reason). The new key carries the value; the old one carries the same value tagged with
-``deprecate_value``, so Ansible warns only the playbooks that still read it, once per use.
+``deprecate_value``: ansible-core 2.21 warns where a template reads it, or templates the whole
+result (2.19 and 2.20 drop the tag on the way to the controller). So the tag goes only on a result
+the dispatch path never templates whole: ``units_info``'s is passed whole to the guard on every
+probe, and keeps its old key untagged (deprecated in its docs and the changelog).
 """
 
 from __future__ import annotations

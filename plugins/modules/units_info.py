@@ -84,19 +84,17 @@ live_runs:
 live_items:
   description:
     - The item numbers of the live units whose names parse.
-    - Until version 1.0.0 also returned as C(items), deprecated (in a template C(result.items) is the dict's own method);
-      read RV(live_items).
+    - Until version 1.0.0 also returned as C(items), deprecated without a runtime warning (in a template C(result.items)
+      is the dict's own method); read RV(live_items).
   returned: always
   type: list
   elements: int
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.datatag import deprecate_value
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
-from ansible_collections.fleet.dispatch.plugins.module_utils._returns import keep_renamed
 
 KEYS = ('name', 'item', 'active_state', 'sub_state', 'invocation_id', 'start_us', 'start_wall_us', 'started_at', 'main_pid')
 
@@ -115,7 +113,10 @@ def main():
             module.warn('unit %s does not name an item the way fleet.dispatch names units; it is listed with item null' % unit['name'])
     result = dict(changed=False, units=live, unloading=unloading, live_runs=len(live),
                   live_items=[u['item']['number'] for u in live if u['item']])
-    module.exit_json(**keep_renamed(result, 'items', 'live_items', deprecate_value))
+    # the old key, untagged: the dispatch path passes these results whole to the guard, and a
+    # deprecate_value tag would warn on every probe of every sweep (ansible-core 2.21)
+    result['items'] = result['live_items']
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

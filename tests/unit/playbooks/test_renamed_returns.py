@@ -70,3 +70,21 @@ def test_the_old_key_keeps_its_value_and_warns_where_the_core_can(tmp_path):
         assert WARNING in output and 'version 1.0.0' in output, output
     else:
         assert WARNING not in output, 'this core now warns too: update the docstring and this test'
+
+
+def test_the_shipped_dispatch_path_never_reads_the_deprecated_key(tmp_path):
+    """The role must not trip its own deprecation: the sweep and the status playbook on a ledger board
+    (plan mode; on 2.21 a read of board_info's old key, or a template of the whole result, would warn)."""
+    ledger = tmp_path / 'ledger.sqlite3'
+    with open_board({'kind': 'ledger', 'path': str(ledger), 'create': True}) as b:
+        b.upsert_item(number=7, title='seven', status='Ready')
+    repo = pathlib.Path(__file__).resolve().parents[3]
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false',
+               ANSIBLE_DEPRECATION_WARNINGS='true', XDG_STATE_HOME=str(tmp_path / 'state'))
+    for book in ('sweep.yml', 'status.yml'):
+        res = subprocess.run([str(BIN / 'ansible-playbook'), '-i', str(repo / 'inventory.example'), str(repo / 'playbooks' / book),
+                              '-e', json.dumps({'dispatch_board': {'kind': 'ledger', 'path': str(ledger)}})],
+                             env=env, capture_output=True, text=True, check=False, timeout=300, stdin=subprocess.DEVNULL)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert 'seven' in res.stdout or '#7' in res.stdout or ' 7 ' in res.stdout, res.stdout
+        assert "return value 'items'" not in res.stdout + res.stderr, book
