@@ -127,8 +127,8 @@ def main():
     except SystemdError as exc:
         module.fail_json(msg='%s could not be stopped (its stop note was removed again): %s' % (p['unit'], exc))
     if res['reason'] == 'moved-on':
-        module.warn('not stopped: %s is now invocation %s, not the duplicate %s' % (res['unit'], res['current_invocation_id'],
-                                                                                   p['invocation_id']))
+        module.warn('not stopped: %s is now invocation %s, not the duplicate %s'
+                    % (res['unit'], res['current_invocation_id'], p['invocation_id']))
     module.exit_json(**res)
 
 
