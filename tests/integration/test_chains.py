@@ -10,6 +10,8 @@ the bridge forwarder; the DSN only in each master's credentials file).
   names the real winner, each winner's worktree carries its host's name, and the successor's
   agent got the parent's brief as its first message (fake agent log);
 * a dark master (revoked capacity state) claims nothing and says so;
+* a chain whose first hop is ``any-`` lands on one host, its untagged successors stay there, and
+  the hop past the depth limit is stopped with its reason in the ledger and the tick log;
 * the ledger stopped (forwarder closed) → nobody launches, and every tick says why (exit 8).
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ pytestmark = pytest.mark.testbed
 MASTERS = ('fch1', 'fch2')
 HANDOFFS = 20
 PERIOD = 2
+DEPTH_LIMIT = 3
 WAIT = 300   # polling bound only (a loaded 2-core CI machine), not a speed claim
 AGENT_LOG = '/var/tmp/fleet-agent.log'
 BRIEF = {'asked': 'document the chain runner', 'done_when': 'docs/chains.md merged', 'start_at': 'docs/',
@@ -102,6 +105,7 @@ def fleet(bed_factory, tmp_path_factory, fresh_database):
         # room thresholds the bed can meet: its hosts see the CI machine's load (2 cores, 8 sessions)
         'worker_chain_max_load_per_cpu': 1000.0,
         'worker_chain_min_mem_available_kb': 1,
+        'worker_chain_depth_limit': DEPTH_LIMIT,
     }
     # the first master of the first host is dark before its timer ever ticks
     dark_host = bed.hosts[0]
@@ -184,6 +188,52 @@ def test_twenty_any_handoffs_each_launched_once_and_the_ledger_stopped_launches_
     print('\nchains on the bed: %d launched, %d loss lines; by master %s' % (
         len(launched), len(losses), sorted(('%s/%s' % (r['host'][-1], r['master'])) for r in successors)))
 
+    seconds = sorted(float(line.rsplit('tick to active ', 1)[1].split()[0]) for line in launched)
+    print('tick to active (s), %d launches: min %.3f p50 %.3f p90 %.3f max %.3f' % (
+        len(seconds), seconds[0], seconds[len(seconds) // 2], seconds[int(len(seconds) * 0.9)], seconds[-1]))
+
+
+def wait_rows(dsn, want, what):
+    deadline = time.monotonic() + WAIT
+    while True:
+        with SessionStore(dsn=dsn) as store:
+            rows = store.all()
+        if want(rows):
+            return rows
+        assert time.monotonic() < deadline, '%s not reached within %ss: %s' % (what, WAIT, rows)
+        time.sleep(2)
+
+
+def test_a_chain_stays_on_its_first_host_and_stops_at_the_depth_limit(fleet):
+    bed = fleet.bed
+    with SessionStore(dsn=fleet.local_dsn) as store:
+        store.close('c-0', parse_handoff({'successor': 'any-deep', 'brief': dict(BRIEF, asked='chain:deep:9')}),
+                    create={'name': 'laptop session', 'host': 'laptop', 'master': 'stijn'})
+
+    def chain_of(rows):
+        by_parent = dict((r['parent'], r) for r in rows if r['parent'])
+        out, at = [], 'c-0'
+        while at in by_parent:
+            out.append(by_parent[at])
+            at = by_parent[at]['id']
+        return out
+    rows = wait_rows(fleet.local_dsn, lambda rows: any(r['state'] == 'refused' for r in chain_of(rows)), 'the depth limit')
+    hops = chain_of(rows)
+    assert [r['depth'] for r in hops] == [1, 2, 3, 4]
+    assert [r['state'] for r in hops] == ['closed', 'closed', 'closed', 'refused']
+    assert [r['name'] for r in hops] == ['any-deep', 'deep', 'deep', 'deep']
+    assert len(set(r['host'] for r in hops)) == 1, 'untagged successors stay on the first hop\'s host: %s' % hops
+    assert 'above the limit %d' % DEPTH_LIMIT in hops[-1]['reason']
+    host = hops[0]['host']
+    stopped = [line for m in MASTERS for line in tick_log(bed, host, m) if 'STOPPED: chain depth 4' in line]
+    assert len(stopped) == 1, stopped
+    for r in hops[:3]:
+        assert r['workspace'].startswith(host + '-deep-'), r
+
+
+def test_the_ledger_stopped_launches_nothing_and_every_tick_says_why(fleet):
+    bed = fleet.bed
+    logs = dict(((h, m), tick_log(bed, h, m)) for h in bed.hosts for m in MASTERS)
     # the ledger stopped: nobody launches, every tick says why
     before = dict((k, len(v)) for k, v in logs.items())
     fleet.forwarder.close()

@@ -360,8 +360,9 @@ class Tick(object):
             if res['reason'] != 'live':   # live: it runs already (a second tick): nothing to mark
                 store.set_state(ident, 'failed', why, now=self.clock())
             return EXIT_START_FAILED if res['reason'] != 'live' else EXIT_OK
-        self.log('%s: launched %s in %s (invocation %s)' % (ident, unit, path, res.get('invocation_id')))
-        self.results.append({'session': ident, 'action': 'launched', 'unit': unit, 'workspace': path})
+        took = (self.clock() - now).total_seconds()
+        self.log('%s: launched %s in %s (invocation %s; tick to active %.3f s)' % (ident, unit, path, res.get('invocation_id'), took))
+        self.results.append({'session': ident, 'action': 'launched', 'unit': unit, 'workspace': path, 'seconds': took})
         return EXIT_OK
 
 
