@@ -197,3 +197,41 @@ def decide(parent: Dict[str, Any], host: str, room_verdict: Tuple[bool, str],
             return 'skip', 'no room: %s' % why
         return 'claim', why
     return 'start', 'successor of a session on this host' if kind == 'follow' else 'addressed to this host'
+
+
+def chain_status(rows: Any, claims: Any, now: Any) -> Dict[str, Any]:
+    """What ``status`` shows of the chains: ``{chains, waiting}`` from the session rows and claim rows.
+
+    ``chains``: one entry per first session (no parent), its hops in order, each with ``hop``
+    (depth), ``id``, ``name``, ``host``, ``master``, ``state``, ``reason``, ``handoff`` and, for a
+    claimed successor, ``claimed_by``/``claimed_at``. ``waiting``: closed sessions whose handoff no
+    runner has started, with ``since`` (the close) and ``waited_s`` at ``now``.
+    """
+    from .model import parse_time
+    when = parse_time(now)
+    rows = list(rows or [])
+    claimed = dict(('%s/%s' % (c['parent'], c['successor']), c) for c in claims or [])
+    children = {}
+    for row in rows:
+        if row.get('parent'):
+            children.setdefault(row['parent'], []).append(row)
+    chains = []
+    for root in [r for r in rows if not r.get('parent')]:
+        hops, at = [], root
+        while at is not None:
+            claim = claimed.get('%s/%s' % (at.get('parent'), at.get('name'))) if at.get('parent') else None
+            hops.append({'hop': at.get('depth'), 'id': at['id'], 'name': at.get('name'), 'host': at.get('host'),
+                         'master': at.get('master'), 'state': at.get('state'), 'reason': at.get('reason'),
+                         'handoff': at.get('handoff'), 'claimed_by': claim['holder'] if claim else None,
+                         'claimed_at': claim['claimed_at'] if claim else None})
+            nxt = children.get(at['id']) or []
+            at = nxt[0] if nxt else None
+        chains.append({'root': root['id'], 'hops': hops})
+    waiting = []
+    for row in rows:
+        if row.get('state') == 'closed' and row.get('handoff') and not children.get(row['id']):
+            since = parse_time(row.get('closed_at'))
+            waiting.append({'parent': row['id'], 'successor': row['handoff'], 'host': row.get('host'),
+                            'since': row.get('closed_at'),
+                            'waited_s': round((when - since).total_seconds(), 1) if since and when else None})
+    return {'chains': chains, 'waiting': waiting}

@@ -71,13 +71,16 @@ class SessionStore(object):
     """Sessions in the ledger (SQLite ``path`` or PostgreSQL ``dsn``). Every ledger failure is
     ``LedgerUnreachable``. Opening migrates this component and the claims' (``_store.handoff``)."""
 
-    def __init__(self, path=None, dsn=None, timeout=DEFAULT_TIMEOUT, create=False, now=None):
+    def __init__(self, path=None, dsn=None, timeout=DEFAULT_TIMEOUT, create=False, now=None, migrate=True):
         try:
             self._store = SqlStore(path=path, dsn=dsn, timeout=timeout, create=create)
         except SqlError as exc:
             raise LedgerUnreachable(str(exc))
         self.location = self._store.location
         self.backend = self._store.dialect.name
+        self.readonly = not migrate
+        if not migrate:   # check mode / *_info: write nothing; a ledger without the tables has no sessions yet
+            return
         try:
             self._store.migrate(COMPONENT, MIGRATIONS, _stamp(now))
             self._store.migrate(_handoff.COMPONENT, _handoff.MIGRATIONS, _stamp(now))
@@ -104,10 +107,21 @@ class SessionStore(object):
             raise LedgerUnreachable(str(exc))
 
     # -- reading -------------------------------------------------------------------------------
+    def has(self, component=COMPONENT):
+        """Whether the ledger has ``component``'s tables (always, once opened with ``migrate``)."""
+        if not self.readonly:
+            return True
+        try:
+            return bool(self._store.schema_versions(component))
+        except SqlError as exc:
+            raise LedgerUnreachable(str(exc))
+
     def get(self, ident):
         return self._run(lambda tx: _row(tx.one(_SELECT + ' WHERE id = ?', (ident,))))
 
     def all(self):
+        if not self.has():
+            return []
         return self._run(lambda tx: [_row(r) for r in tx.all(_SELECT + ' ORDER BY started_at, id')])
 
     def waiting(self):
@@ -118,6 +132,8 @@ class SessionStore(object):
 
     def claims(self):
         """Every claim row: ``{parent, successor, holder, workspace, claimed_at}``."""
+        if not self.has(_handoff.COMPONENT):
+            return []
         return self._run(lambda tx: [dict(zip(('parent', 'successor', 'holder', 'workspace', 'claimed_at'), r)) for r in tx.all(
             'SELECT parent, successor, holder, workspace, claimed_at FROM handoffs ORDER BY claimed_at, id')])
 
