@@ -56,7 +56,7 @@ EXIT_LEDGER_UNREACHABLE = 8    # the ledger could not be read or written: nothin
 
 DEFAULT_CHAIN_CONFIG = 'chain.json'   # beside the runner config
 DEFAULT_RUNNER_CONFIG = '~/.config/fleet-dispatch/runner.json'   # program.DEFAULT_CONFIG (no import: program imports this)
-KILL_GRACE = 10.0   # seconds from SIGTERM to SIGKILL of the agent's group: program.KILL_GRACE's reasoning
+KILL_GRACE = 10.0   # seconds SIGTERM -> SIGKILL of the agent's group; unmeasured guess, program.KILL_GRACE's experiment settles it
 LEDGER_DSN_ENV = ('FLEET_LEDGER_DSN', 'FLEET_BOARD_DSN')
 
 CHAIN_BRIEF_VERSION = '2026.12.01.1'
