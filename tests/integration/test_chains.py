@@ -17,6 +17,7 @@ the bridge forwarder; the DSN only in each master's credentials file).
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
@@ -188,6 +189,11 @@ def test_twenty_any_handoffs_each_launched_once_and_the_ledger_stopped_launches_
     print('\nchains on the bed: %d launched, %d loss lines; by master %s' % (
         len(launched), len(losses), sorted(('%s/%s' % (r['host'][-1], r['master'])) for r in successors)))
 
+    if os.environ.get('FLEET_CHAIN_LOGS'):   # for benchmarks/chain_latency.py
+        os.makedirs(os.environ['FLEET_CHAIN_LOGS'], exist_ok=True)
+        for (host, master), lines in logs.items():
+            with open(os.path.join(os.environ['FLEET_CHAIN_LOGS'], '%s-%s.log' % (host, master)), 'w') as handle:
+                handle.write('\n'.join(lines) + '\n')
     seconds = sorted(float(line.rsplit('tick to active ', 1)[1].split()[0]) for line in launched)
     print('tick to active (s), %d launches: min %.3f p50 %.3f p90 %.3f max %.3f' % (
         len(seconds), seconds[0], seconds[len(seconds) // 2], seconds[int(len(seconds) * 0.9)], seconds[-1]))
