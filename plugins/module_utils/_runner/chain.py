@@ -29,7 +29,6 @@ import signal
 import socket
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
 
 from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile
 from .._core.chain import (
@@ -465,8 +464,9 @@ class SessionRun(object):
         try:
             self.log('starting the agent: %s (chain brief %s)' % (argv[0], CHAIN_BRIEF_VERSION))
             try:
-                self.proc = (self.spawner or _Spawner()).spawn(argv, stdin_path=None if uses else self.brief_path,
-                                                                   capture_path=self.capture_path, env=env, cwd=os.getcwd())
+                spawner = self.spawner or _Spawner()
+                self.proc = spawner.spawn(argv, stdin_path=None if uses else self.brief_path, capture_path=self.capture_path,
+                                          env=env, cwd=os.getcwd())
                 rc = self.proc.wait()
             except OSError as exc:
                 rc = None

@@ -127,8 +127,8 @@ def _hand_off(brief):
     topic, left = match.group(1), int(match.group(2)) - 1
     text = 'continue chain:%s:%d' % (topic, left)
     with open(os.path.join(out, 'handoff.json'), 'w', encoding='utf-8') as handle:
-        json.dump({'successor': topic, 'brief': {'asked': text, 'done_when': 'n reaches 0', 'start_at': 'here',
-                                                  'verify': 'count the hops', 'if_landed': 'stop'}}, handle)
+        brief = {'asked': text, 'done_when': 'n reaches 0', 'start_at': 'here', 'verify': 'count the hops', 'if_landed': 'stop'}
+        json.dump({'successor': topic, 'brief': brief}, handle)
 
 
 def _envelope(subtype='success', is_error=False, turns=7, result=''):

@@ -10,24 +10,34 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import SessionStore
 
-from test_playbooks import board, playbook  # noqa: F401 - board is a fixture
+from test_playbooks import playbook
 
 BRIEF = {'asked': 'document it', 'done_when': 'merged', 'start_at': 'docs/', 'verify': 'read it', 'if_landed': 'stop'}
 
 
-def test_handoff_then_status_shows_the_waiting_chain(tmp_path, board):  # noqa: F811
+@pytest.fixture
+def board(tmp_path):
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=1, title='free', status='Ready')
+    return spec
+
+
+def test_handoff_then_status_shows_the_waiting_chain(tmp_path, board):
     ledger = {'path': board['path']}
-    res = playbook('handoff.yml', tmp_path, board, '-e', json.dumps({'session': 'lap-7', 'successor': 'docs', 'brief': BRIEF,
-                                                                       'handoff_ledger': ledger}))
+    args = json.dumps({'session': 'lap-7', 'successor': 'docs', 'brief': BRIEF, 'handoff_ledger': ledger})
+    res = playbook('handoff.yml', tmp_path, board, '-e', args)
     assert res.returncode == 0, res.stdout + res.stderr
     assert 'with the handoff any-docs' in res.stdout and 'nothing was started here' in res.stdout
     with SessionStore(path=board['path']) as store:
         row = store.get('lap-7')
     assert (row['state'], row['handoff'], row['brief']) == ('closed', 'any-docs', BRIEF)
-    again = playbook('handoff.yml', tmp_path, board, '-e', json.dumps({'session': 'lap-7', 'successor': 'docs', 'brief': BRIEF,
-                                                                         'handoff_ledger': ledger}))
+    again = playbook('handoff.yml', tmp_path, board, '-e', args)
     assert again.returncode != 0 and 'already closed' in again.stdout
     status = playbook('status.yml', tmp_path, board, '-e', 'dispatch_chains_status=true')
     assert status.returncode == 0, status.stdout + status.stderr

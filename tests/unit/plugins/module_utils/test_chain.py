@@ -178,7 +178,9 @@ class RecordingSystemd(object):
 def make_origin(tmp_path):
     origin = tmp_path / 'origin.git'
     work = tmp_path / 'seed'
-    run = lambda *a: subprocess.run(a, check=True, capture_output=True)  # noqa: E731
+
+    def run(*argv):
+        subprocess.run(argv, check=True, capture_output=True)
     run('git', 'init', '-q', '--bare', '-b', 'main', str(origin))
     run('git', 'init', '-q', '-b', 'main', str(work))
     (work / 'README').write_text('x\n')
@@ -196,7 +198,8 @@ def master_conf(tmp_path, origin, ledger_url, name):
             'chain': {'clone': str(clone), 'workspaces': str(home / 'ws'), 'command': ['fleet-runner'], 'path': '/usr/bin:/bin'}}
 
 
-def tick(conf, host, master, ledger_url, launches, headroom=ROOMY, now=T0, log=None):
+def tick(conf, host, master, ledger_url, launches, headroom=None, now=T0, log=None):
+    headroom = dict(ROOMY) if headroom is None else headroom
     t = runner_chain.Tick(conf, host, master, lambda: SessionStore(**ledger_url), lambda: HandoffStore(**ledger_url),
                           RecordingSystemd(launches, '%s/%s' % (host, master)), Git(SubprocessRunner()),
                           headroom=lambda: headroom, clock=lambda: now, log=log or (lambda _l: None))
