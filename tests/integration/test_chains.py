@@ -112,7 +112,7 @@ def fleet(bed_factory, tmp_path_factory, fresh_database):
     dark_host = bed.hosts[0]
     proc = bed.playbook(playbook, extra_vars=role_vars)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert 'FLEET_LEDGER_DSN' not in proc.stdout and params['password'] not in proc.stdout
+    assert worker_dsn not in proc.stdout and '%s:%d/' % (BRIDGE, forwarder.port) not in proc.stdout   # never logged
 
     class Fleet(object):
         pass
