@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -319,3 +320,70 @@ def test_race_three_hosts_two_masters_each_handoff_launched_once(ledger_url, tmp
     print('\nchain race (%s): %d launches, %d losses, by %s' % (
         'sqlite' if 'path' in ledger_url else 'postgres', len(units), losses,
         sorted((w, sum(1 for g in got if g['who'] == w)) for w in set(g['who'] for g in got))))
+
+
+# ------------------------------------------------------------------------------------------
+# the successor session (real fake agent process, real ledger) and the subcommand hook
+
+FAKE_AGENT = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fakes', 'agent', 'fake_agent.py')
+
+
+def session_setup(ledger_url, tmp_path, asked):
+    with sessions(ledger_url) as store:
+        store.close('p-0', parse_handoff(handoff('any-docs', asked=asked)), now=T0,
+                    create={'name': 'p-0', 'host': 'laptop', 'master': 'stijn'})
+        ident = successor_session_id('p-0', 'any-docs')
+        store.start_successor(store.get('p-0'), ident, 'desk-2', 'fleet1', 'chain-' + ident, 'w', now=T0)
+    runner_conf = tmp_path / 'runner.json'
+    log = tmp_path / 'agent.log'
+    runner_conf.write_text(json.dumps({'agent_command': [sys.executable, os.path.abspath(FAKE_AGENT)], 'state_dir': str(tmp_path / 'state'),
+                                       'agent_env': {'FAKE_AGENT_MODE': 'claim', 'FAKE_AGENT_LOG': str(log)}}))
+    (tmp_path / 'chain.json').write_text(json.dumps({'ledger': ledger_url}))
+    return ident, runner_conf, log
+
+
+def test_session_gives_the_brief_first_and_records_the_agents_handoff(ledger_url, tmp_path, monkeypatch):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program
+    ident, runner_conf, log = session_setup(ledger_url, tmp_path, 'chain:docs:1')
+    monkeypatch.chdir(tmp_path)
+    code = program.main(['fleet-runner', '--config', str(runner_conf), '--branch', 'main', 'session', '--session', ident],
+                        environ={'PATH': os.environ['PATH']})
+    assert code == 0
+    entry = json.loads(log.read_text().splitlines()[0])
+    assert entry['brief'].startswith('fleet.dispatch chain brief %s -- session %s (hop 1)' % (runner_chain.CHAIN_BRIEF_VERSION, ident))
+    assert 'chain:docs:1' in entry['brief'] and BRIEF['if_landed'] in entry['brief'] and entry['env']['FLEET_SESSION'] == ident
+    with sessions(ledger_url) as store:
+        row = store.get(ident)
+    assert row['state'] == 'closed' and row['handoff'] == 'docs' and row['brief']['asked'] == 'continue chain:docs:0'
+
+
+def test_session_with_a_malformed_handoff_chains_nothing_and_says_why(ledger_url, tmp_path, monkeypatch, capsys):
+    ident, runner_conf, log = session_setup(ledger_url, tmp_path, 'plain work')
+    out = tmp_path / 'state' / 'runs' / ('chain-' + ident) / 'out'
+
+    class BadAgent(object):
+        def spawn(self, argv, stdin_path, capture_path, env, cwd):
+            with open(os.path.join(env['FLEET_OUTPUT_DIR'], 'handoff.json'), 'w') as handle:
+                handle.write('{"successor": "docs", "brief": {"asked": "x"}}')
+            return subprocess.Popen(['true'])
+    monkeypatch.chdir(tmp_path)
+    code = runner_chain.main('session', ['--config', str(runner_conf), '--session', ident], environ={}, spawner=BadAgent())
+    assert code == 0 and out.is_dir()
+    assert 'handoff invalid, nothing chained' in capsys.readouterr().err
+    with sessions(ledger_url) as store:
+        row = store.get(ident)
+        assert row['state'] == 'closed' and row['handoff'] is None and 'missing: done_when' in row['reason']
+        assert store.waiting() == []
+
+
+def test_handoff_subcommand_closes_with_an_any_handoff(ledger_url, tmp_path, capsys):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program
+    if 'path' in ledger_url:
+        SessionStore(create=True, **ledger_url).close_store()
+    (tmp_path / 'chain.json').write_text(json.dumps({'ledger': ledger_url}))
+    (tmp_path / 'runner.json').write_text('{}')
+    (tmp_path / 'h.json').write_text(json.dumps(handoff('docs')))
+    argv = ['fleet-runner', '--config', str(tmp_path / 'runner.json'), 'handoff', '--session', 'lap-1', '--file', str(tmp_path / 'h.json')]
+    assert program.main(argv, environ={}) == 0
+    assert json.loads(capsys.readouterr().out)['handoff'] == 'any-docs'
+    assert program.main(argv, environ={}) == runner_chain.EXIT_USAGE, 'a closed session is not closed again'
