@@ -183,14 +183,14 @@ def decide(parent: Dict[str, Any], host: str, room_verdict: Tuple[bool, str],
     """
     successor = parent['handoff']
     kind, _topic, addressed = successor_kind(successor)
-    depth = int(parent.get('depth') or 0) + 1
-    if depth > depth_limit:
-        return 'refuse', 'chain depth %d is above the limit %d: the chain stops here (raise chain_depth_limit to go on)' % (
-            depth, depth_limit)
     if kind == 'follow' and parent.get('host') != host:
         return 'skip', 'follows its parent on %s' % parent.get('host')
     if kind == 'addressed' and addressed != host:
         return 'skip', 'addressed to %s' % addressed
+    depth = int(parent.get('depth') or 0) + 1
+    if depth > depth_limit:   # after the host rule: the chain is stopped where it would have run
+        return 'refuse', 'chain depth %d is above the limit %d: the chain stops here (raise chain_depth_limit to go on)' % (
+            depth, depth_limit)
     if kind == 'any':
         ok, why = room_verdict
         if not ok:

@@ -104,6 +104,7 @@ def test_decide_who_acts():
     assert decide(dict(parent, handoff='any-docs'), 'desk-2', (False, 'dark'))[0] == 'skip'
     action, why = decide(dict(parent, depth=3), 'desk-1', (True, ''), depth_limit=3)
     assert action == 'refuse' and 'limit 3' in why
+    assert decide(dict(parent, depth=3), 'desk-2', (True, ''), depth_limit=3)[0] == 'skip', 'stopped where it would run'
 
 
 # ------------------------------------------------------------------------------------------
