@@ -28,7 +28,12 @@ LINE = re.compile(r'tick to active (?P<s>[0-9.]+) s')
 
 def latencies(lines):
     """The ``tick to active`` seconds of every ``launched`` line."""
-    return [float(m.group('s')) for m in (LINE.search(line) for line in lines) if m and ': launched ' in line]
+    out = []
+    for line in lines:
+        match = LINE.search(line) if ': launched ' in line else None
+        if match:
+            out.append(float(match.group('s')))
+    return out
 
 
 def summary(values):
@@ -43,7 +48,7 @@ def summary(values):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('paths', nargs='+', help='tick logs, or directories of them (*.log)')
     args = parser.parse_args(argv)
     lines = []
