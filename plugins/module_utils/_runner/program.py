@@ -39,6 +39,7 @@ from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note
 from .brief import BRIEF_VERSION, render
+from .chain import chain_words, main as chain_main
 from .classify import local_zone, main as classify_main
 from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
 
@@ -700,6 +701,9 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     split = _classify_words(argv[1:])
     if split is not None:
         return classify_main(split, environ=environ)
+    chained = chain_words(argv[1:])   # fleet-runner chain | session | handoff (seed 003, _runner/chain.py)
+    if chained is not None:
+        return chain_main(chained[0], chained[1], environ=environ)
     args = _parser().parse_args(argv[1:])
     here = code_root()
     if args.version:

@@ -37,6 +37,9 @@ EnvironmentFile).
 What it writes: ``FLEET_OUTPUT_DIR/result.json`` (structured output, D17) and, when
 ``FAKE_AGENT_LOG`` is set, one JSON line per invocation (mode, argv, brief, FLEET_* env) so a test
 can check what the runner handed over.
+Session chains (seed 003): when the brief holds ``chain:<topic>:<n>`` with n > 0, the agent hands
+off as a real one would: ``FLEET_OUTPUT_DIR/handoff.json`` names the successor ``<topic>``
+(untagged: it follows this host) with a brief holding ``chain:<topic>:<n-1>``.
 """
 
 from __future__ import annotations
@@ -115,6 +118,19 @@ def _write_result(payload):
             json.dump(payload, handle)
 
 
+def _hand_off(brief):
+    import re
+    match = re.search(r'chain:([A-Za-z0-9][A-Za-z0-9._-]*):(\d+)', brief or '')
+    out = os.environ.get('FLEET_OUTPUT_DIR')
+    if not match or int(match.group(2)) < 1 or not out or not os.path.isdir(out):
+        return
+    topic, left = match.group(1), int(match.group(2)) - 1
+    text = 'continue chain:%s:%d' % (topic, left)
+    with open(os.path.join(out, 'handoff.json'), 'w', encoding='utf-8') as handle:
+        brief = {'asked': text, 'done_when': 'n reaches 0', 'start_at': 'here', 'verify': 'count the hops', 'if_landed': 'stop'}
+        json.dump({'successor': topic, 'brief': brief}, handle)
+
+
 def _envelope(subtype='success', is_error=False, turns=7, result=''):
     return json.dumps({'type': 'result', 'subtype': subtype, 'is_error': is_error, 'num_turns': turns,
                        'duration_ms': 1234, 'result': result, 'session_id': uuid.uuid4().hex})
@@ -130,6 +146,7 @@ def main(argv=None):
         return 64
     brief = _read_brief()
     _log(mode, brief)
+    _hand_off(brief)
     item = os.environ.get('FLEET_ITEM', '0')
     err, out = sys.stderr, sys.stdout
 

@@ -1,0 +1,577 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Seed 003's session chains, the runner part: ``fleet-runner chain``, ``session`` and ``handoff``.
+
+* ``chain`` -- one tick of the chain runner (a user timer runs it): read the ledger once; for each
+  closed session with a handoff nobody started, decide (``_core.chain.decide``), claim an ``any-``
+  successor through ``_store.handoff``, insert the successor's session row (one master wins it),
+  make its worktree (``_host.git.Workspace``) and launch ``chain-<session>`` through the same
+  ``_host.systemd.launch`` as every run (D15). A loss is logged ("already claimed by <host>") and
+  recorded locally so this runner never asks again. An unreachable ledger launches nothing and
+  exits ``EXIT_LEDGER_UNREACHABLE`` (D20: "no work" is exit 0, "could not read" is not).
+* ``session --session ID`` -- the program of a ``chain-*`` unit: the parent's brief as the agent's
+  first message, then the agent's ``handoff.json`` validated and recorded with the close, in one
+  transaction. The runner never writes a brief of its own (D17).
+* ``handoff --session ID --file F`` -- close a session with an ``any-`` handoff and stop (the
+  seed's laptop: asking and carrying are different jobs).
+
+The rules in full, with their reasons: ``docs/chains.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile
+from .._core.chain import (
+    BRIEF_FIELDS, DEFAULT_DEPTH_LIMIT, DEFAULT_MAX_LOAD_PER_CPU, DEFAULT_MIN_MEM_AVAILABLE_KB, HANDOFF_FILE, HandoffInvalid,
+    decide, dispatch_by_default, parse_handoff, room, session_unit, successor_kind, successor_session_id,
+)
+from .._core.model import format_time, parse_time
+from .._core.naming import DISPATCH_TAG, claimed_name
+from .._host.cmd import SubprocessRunner
+from .._host.files import CAPACITY_FILE, read_capacity_file
+from .._host.git import Git, GitError, Workspace
+from .._host.headroom import measure
+from .._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
+from .._store.handoff import ClaimUnproven, HandoffStore
+from .._store.sessions import LedgerUnreachable, SessionError, SessionStore
+
+SUBCOMMANDS = ('chain', 'session', 'handoff')
+
+EXIT_OK = 0
+EXIT_START_FAILED = 1          # a successor was claimed but its worktree or unit did not start (loud line)
+EXIT_USAGE = 2                 # bad arguments or configuration
+EXIT_CLOSE_LOST = 4            # the session's close (and its handoff) could not be written
+EXIT_LEDGER_UNREACHABLE = 8    # the ledger could not be read or written: nothing was launched
+
+DEFAULT_CHAIN_CONFIG = 'chain.json'   # beside the runner config
+DEFAULT_RUNNER_CONFIG = '~/.config/fleet-dispatch/runner.json'   # program.DEFAULT_CONFIG (no import: program imports this)
+KILL_GRACE = 10.0   # seconds SIGTERM -> SIGKILL of the agent's group; unmeasured guess, program.KILL_GRACE's experiment settles it
+LEDGER_DSN_ENV = ('FLEET_LEDGER_DSN', 'FLEET_BOARD_DSN')
+
+CHAIN_BRIEF_VERSION = '2026.12.01.1'
+CHAIN_BRIEF = u"""\
+fleet.dispatch chain brief {{version}} -- session {{session}} (hop {{depth}}) on {{host}} ({{master}})
+
+You are one session of a chain. The session before you ({{parent}}, on {{parent_host}}) closed and
+left you this brief. Nobody watches this session and nobody remembers the conversation that
+produced it: everything you have is below.
+
+What was asked:
+{{asked}}
+
+What counts as done:
+{{done_when}}
+
+Where to start:
+{{start_at}}
+
+How to verify:
+{{verify}}
+
+If the work turns out to have landed already:
+{{if_landed}}
+
+Your working directory is a fresh git worktree detached at origin/{{branch}}: {{workdir}}
+The files in {{output_dir}} were cleared when this session started.
+
+If the work needs another session after yours, hand off: write {{output_dir}}/""" + HANDOFF_FILE + u""" as
+{"successor": "<topic>" | "any-<topic>" | "<topic>@<host>",
+ "brief": {"asked": "...", "done_when": "...", "start_at": "...", "verify": "...", "if_landed": "..."}}
+<topic> continues on this host, any-<topic> goes to the first machine with room. All five brief
+fields are required and are the successor's whole knowledge. No file: the chain ends with you.
+"""
+
+
+def _utcnow():
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def _log_line(message):
+    sys.stderr.write(message + '\n')
+    sys.stderr.flush()
+
+
+def _expand(path):
+    return os.path.abspath(os.path.expanduser(path)) if path else path
+
+
+def _user():
+    try:
+        import pwd
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return os.environ.get('USER', '')
+
+
+def chain_words(args):
+    """``(subcommand, words)`` when the first positional word of ``args`` is one of ``SUBCOMMANDS``
+    (the wrapper puts ``--code-dir``/``--config``/``--branch`` first; ``--config`` is carried over);
+    None otherwise."""
+    valued = ('--item', '--repo', '--config', '--board-spec', '--state-dir', '--agent-command', '--workdir', '--timeout',
+              '--code-dir', '--branch')
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word in SUBCOMMANDS:
+            before, after = args[:index], list(args[index + 1:])
+            for opt in ('--config', '--branch'):
+                if opt in before and opt not in after and before.index(opt) + 1 < len(before):
+                    after = [opt, before[before.index(opt) + 1]] + after
+            return word, after
+        if word in valued:
+            index += 2
+        elif word.startswith('-'):
+            index += 1
+        else:
+            return None
+    return None
+
+
+def render_brief(values):
+    """The chain brief in one pass (values are never re-scanned); KeyError for a missing value."""
+    import re
+    data = dict(values, version=CHAIN_BRIEF_VERSION)
+    return re.sub(r'\{\{([a-z_]+)\}\}', lambda m: str(data[m.group(1)]), CHAIN_BRIEF)
+
+
+# --- configuration -------------------------------------------------------------------------------
+
+def _load(path, what, required):
+    if not os.path.exists(path):
+        if required:
+            raise ValueError('%s %s does not exist' % (what, path))
+        return {}
+    with open(path, encoding='utf-8') as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict):
+        raise ValueError('%s %s must hold a JSON object' % (what, path))
+    return data
+
+
+def load_config(args, environ):
+    """The runner config (``--config``) with the chain config (``--chain-config``, default ``chain.json``
+    beside it) as its ``chain`` key, and the ledger location resolved (secrets from the environment)."""
+    path = _expand(args.config or environ.get('FLEET_RUNNER_CONFIG') or DEFAULT_RUNNER_CONFIG)
+    conf = _load(path, 'the runner config', bool(args.config))
+    chain_path = _expand(args.chain_config or os.path.join(os.path.dirname(path), DEFAULT_CHAIN_CONFIG))
+    chain = dict(conf.get('chain') or {})
+    chain.update(_load(chain_path, 'the chain config', bool(args.chain_config)))
+    ledger = dict(chain.get('ledger') or {})
+    if not ledger.get('path') and not ledger.get('dsn'):
+        for name in LEDGER_DSN_ENV:
+            if environ.get(name):
+                ledger['dsn'] = environ[name]
+                break
+    if not ledger.get('path') and not ledger.get('dsn') and conf.get('board_spec'):
+        spec = _load(_expand(conf['board_spec']), 'the board spec', False)
+        if spec.get('kind') == 'ledger' and spec.get('path'):
+            ledger['path'] = spec['path']
+    if ledger.get('path'):
+        ledger = {'path': _expand(ledger['path'])}
+    elif ledger.get('dsn'):
+        ledger = {'dsn': ledger['dsn']}
+    else:
+        raise ValueError('no ledger for the chain: set "ledger": {"path": ...} in %s, or FLEET_LEDGER_DSN in the '
+                         "master's credentials file" % chain_path)
+    conf['chain'] = chain
+    conf['ledger'] = ledger
+    conf['state_dir'] = _expand(args.state_dir or conf.get('state_dir') or '~/.local/state/fleet-dispatch')
+    return conf
+
+
+# --- the local record: losses and the tick log ------------------------------------------------------
+
+class LocalRecord(object):
+    """``<state_dir>/chain/``: ``losses.json`` (claims this runner lost: never asked again) and ``tick.log``."""
+
+    def __init__(self, state_dir):
+        self.dir = os.path.join(state_dir, 'chain')
+        self.losses_path = os.path.join(self.dir, 'losses.json')
+        self.log_path = os.path.join(self.dir, 'tick.log')
+
+    def losses(self):
+        try:
+            with open(self.losses_path, encoding='utf-8') as handle:
+                data = json.load(handle)
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def lose(self, parent, successor, holder, when):
+        data = self.losses()
+        data['%s/%s' % (parent, successor)] = {'holder': holder, 'at': when}
+        os.makedirs(self.dir, exist_ok=True)
+        tmp = '%s.%d.tmp' % (self.losses_path, os.getpid())
+        with open(tmp, 'w', encoding='utf-8') as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+        os.replace(tmp, self.losses_path)
+
+    def append(self, line):
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+            with open(self.log_path, 'a', encoding='utf-8') as handle:
+                handle.write(line + '\n')
+        except OSError:
+            pass
+
+
+# --- the tick ---------------------------------------------------------------------------------------
+
+class Tick(object):
+    """One tick of the chain runner on one master, with everything that touches the world injected.
+
+    ``sessions``/``claims``: zero-argument factories of a ``SessionStore``/``HandoffStore``;
+    ``sd``: a ``SystemdUser``; ``git``: a ``Git``; ``headroom``: returns ``measure``'s dict.
+    """
+
+    def __init__(self, conf, host, master, sessions, claims, sd, git, headroom=None, clock=None, log=None):
+        self.conf = conf
+        self.chain = conf.get('chain') or {}
+        self.host = host
+        self.master = master
+        self.sessions = sessions
+        self.claims = claims
+        self.sd = sd
+        self.git = git
+        self.headroom = headroom or (lambda: measure(warn=lambda _m: None))
+        self.clock = clock or _utcnow
+        self.record = LocalRecord(conf['state_dir'])
+        self._log = log or _log_line
+        self.results = []
+
+    def log(self, message):
+        line = 'fleet-runner chain[%s/%s]: %s' % (self.host, self.master, message)
+        self._log(line)
+        self.record.append('%s %s' % (format_time(self.clock()), line))
+
+    def _room(self, now):
+        state, _why, _present = read_capacity_file(os.path.join(self.conf['state_dir'], CAPACITY_FILE))
+        return room(state, self.headroom(), now, float(self.chain.get('max_load_per_cpu', DEFAULT_MAX_LOAD_PER_CPU)),
+                    int(self.chain.get('min_mem_available_kb', DEFAULT_MIN_MEM_AVAILABLE_KB)))
+
+    def run(self):
+        """One tick; returns the exit code. Reads the ledger once; every decision is one line."""
+        now = self.clock()
+        try:
+            store = self.sessions()
+        except LedgerUnreachable as exc:
+            self.log('LEDGER UNREACHABLE, nothing launched (a claim that cannot be proven is not a claim): %s' % exc)
+            return EXIT_LEDGER_UNREACHABLE
+        try:
+            try:
+                waiting = store.waiting()
+            except LedgerUnreachable as exc:
+                self.log('LEDGER UNREADABLE, nothing launched: %s' % exc)
+                return EXIT_LEDGER_UNREACHABLE
+            if not waiting:
+                self.log('no handoff waiting')
+                return EXIT_OK
+            losses = self.record.losses()
+            verdict = self._room(now)
+            code = EXIT_OK
+            for parent in waiting:
+                key = '%s/%s' % (parent['id'], parent['handoff'])
+                if key in losses:
+                    continue
+                try:
+                    code = max(code, self._one(store, parent, verdict, now))
+                except (LedgerUnreachable, ClaimUnproven) as exc:
+                    self.log('LEDGER UNREACHABLE during %s, nothing launched for it: %s' % (key, exc))
+                    return EXIT_LEDGER_UNREACHABLE
+            return code
+        finally:
+            store.close_store()
+
+    def _one(self, store, parent, verdict, now):
+        successor = parent['handoff']
+        key = '%s -> %s' % (parent['id'], successor)
+        try:
+            action, why = decide(parent, self.host, verdict, int(self.chain.get('depth_limit', DEFAULT_DEPTH_LIMIT)))
+        except HandoffInvalid as exc:
+            self.log('%s: not a successor name (%s); skipped' % (key, exc))
+            return EXIT_OK
+        ident = successor_session_id(parent['id'], successor)
+        unit = session_unit(ident)
+        if action == 'skip':
+            self.log('%s: not here: %s' % (key, why))
+            self.results.append({'parent': parent['id'], 'action': 'skip', 'why': why})
+            return EXIT_OK
+        if action == 'refuse':
+            inserted, _row = store.start_successor(parent, ident, self.host, self.master, unit, '', now=now,
+                                                   state='refused', reason=why)
+            self.log('%s: STOPPED: %s' % (key, why) if inserted else '%s: already stopped by another runner' % key)
+            self.results.append({'parent': parent['id'], 'action': 'refuse', 'why': why})
+            return EXIT_OK
+        if action == 'claim':
+            with self.claims() as claims:
+                found = claims.claim(parent['id'], successor, self.host, now=now)
+            if not found['won']:
+                self.log('%s: lost: %s' % (key, found['why']))
+                self.record.lose(parent['id'], successor, found['holder'], format_time(now))
+                self.results.append({'parent': parent['id'], 'action': 'lost', 'holder': found['holder']})
+                return EXIT_OK
+        _kind, topic, _addr = successor_kind(successor)
+        workspace = '%s-%s' % (claimed_name(DISPATCH_TAG + topic, self.host), ident.rsplit('-', 1)[1])
+        inserted, row = store.start_successor(parent, ident, self.host, self.master, unit, workspace, now=now)
+        if not inserted:
+            holder = '%s (master %s)' % (row['host'], row['master'])
+            self.log('%s: lost: already claimed by %s; not launching here' % (key, holder))
+            self.record.lose(parent['id'], successor, holder, format_time(now))
+            self.results.append({'parent': parent['id'], 'action': 'lost', 'holder': holder})
+            return EXIT_OK
+        self.log('%s: claimed as session %s (%s); starting %s' % (key, ident, why, unit))
+        return self._start(store, ident, unit, workspace, now)
+
+    def _start(self, store, ident, unit, workspace, now):
+        chain = self.chain
+        root = _expand(chain.get('workspaces') or '~/fleet/workspaces')
+        clone = _expand(chain.get('clone') or '~/fleet/clones/main')
+        path = os.path.join(root, workspace)
+        try:
+            Workspace(self.git, clone, path, branch=chain.get('branch') or 'main').present()
+        except (GitError, OSError) as exc:
+            why = 'worktree %s not made: %s' % (path, exc)
+            self.log('%s: START FAILED: %s' % (ident, why))
+            store.set_state(ident, 'failed', why, now=self.clock())
+            return EXIT_START_FAILED
+        command = [_expand(c) if c.startswith('~') else c for c in (chain.get('command') or ['fleet-runner'])]
+        argv = command + ['session', '--session', ident]
+        try:
+            res = launch(self.sd, unit, argv, chain.get('path') or os.environ.get('PATH', '/usr/bin:/bin'),
+                         environment_file=chain.get('environment_file') or None,
+                         on_failure=notifier_unit(chain.get('notifier') or '', unit), workdir=path,
+                         setenv={'FLEET_SESSION': ident})
+        except (SystemdError, ValueError) as exc:
+            res = {'launched': False, 'reason': 'failed-to-launch', 'stderr': str(exc)}
+        if not res['launched']:
+            why = 'unit %s not launched (%s): %s' % (unit, res['reason'], res.get('stderr') or '')
+            self.log('%s: START FAILED: %s' % (ident, why))
+            if res['reason'] != 'live':   # live: it runs already (a second tick): nothing to mark
+                store.set_state(ident, 'failed', why, now=self.clock())
+            return EXIT_START_FAILED if res['reason'] != 'live' else EXIT_OK
+        took = (self.clock() - now).total_seconds()
+        self.log('%s: launched %s in %s (invocation %s; tick to active %.3f s)' % (ident, unit, path, res.get('invocation_id'), took))
+        self.results.append({'session': ident, 'action': 'launched', 'unit': unit, 'workspace': path, 'seconds': took})
+        return EXIT_OK
+
+
+class _Spawner(object):
+    """The agent in its own process group (a stop takes the whole tree), output to one file."""
+
+    def spawn(self, argv, *, stdin_path, capture_path, env, cwd):
+        stdin = open(stdin_path, 'rb') if stdin_path else open(os.devnull, 'rb')
+        try:
+            with open(capture_path, 'ab') as out:
+                return subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                        start_new_session=True, close_fds=True)
+        finally:
+            stdin.close()
+
+
+# --- the successor session --------------------------------------------------------------------------
+
+class SessionRun(object):
+    """The program of a ``chain-*`` unit: brief → agent → validated handoff → close (one transaction)."""
+
+    def __init__(self, conf, ident, store_factory, host, master, spawner=None, clock=None, log=None, environ=None):
+        self.conf = conf
+        self.ident = ident
+        self.store_factory = store_factory
+        self.host = host
+        self.master = master
+        self.spawner = spawner
+        self.clock = clock or _utcnow
+        self._log = log or _log_line
+        self.environ = dict(os.environ if environ is None else environ)
+        self.unit = session_unit(ident)
+        self.run_dir = os.path.join(conf['state_dir'], 'runs', self.unit)
+        self.out_dir = os.path.join(self.run_dir, 'out')
+        self.brief_path = os.path.join(self.run_dir, 'brief.md')
+        self.capture_path = os.path.join(self.run_dir, 'capture.log')
+        self.proc = None
+        self.stopped = None
+
+    def log(self, message):
+        self._log('fleet-runner session[%s]: %s' % (self.ident, message))
+
+    def _agent(self):
+        conf = self.conf
+        name = agent_profile(conf.get('agent') or DEFAULT_PROFILE).name
+        if name == DEFAULT_PROFILE:
+            agent = list(conf.get('agent_command') or ['claude', '-p', '--output-format', 'json'])
+        else:
+            agent = agent_argv(name) + [str(a) for a in (conf.get('agent_args') or [])]
+        return agent
+
+    def _on_signal(self, signum, _frame):
+        self.stopped = signum
+        if self.proc is not None:
+            for sig, wait in ((signal.SIGTERM, float(self.conf.get('kill_grace', KILL_GRACE))), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(self.proc.pid, sig)
+                    self.proc.wait(timeout=wait)
+                    break
+                except (ProcessLookupError, PermissionError):
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+
+    def run(self):
+        import shutil
+        try:
+            with self.store_factory() as store:
+                row = store.get(self.ident)
+                parent = store.get(row['parent']) if row and row.get('parent') else None
+        except LedgerUnreachable as exc:
+            self.log('ERROR: the ledger is unreachable, the agent is NOT started: %s' % exc)
+            return EXIT_LEDGER_UNREACHABLE
+        if row is None or parent is None or not parent.get('brief'):
+            self.log('ERROR: no session %s with a parent brief in the ledger; the agent is NOT started' % self.ident)
+            return EXIT_USAGE
+        if os.path.isdir(self.run_dir):
+            shutil.rmtree(self.run_dir)
+        os.makedirs(self.out_dir, mode=0o750)
+        values = dict(parent['brief'])
+        values.update(session=self.ident, depth=row['depth'], host=self.host, master=self.master, parent=parent['id'],
+                      parent_host=parent['host'], branch=(self.conf.get('chain') or {}).get('branch') or 'main',
+                      workdir=os.getcwd(), output_dir=self.out_dir)
+        brief = render_brief(values)
+        with open(self.brief_path, 'w', encoding='utf-8') as handle:
+            handle.write(brief)
+        argv, uses = [], False
+        for part in self._agent():
+            if part in ('{brief_file}', '{brief}'):
+                argv.append(self.brief_path if part == '{brief_file}' else brief)
+                uses = True
+            else:
+                argv.append(part)
+        env = dict(self.environ)
+        env.update(dict((str(k), str(v)) for k, v in (self.conf.get('agent_env') or {}).items()))
+        env.update({'FLEET_SESSION': self.ident, 'FLEET_UNIT': self.unit, 'FLEET_RUN_DIR': self.run_dir,
+                    'FLEET_OUTPUT_DIR': self.out_dir, 'FLEET_BRIEF_FILE': self.brief_path,
+                    'FLEET_BRIEF_VERSION': CHAIN_BRIEF_VERSION})
+        old = dict((s, signal.signal(s, self._on_signal)) for s in (signal.SIGTERM, signal.SIGINT))
+        try:
+            self.log('starting the agent: %s (chain brief %s)' % (argv[0], CHAIN_BRIEF_VERSION))
+            try:
+                spawner = self.spawner or _Spawner()
+                self.proc = spawner.spawn(argv, stdin_path=None if uses else self.brief_path, capture_path=self.capture_path,
+                                          env=env, cwd=os.getcwd())
+                rc = self.proc.wait()
+            except OSError as exc:
+                rc = None
+                self.log('ERROR: the agent could not be started: %s' % exc)
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+        return self._close(rc)
+
+    def _close(self, rc):
+        handoff, reason = None, 'agent exit %s' % rc
+        if self.stopped is not None:
+            reason = 'stopped by %s from outside; nothing chained' % signal.Signals(self.stopped).name
+        else:
+            path = os.path.join(self.out_dir, HANDOFF_FILE)
+            if os.path.exists(path):
+                try:
+                    with open(path, encoding='utf-8') as handle:
+                        handoff = parse_handoff(json.load(handle))
+                    handoff['successor'] = dispatch_by_default(
+                        handoff['successor'], bool((self.conf.get('chain') or {}).get('dispatch_by_default')))
+                except (OSError, ValueError) as exc:   # HandoffInvalid and JSON errors are ValueErrors
+                    handoff = None
+                    reason = 'handoff invalid, nothing chained: %s' % exc
+                    self.log('ERROR: %s (%s)' % (reason, path))
+        try:
+            with self.store_factory() as store:
+                store.close(self.ident, handoff, reason=reason, now=self.clock())
+        except (LedgerUnreachable, SessionError) as exc:
+            self.log('ERROR: THE SESSION CLOSE WAS NOT WRITTEN (handoff %s): %s' % (
+                json.dumps(handoff) if handoff else 'none', exc))
+            return EXIT_CLOSE_LOST
+        self.log('closed (%s)%s' % (reason, '; handed off to %s' % handoff['successor'] if handoff else '; the chain ends here'))
+        return EXIT_OK if rc == 0 and self.stopped is None else 1
+
+
+# --- main -----------------------------------------------------------------------------------------------
+
+def _parser(name):
+    p = argparse.ArgumentParser(prog='fleet-runner %s' % name)
+    p.add_argument('--config', default=None)
+    p.add_argument('--chain-config', default=None, help='the chain config JSON (default chain.json beside --config)')
+    p.add_argument('--state-dir', default=None)
+    p.add_argument('--branch', default=None)
+    p.add_argument('--host', default=None, help='this host\'s name (default: the host name)')
+    if name in ('session', 'handoff'):
+        p.add_argument('--session', default=None, help='the session id (default $FLEET_SESSION)')
+    if name == 'handoff':
+        p.add_argument('--file', required=True, help='the handoff JSON (successor + the five brief fields)')
+        p.add_argument('--name', default=None, help='the session\'s name when the ledger has no row for it yet')
+    if name == 'chain':
+        p.add_argument('--json', action='store_true', help='print the tick\'s decisions as JSON on stdout')
+    return p
+
+
+def main(name, words, environ=None, *, clock=None, spawner=None, sd=None, git=None, headroom=None) -> int:
+    environ = os.environ if environ is None else environ
+    args = _parser(name).parse_args(words)
+    try:
+        conf = load_config(args, environ)
+    except (OSError, ValueError) as exc:
+        _log_line('fleet-runner %s: configuration error, nothing done: %s' % (name, exc))
+        return EXIT_USAGE
+    host = args.host or conf['chain'].get('host') or socket.gethostname()
+    master = _user()
+    ledger = conf['ledger']
+
+    def sessions():
+        return SessionStore(**ledger)
+
+    if name == 'chain':
+        runner = SubprocessRunner(timeout=120)
+        tick = Tick(conf, host, master, sessions, lambda: HandoffStore(**ledger), sd or SystemdUser(runner),
+                    git or Git(runner), headroom=headroom, clock=clock)
+        code = tick.run()
+        if args.json:
+            sys.stdout.write(json.dumps({'exit': code, 'results': tick.results}) + '\n')
+        return code
+    ident = args.session or environ.get('FLEET_SESSION')
+    if not ident:
+        _log_line('fleet-runner %s: --session ID (or FLEET_SESSION) is required' % name)
+        return EXIT_USAGE
+    if name == 'session':
+        return SessionRun(conf, ident, sessions, host, master, spawner=spawner, clock=clock, environ=environ).run()
+    # handoff: validate, make it a dispatched one, close the session with it, and stop
+    try:
+        with open(args.file, encoding='utf-8') as handle:
+            found = parse_handoff(json.load(handle))
+    except (OSError, ValueError) as exc:
+        _log_line('fleet-runner handoff: the handoff %s is not valid, nothing written: %s' % (args.file, exc))
+        return EXIT_USAGE
+    found['successor'] = dispatch_by_default(found['successor'], True)
+    try:
+        with sessions() as store:
+            row = store.close(ident, found, reason='handed off to %s and stopped' % found['successor'],
+                              now=(clock or _utcnow)(), create={'name': args.name or ident, 'host': host, 'master': master})
+    except LedgerUnreachable as exc:
+        _log_line('fleet-runner handoff: LEDGER UNREACHABLE, nothing written: %s' % exc)
+        return EXIT_LEDGER_UNREACHABLE
+    except SessionError as exc:
+        _log_line('fleet-runner handoff: %s' % exc)
+        return EXIT_USAGE
+    sys.stdout.write(json.dumps({'session': row['id'], 'state': row['state'], 'handoff': row['handoff'],
+                                 'closed_at': row['closed_at']}) + '\n')
+    return EXIT_OK
+
+
+__all__ = ['SUBCOMMANDS', 'BRIEF_FIELDS', 'chain_words', 'main', 'Tick', 'SessionRun', 'parse_time']

@@ -1,0 +1,258 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Seed 003's chain runner on real systemd: 3 test-bed hosts x 2 masters, each with the worker
+role's ``fleet-chain.timer`` ticking every 2 s against one PostgreSQL ledger (the host's, through
+the bridge forwarder; the DSN only in each master's credentials file).
+
+* 20 ``any-`` handoffs → each launched exactly once (claim rows, successor rows, ``launched``
+  lines in the masters' tick logs and fake-agent invocations are all counted), every loss line
+  names the real winner, each winner's worktree carries its host's name, and the successor's
+  agent got the parent's brief as its first message (fake agent log);
+* a dark master (revoked capacity state) claims nothing and says so;
+* a chain whose first hop is ``any-`` lands on one host, its untagged successors stay there, and
+  the hop past the depth limit is stopped with its reason in the ledger and the tick log;
+* the ledger stopped (forwarder closed) → nobody launches, and every tick says why (exit 8).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from test_runner_units import BRIDGE, FAKE_AGENT, VERSION, Forwarder, _bare_repo_tarball
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.chain import parse_handoff
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import SessionStore
+
+pytestmark = pytest.mark.testbed
+
+MASTERS = ('fch1', 'fch2')
+HANDOFFS = 20
+PERIOD = 2
+DEPTH_LIMIT = 3
+WAIT = 300   # polling bound only (a loaded 2-core CI machine), not a speed claim
+AGENT_LOG = '/var/tmp/fleet-agent.log'
+BRIEF = {'asked': 'document the chain runner', 'done_when': 'docs/chains.md merged', 'start_at': 'docs/',
+         'verify': 'read it rendered', 'if_landed': 'write no handoff and stop'}
+
+PLAYBOOK = '''
+- name: Install the runner and the chain timer on the test-bed workers
+  hosts: all
+  become: true
+  gather_facts: false
+  tasks:
+    - name: Provision the worker
+      ansible.builtin.include_role:
+        name: fleet.dispatch.worker
+'''
+
+
+def _parallel(fn, items):
+    errors = []
+
+    def one(item):
+        try:
+            fn(item)
+        except Exception as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+    threads = [threading.Thread(target=one, args=(i,)) for i in items]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture(scope='module')
+def fleet(bed_factory, tmp_path_factory, fresh_database):
+    bed = bed_factory(3)
+    local_dsn, drop = fresh_database()
+    from psycopg.conninfo import conninfo_to_dict
+    params = conninfo_to_dict(local_dsn)
+    forwarder = Forwarder((params.get('host', '127.0.0.1'), int(params.get('port', 5432))))
+    worker_dsn = 'postgresql://%s:%s@%s:%d/%s' % (params['user'], params['password'], BRIDGE, forwarder.port, params['dbname'])
+    SessionStore(dsn=local_dsn).close_store()   # migrate once, before six masters race to
+    tarball, _head = _bare_repo_tarball()
+
+    def prepare(host):
+        bed.ssh(host, 'python3 -c "import psycopg" 2>/dev/null || (sudo apt-get update -qq && '
+                      'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null)', timeout=900)
+        bed.ssh(host, 'sudo mkdir -p /srv && base64 -d | sudo tar -C /srv -xzf - && sudo git config --system --add safe.directory "*"',
+                input=tarball)
+        bed.ssh(host, 'sudo tee /usr/local/lib/fake_agent.py >/dev/null && sudo chmod 0644 /usr/local/lib/fake_agent.py',
+                input=FAKE_AGENT.read_text())
+        bed.ssh(host, 'sudo install -m 0666 /dev/null %s' % AGENT_LOG)
+    _parallel(prepare, bed.hosts)
+    playbook = tmp_path_factory.mktemp('chains') / 'install.yml'
+    playbook.write_text(PLAYBOOK)
+    role_vars = {
+        'worker_masters': [{'name': m} for m in MASTERS],
+        'worker_packages_install': False,
+        'worker_runner_install': True,
+        'worker_runner_self_update': False,
+        'worker_runner_source': '/srv/fleet-dispatch.git',
+        'worker_runner_version': VERSION,
+        'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py'],
+        'worker_runner_agent_env': {'FAKE_AGENT_MODE': 'claim', 'FAKE_AGENT_LOG': AGENT_LOG},
+        'worker_credentials': {'FLEET_LEDGER_DSN': worker_dsn},
+        'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-dispatch.git'}],
+        'worker_chain_enabled': True,
+        'worker_chain_period': PERIOD,
+        # room thresholds the bed can meet: its hosts see the CI machine's load (2 cores, 8 sessions)
+        'worker_chain_max_load_per_cpu': 1000.0,
+        'worker_chain_min_mem_available_kb': 1,
+        'worker_chain_depth_limit': DEPTH_LIMIT,
+    }
+    # the first master of the first host is dark before its timer ever ticks
+    dark_host = bed.hosts[0]
+    proc = bed.playbook(playbook, extra_vars=role_vars)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert worker_dsn not in proc.stdout and '%s:%d/' % (BRIDGE, forwarder.port) not in proc.stdout   # never logged
+
+    class Fleet(object):
+        pass
+
+    f = Fleet()
+    f.bed, f.local_dsn, f.forwarder, f.dark = bed, local_dsn, forwarder, (dark_host, MASTERS[0])
+    try:
+        yield f
+    finally:
+        forwarder.close()
+        drop()
+
+
+def tick_log(bed, host, master):
+    return bed.ssh(host, 'cat ~/.local/state/fleet-dispatch/chain/tick.log 2>/dev/null || true', user=master).stdout.splitlines()
+
+
+def seed(dsn, prefix, count):
+    with SessionStore(dsn=dsn) as store:
+        for index in range(count):
+            store.close('%s-%d' % (prefix, index), parse_handoff({'successor': 'any-%s%d' % (prefix, index),
+                                                                  'brief': dict(BRIEF, asked='%s (%s %d)' % (BRIEF['asked'], prefix, index))}),
+                        create={'name': 'laptop session', 'host': 'laptop', 'master': 'stijn'})
+
+
+def test_twenty_any_handoffs_each_launched_once_and_the_ledger_stopped_launches_nothing(fleet):
+    bed = fleet.bed
+    dark_host, dark_master = fleet.dark
+    bed.ssh(dark_host, 'mkdir -p ~/.local/state/fleet-dispatch && printf %s > ~/.local/state/fleet-dispatch/capacity.json'
+            % "'{\"source\": \"revoked\", \"written_at\": \"2026-12-01T00:00:00Z\", \"message\": \"bed: dark master\"}'",
+            user=dark_master)
+    seed(fleet.local_dsn, 'r', HANDOFFS)
+    deadline = time.monotonic() + WAIT
+    while True:
+        with SessionStore(dsn=fleet.local_dsn) as store:
+            rows = store.all()
+            claims = store.claims()
+        successors = [r for r in rows if r['parent'] and r['parent'].startswith('r-')]
+        if len(successors) >= HANDOFFS and all(r['state'] == 'closed' for r in successors):
+            break
+        assert time.monotonic() < deadline, 'not all successors ran within %ss: %s' % (WAIT, successors)
+        time.sleep(2)
+    # each launched exactly once: successor rows, claim rows, launched lines, agent invocations
+    assert sorted(r['parent'] for r in successors) == sorted('r-%d' % i for i in range(HANDOFFS))
+    assert len([c for c in claims if c['parent'].startswith('r-')]) == HANDOFFS
+    logs = dict(((h, m), tick_log(bed, h, m)) for h in bed.hosts for m in MASTERS)
+    launched = [line for lines in logs.values() for line in lines if ': launched chain-' in line]
+    assert len(launched) == HANDOFFS and len(set(l.split(': launched ')[1].split()[0] for l in launched)) == HANDOFFS
+    invocations = []
+    for host in bed.hosts:
+        invocations += [json.loads(line) for line in bed.ssh(host, 'cat %s' % AGENT_LOG).stdout.splitlines() if line.strip()]
+    sessions = [i['env'].get('FLEET_SESSION') for i in invocations]
+    assert sorted(sessions) == sorted(r['id'] for r in successors), 'one agent per successor, none twice'
+    by_id = dict((r['id'], r) for r in successors)
+    for inv in invocations:
+        row = by_id[inv['env']['FLEET_SESSION']]
+        index = row['parent'].split('-')[1]
+        assert inv['brief'].startswith('fleet.dispatch chain brief'), 'the brief is the first message'
+        assert '%s (r %s)' % (BRIEF['asked'], index) in inv['brief'] and BRIEF['if_landed'] in inv['brief']
+    # the winner's worktree carries its host's name, and the winner is who the claim row names
+    holders = dict((c['parent'], c['holder']) for c in claims)
+    for row in successors:
+        assert row['workspace'].startswith(row['host'] + '-r'), row
+        assert holders[row['parent']] == row['host']
+    # every loser logged the winner
+    losses = [line for lines in logs.values() for line in lines if ': lost: ' in line and ' r-' in line]
+    for line in losses:
+        parent = line.split(': ', 2)[1].split(' -> ')[0].split()[-1]
+        winner = [r for r in successors if r['parent'] == parent][0]
+        assert 'already claimed by %s' % winner['host'] in line, (line, winner)
+    # a dark master claims nothing, and says why
+    assert not [r for r in successors if (r['host'], r['master']) == (dark_host, dark_master)]
+    assert any('no room: dark (revoked)' in line for line in logs[(dark_host, dark_master)])
+    print('\nchains on the bed: %d launched, %d loss lines; by master %s' % (
+        len(launched), len(losses), sorted(('%s/%s' % (r['host'][-1], r['master'])) for r in successors)))
+
+    if os.environ.get('FLEET_CHAIN_LOGS'):   # for benchmarks/chain_latency.py
+        os.makedirs(os.environ['FLEET_CHAIN_LOGS'], exist_ok=True)
+        for (host, master), lines in logs.items():
+            with open(os.path.join(os.environ['FLEET_CHAIN_LOGS'], '%s-%s.log' % (host, master)), 'w') as handle:
+                handle.write('\n'.join(lines) + '\n')
+    seconds = sorted(float(line.rsplit('tick to active ', 1)[1].split()[0]) for line in launched)
+    print('tick to active (s), %d launches: min %.3f p50 %.3f p90 %.3f max %.3f' % (
+        len(seconds), seconds[0], seconds[len(seconds) // 2], seconds[int(len(seconds) * 0.9)], seconds[-1]))
+
+
+def wait_rows(dsn, want, what):
+    deadline = time.monotonic() + WAIT
+    while True:
+        with SessionStore(dsn=dsn) as store:
+            rows = store.all()
+        if want(rows):
+            return rows
+        assert time.monotonic() < deadline, '%s not reached within %ss: %s' % (what, WAIT, rows)
+        time.sleep(2)
+
+
+def test_a_chain_stays_on_its_first_host_and_stops_at_the_depth_limit(fleet):
+    bed = fleet.bed
+    with SessionStore(dsn=fleet.local_dsn) as store:
+        store.close('c-0', parse_handoff({'successor': 'any-deep', 'brief': dict(BRIEF, asked='chain:deep:9')}),
+                    create={'name': 'laptop session', 'host': 'laptop', 'master': 'stijn'})
+
+    def chain_of(rows):
+        by_parent = dict((r['parent'], r) for r in rows if r['parent'])
+        out, at = [], 'c-0'
+        while at in by_parent:
+            out.append(by_parent[at])
+            at = by_parent[at]['id']
+        return out
+    rows = wait_rows(fleet.local_dsn, lambda rows: any(r['state'] == 'refused' for r in chain_of(rows)), 'the depth limit')
+    hops = chain_of(rows)
+    assert [r['depth'] for r in hops] == [1, 2, 3, 4]
+    assert [r['state'] for r in hops] == ['closed', 'closed', 'closed', 'refused']
+    assert [r['name'] for r in hops] == ['any-deep', 'deep', 'deep', 'deep']
+    assert len(set(r['host'] for r in hops)) == 1, 'untagged successors stay on the first hop\'s host: %s' % hops
+    assert 'above the limit %d' % DEPTH_LIMIT in hops[-1]['reason']
+    host = hops[0]['host']
+    stopped = dict(((h, m), [line for line in tick_log(bed, h, m) if 'STOPPED: chain depth 4' in line])
+                   for h in bed.hosts for m in MASTERS)
+    assert sum(len(v) for v in stopped.values()) == 1, stopped
+    assert sum(len(stopped[(host, m)]) for m in MASTERS) == 1, 'stopped on the host the chain ran on'
+    for r in hops[:3]:
+        assert r['workspace'].startswith(host + '-deep-'), r
+
+
+def test_the_ledger_stopped_launches_nothing_and_every_tick_says_why(fleet):
+    bed = fleet.bed
+    # the ledger stopped: nobody launches, every tick says why. Ticks already connected finish
+    # first (a tick is one short connection; 5 periods is the polling bound, not a speed claim)
+    fleet.forwarder.close()
+    time.sleep(PERIOD * 5)
+    before = dict(((h, m), len(tick_log(bed, h, m))) for h in bed.hosts for m in MASTERS)
+    seed(fleet.local_dsn, 'u', 3)
+    time.sleep(PERIOD * 6)
+    with SessionStore(dsn=fleet.local_dsn) as store:
+        assert not [r for r in store.all() if r['parent'] and r['parent'].startswith('u-')], 'nobody launched'
+    for (host, master), count in before.items():
+        after = tick_log(bed, host, master)[count:]
+        assert after, '%s/%s did not tick while the ledger was stopped' % (host, master)
+        assert all('LEDGER UNREACHABLE, nothing launched' in line for line in after), after
+        status = bed.ssh(host, 'systemctl --user show fleet-chain.service -p ExecMainStatus --value', user=master).stdout.strip()
+        assert status == '8', (host, master, status)

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The laptop's dispatch (``playbooks/handoff.yml``) and status showing chains, through ansible-playbook.
+
+handoff.yml closes the session with an any- handoff and starts nothing; status (with
+``dispatch_chains_status``) then shows the chain and the handoff waiting for room.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import SessionStore
+
+from test_playbooks import playbook
+
+BRIEF = {'asked': 'document it', 'done_when': 'merged', 'start_at': 'docs/', 'verify': 'read it', 'if_landed': 'stop'}
+
+
+@pytest.fixture
+def board(tmp_path):
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=1, title='free', status='Ready')
+    return spec
+
+
+def test_handoff_then_status_shows_the_waiting_chain(tmp_path, board):
+    ledger = {'path': board['path']}
+    args = json.dumps({'session': 'lap-7', 'successor': 'docs', 'brief': BRIEF, 'handoff_ledger': ledger})
+    res = playbook('handoff.yml', tmp_path, board, '-e', args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert 'with the handoff any-docs' in res.stdout and 'nothing was started here' in res.stdout
+    with SessionStore(path=board['path']) as store:
+        row = store.get('lap-7')
+    assert (row['state'], row['handoff'], row['brief']) == ('closed', 'any-docs', BRIEF)
+    again = playbook('handoff.yml', tmp_path, board, '-e', args)
+    assert again.returncode != 0 and 'already closed' in again.stdout
+    status = playbook('status.yml', tmp_path, board, '-e', 'dispatch_chains_status=true')
+    assert status.returncode == 0, status.stdout + status.stderr
+    shown = status.stdout.split('Show the chains, one line per hop')[1].split('TASK [')[0]
+    assert 'chain lap-7 hop 0: lap-7 (lap-7) on ' in shown and '-> handoff any-docs' in shown
+    assert 'waiting: lap-7 -> any-docs since ' in shown
+    chains = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'chains.json').read_text())
+    assert chains['waiting'][0]['successor'] == 'any-docs'
