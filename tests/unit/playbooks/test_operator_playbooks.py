@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+"""The operator's playbooks run as an operator runs them: explain (and the status page, metrics)."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+BIN = pathlib.Path(sys.executable).parent
+HOSTILE = '<script>alert(1)</script> $(reboot) `id` & "q"'
+
+
+def playbook(name, tmp_path, board, *extra):
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / 'state'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
+    for var in ('ANSIBLE_CALLBACK_RESULT_FORMAT', 'ANSIBLE_STDOUT_CALLBACK', 'ANSIBLE_CONFIG'):
+        env.pop(var, None)
+    argv = [str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), str(REPO / 'playbooks' / name),
+            '-e', json.dumps({'dispatch_board': board})] + list(extra)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+@pytest.fixture
+def board(tmp_path):
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=1, title='blocker', status='Ready')
+        b.upsert_item(number=2, title=HOSTILE, status='Backlog', blocked_by=[1])
+        b.comment(2, format_marker('start', {'unit': 'task-2', 'host': 'w1', 'master': 'agent1'}), author='fleet-bot')
+        b.comment(2, format_marker('capacity', {'unit': 'task-2', 'source': 'rate_limit'}), author='fleet-bot')
+    return spec
+
+
+def test_explain_prints_every_hold_marker_author_and_skipped_start(tmp_path, board):
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=2')
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout
+    assert 'blocked: open blockers: #1' in out and "not_ready: its status is 'Backlog'" in out
+    assert 'start by fleet-bot' in out and 'capacity by fleet-bot' in out
+    assert 'skipped -- its run ended in a capacity marker' in out
+    assert 'placement now: none -- not a candidate: blocked' in out
+
+
+def test_explain_places_an_eligible_item_and_refuses_a_missing_one(tmp_path, board):
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=1')
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert 'holds: none' in res.stdout and 'placement now: ' in res.stdout
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=99')
+    assert res.returncode != 0 and '#99 is not on the board' in res.stdout
+    res = playbook('explain.yml', tmp_path, board)
+    assert res.returncode != 0 and 'name the item to explain' in res.stdout
