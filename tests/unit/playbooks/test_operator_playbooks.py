@@ -57,3 +57,16 @@ def test_explain_places_an_eligible_item_and_refuses_a_missing_one(tmp_path, boa
     assert res.returncode != 0 and '#99 is not on the board' in res.stdout
     res = playbook('explain.yml', tmp_path, board)
     assert res.returncode != 0 and 'name the item to explain' in res.stdout
+
+
+@pytest.mark.parametrize('book', ['status.yml', 'sweep.yml'])
+def test_status_and_sweep_write_the_page_and_the_metrics_beside_status_json(tmp_path, board, book):
+    res = playbook(book, tmp_path, board)
+    assert res.returncode == 0, res.stdout + res.stderr
+    state = tmp_path / 'state' / 'fleet-dispatch'
+    page = (state / 'status.html').read_text(encoding='utf-8')
+    assert 'id="item-1"' in page and 'id="item-2"' in page
+    assert '<script>' not in page and '&lt;script&gt;alert(1)&lt;/script&gt;' in page
+    assert 'data-master="localhost/agent1"' in page and 'not probed' in page
+    prom = (state / 'fleet-dispatch.prom').read_text(encoding='utf-8')
+    assert 'fleet_dispatch_items{reason="blocked"} 1' in prom and 'fleet_dispatch_items{reason="eligible"} 1' in prom
