@@ -108,7 +108,8 @@ def recent_runs(items: Iterable[Dict[str, Any]], now: Any = None, limit: int = R
         rows.append({'number': it.get('number'), 'repo': it.get('repo') or '', 'unit': fields.get('unit') or '',
                      'where': '%s/%s' % (fields['host'], fields['master']) if fields.get('host') and fields.get('master') else '',
                      'start': start, 'duration_s': duration, 'outcome': outcome, 'cost_usd': fields.get('cost_usd')})
-    rows.sort(key=lambda r: str(r['start'] or ''), reverse=True)
+    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    rows.sort(key=lambda r: _time(r['start']) or epoch, reverse=True)
     return rows[:limit]
 
 
