@@ -60,3 +60,32 @@ def write_capacity_file(path: str, state: Dict[str, Any]) -> None:
     with open(tmp, 'w', encoding='utf-8') as handle:
         handle.write(dump_state(state))
     os.replace(tmp, path)
+
+
+def default_state_dir(environ=None) -> str:
+    """``$XDG_STATE_HOME/fleet-dispatch``, else ``~/.local/state/fleet-dispatch`` of this user."""
+    return os.path.dirname(default_state_path(environ))
+
+
+def stop_note_path(state_dir: str, unit: str, invocation_id: str) -> str:
+    """Where the deliberate-stop note for one invocation lives (the runner reads it on SIGTERM; docs/dispatch.md)."""
+    return os.path.join(state_dir, 'stops', '%s.%s.json' % (unit, invocation_id))
+
+
+def write_stop_note(state_dir: str, unit: str, invocation_id: str, note: Dict[str, Any]) -> str:
+    """Write the note atomically (a reader sees all of it or nothing); returns its path."""
+    import json
+    path = stop_note_path(state_dir, unit, invocation_id)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    tmp = os.path.join(os.path.dirname(path), '.%s.%s.tmp' % (os.path.basename(path), os.getpid()))
+    with open(tmp, 'w', encoding='utf-8') as handle:
+        handle.write(json.dumps(note, sort_keys=True) + '\n')
+    os.replace(tmp, path)
+    return path
+
+
+def clear_capacity_file(path: str) -> str:
+    """Move the capacity state aside to ``<path>.cleared`` (kept for the record, replaced by the next clear); returns it."""
+    aside = path + '.cleared'
+    os.replace(path, aside)
+    return aside

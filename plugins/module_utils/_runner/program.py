@@ -408,7 +408,9 @@ class Run(object):
             os.unlink(path)
         except OSError as exc:
             self.log('WARNING: the stop note %s could not be deleted: %s' % (path, exc))
-        if not isinstance(note, dict) or note.get('reason') != 'duplicate' or note.get('invocation_id') not in (None, invocation):
+        # reason 'operator': a human stopped this run on purpose (fleet.dispatch.run_stop, docs/operator.md)
+        if not isinstance(note, dict) or note.get('reason') not in ('duplicate', 'operator') \
+                or note.get('invocation_id') not in (None, invocation):
             return None
         return note
 
@@ -426,7 +428,11 @@ class Run(object):
             note = self._stop_note()
             fields = {'signal': name, 'exit_code': rc}
             text = 'run stopped by %s from outside; this says nothing about the work' % name
-            if note is not None:
+            if note is not None and note.get('reason') == 'operator':
+                fields.update(reason='operator', by=note.get('by'), why=note.get('why'))
+                text = ('run stopped by hand by %s%s; this says nothing about the work'
+                        % (note.get('by') or 'an operator', ': %s' % note['why'] if note.get('why') else ''))
+            elif note is not None:
                 kept = note.get('kept') if isinstance(note.get('kept'), dict) else {}
                 fields.update(reason='duplicate', kept=kept, by=note.get('by'))
                 text = ('run stopped by the dispatcher as a duplicate; the run on %s/%s keeps the item; this says nothing about the work'

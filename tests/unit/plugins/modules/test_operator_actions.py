@@ -95,3 +95,44 @@ def test_a_plain_comment_is_posted_and_never_a_marker(run_module, board):
     assert kind == 'fail' and 'empty' in res['msg']
     with open_board(board) as b:
         assert len(b.get(3).comments) == 1
+
+
+# -- capacity_clear: the human act that lifts a revoked master (D8) --------------------------------
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import dump_state, make_state  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.modules import capacity_clear, capacity_info  # noqa: E402
+
+REVOKED = dump_state(make_state('revoked', written_at='2026-11-29T11:00:00Z', message='invalid x-api-key'))
+RATE = dump_state(make_state('rate_limit', written_at='2026-11-30T11:00:00Z', reset_at='2026-11-30T17:00:00Z'))
+
+
+def _dark(run_module, path):
+    kind, res, _w = run_module(capacity_info, dict(path=str(path), now='2026-11-30T12:00:00Z', units=False))
+    assert kind == 'exit', res
+    return res['dark'], res['source']
+
+
+def test_clearing_a_revoked_master_check_real_check_real(run_module, tmp_path):
+    path = tmp_path / 'capacity.json'
+    path.write_text(REVOKED)
+    assert _dark(run_module, path) == (True, 'revoked')
+    kind, res, _w = run_module(capacity_clear, dict(path=str(path)), check=True)
+    assert kind == 'exit' and res['changed'] and res['before']['source'] == 'revoked'
+    assert _dark(run_module, path) == (True, 'revoked'), 'check mode cleared it'
+    kind, res, _w = run_module(capacity_clear, dict(path=str(path)))
+    assert res['changed'] and res['moved_to'] == str(path) + '.cleared'
+    assert _dark(run_module, path) == (False, None)
+    assert 'invalid x-api-key' in (tmp_path / 'capacity.json.cleared').read_text()
+    for check in (True, False):
+        kind, res, _w = run_module(capacity_clear, dict(path=str(path)), check=check)
+        assert kind == 'exit' and not res['changed'] and 'nothing to clear' in res['msg']
+
+
+def test_a_rate_limit_is_not_cleared_by_a_revoked_clear(run_module, tmp_path):
+    path = tmp_path / 'capacity.json'
+    path.write_text(RATE)
+    kind, res, _w = run_module(capacity_clear, dict(path=str(path)))
+    assert kind == 'exit' and not res['changed'] and 'rate_limit, not revoked' in res['msg']
+    assert _dark(run_module, path) == (True, 'rate_limit')
+    kind, res, _w = run_module(capacity_clear, dict(path=str(path), source='any'))
+    assert res['changed'] and _dark(run_module, path) == (False, None)
