@@ -70,3 +70,19 @@ def test_status_and_sweep_write_the_page_and_the_metrics_beside_status_json(tmp_
     assert 'data-master="localhost/agent1"' in page and 'not probed' in page
     prom = (state / 'fleet-dispatch.prom').read_text(encoding='utf-8')
     assert 'fleet_dispatch_items{reason="blocked"} 1' in prom and 'fleet_dispatch_items{reason="eligible"} 1' in prom
+
+
+def test_stop_refuses_an_item_with_no_open_run_and_changes_nothing(tmp_path, board):
+    with open_board(board) as b:
+        before = [(c.body, c.author) for c in b.get(1).comments], b.get(1).status
+    res = playbook('stop.yml', tmp_path, board, '-e', 'issue=1')
+    assert res.returncode != 0 and '#1 has no open run to stop' in res.stdout and 'Nothing was changed' in res.stdout
+    with open_board(board) as b:
+        assert ([(c.body, c.author) for c in b.get(1).comments], b.get(1).status) == before
+    res = playbook('stop.yml', tmp_path, board)
+    assert res.returncode != 0 and 'name the item whose run to stop' in res.stdout
+
+
+def test_clear_capacity_needs_an_inventory_worker(tmp_path, board):
+    res = playbook('clear_capacity.yml', tmp_path, board, '-e', 'worker=nowhere', '-e', 'master=agent1')
+    assert res.returncode != 0 and 'name an inventory worker and its master' in res.stdout
