@@ -243,9 +243,10 @@ def render_page(data: Dict[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width,initial-scale=1">',
         '<title>fleet.dispatch status</title><style>%s</style></head><body>' % _CSS,
         '<h1>fleet.dispatch status</h1>',
-        '<p class="meta" id="summary">board <b>%s</b> read at <time id="now">%s</time> (%s); %d items: %s; GitHub points '
-        'remaining: %s</p>' % (_e(data.get('board')), _e(now), _e(data.get('mode') or 'status'), len(items), _e(summary),
-                              _e(cost.get('remaining', 'n/a'))),
+        '<p class="meta" id="summary">board <b>%s</b> read at <time id="now">%s</time> (%s); %d items: %s; '
+        'GitHub points remaining: %s</p>' % (
+            _e(data.get('board')), _e(now), _e(data.get('mode') or 'status'), len(items), _e(summary),
+            _e(cost.get('remaining', 'n/a'))),
     ]
     if data.get('readable') is False:
         parts.append('<p class="bad" id="unreadable">the queue could not be read: %s</p>' % _e(data.get('error')))
