@@ -51,7 +51,7 @@ options:
   blocked_by:
     description:
       - The complete list of item numbers that block this one. Edges not listed are removed. Omit to leave edges alone.
-      - This replaces every edge from one read: two operators editing edges at once can lose one's edit. To add or remove
+      - This replaces every edge from one read, so two operators editing edges at once can lose an edit. To add or remove
         one edge, use O(add_blocked_by) or O(remove_blocked_by), which write each edge on its own.
     type: list
     elements: int
