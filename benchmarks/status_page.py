@@ -42,7 +42,7 @@ def main():
     args = parser.parse_args()
     data = cycle(extra=max(args.items - 5, 0))
     page_s, metrics_s = [], []
-    for _ in range(args.repeat):
+    for _round in range(args.repeat):
         t0 = time.perf_counter()
         page = render_page(data)
         t1 = time.perf_counter()

@@ -65,7 +65,7 @@ def fleet(configured: Iterable[Dict[str, Any]], placed: Optional[Iterable[Dict[s
                  for b in (survey or {}).get('blind') or [])
     out = []
     seen = set()
-    for m in list(configured or []) + [p for p in placed or []]:
+    for m in list(configured or []) + list(placed or []):
         key = '%s/%s' % (m.get('worker'), m.get('master'))
         if key in seen:
             continue

@@ -101,7 +101,8 @@ def main():
     try:
         result['moved_to'] = clear_capacity_file(path)
     except OSError as exc:
-        module.fail_json(msg='cannot clear %s: %s' % (path, exc), **dict(result, changed=False, cleared=False))
+        result.update(changed=False, cleared=False)
+        module.fail_json(msg='cannot clear %s: %s' % (path, exc), **result)
     module.exit_json(msg='cleared the %s state at %s (kept as %s): the next sweep may place work on this master' % (
         (state or {}).get('source') or 'unparseable', path, result['moved_to']), **result)
 

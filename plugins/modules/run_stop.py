@@ -128,7 +128,6 @@ def main():
         note = {'reason': 'operator', 'unit': unit, 'invocation_id': invocation, 'by': p['by'], 'why': p['why'],
                 'at': format_time(now)}
         path = write_stop_note(state_dir, unit, invocation, note)
-        result['note'] = path
         # the unit may have ended and been relaunched between the read and the note: stop only the run noted
         again = sd.state(unit)
         if again['invocation_id'] != invocation or again['state'] != 'live':
@@ -137,7 +136,7 @@ def main():
             except OSError:
                 pass
             module.exit_json(msg='%s changed while stopping (now %s, %s): nothing stopped' % (
-                unit, again['invocation_id'] or 'no invocation', again['active_state']), **dict(result, note=''))
+                unit, again['invocation_id'] or 'no invocation', again['active_state']), **result)
         sd.stop(unit)
     except SystemdError as exc:
         module.fail_json(msg='cannot stop %s: %s' % (unit, exc), **result)
