@@ -198,14 +198,22 @@ def _run_row(r) -> str:
 
 
 def _record_rows(records) -> List[str]:
-    """Reaper or announcer actions, whatever their shape: one row each, its fields as text."""
+    """Reaper or announcer actions, whatever their shape: a list of records, or a dict of such lists
+    (the reaper's ``{reap, held}``, the announcer's ``{filed, closed, open}``); one row each, its fields as text."""
+    if isinstance(records, dict):
+        groups = [(key, records[key]) for key in sorted(records)]
+    else:
+        groups = [('', records)]
     rows = []
-    for rec in records or []:
-        if isinstance(rec, dict):
-            text = ', '.join('%s=%s' % (k, rec[k]) for k in sorted(rec))
-        else:
-            text = str(rec)
-        rows.append('<tr class="action"><td>%s</td></tr>' % _e(text))
+    for group, entries in groups:
+        if not isinstance(entries, list):
+            entries = [entries]
+        for rec in entries:
+            if isinstance(rec, dict):
+                text = ', '.join('%s=%s' % (k, rec[k]) for k in sorted(rec))
+            else:
+                text = str(rec)
+            rows.append('<tr class="action"><td class="group">%s</td><td>%s</td></tr>' % (_e(group), _e(text)))
     return rows
 
 
@@ -215,14 +223,16 @@ def _kv(record) -> str:
     return '<dl>%s</dl>' % ''.join('<dt>%s</dt><dd>%s</dd>' % (_e(k), _e(record[k])) for k in sorted(record))
 
 
-def _heartbeat(data):
-    """The sweeper's heartbeat.json as given (``heartbeat``) or as its text (``heartbeat_text``); unreadable is none."""
-    if isinstance(data.get('heartbeat'), dict):
-        return data['heartbeat']
+def _record(data, key):
+    """A JSON record as given (``key``) or as its file's text (``key_text``): the sweeper's heartbeat.json,
+    the previous cycle's last_cycle.json. Missing is none; unparseable is shown as such."""
+    if isinstance(data.get(key), dict):
+        return data[key]
+    text = data.get(key + '_text') or ''
     try:
-        got = json.loads(data.get('heartbeat_text') or 'null')
+        got = json.loads(text or 'null')
     except ValueError:
-        return {'unreadable': (data.get('heartbeat_text') or '')[:200]}
+        return {'unreadable': text[:200]}
     return got if isinstance(got, dict) else None
 
 
@@ -251,7 +261,7 @@ def render_page(data: Dict[str, Any]) -> str:
     if data.get('readable') is False:
         parts.append('<p class="bad" id="unreadable">the queue could not be read: %s</p>' % _e(data.get('error')))
     parts.append('<h2>Heartbeat</h2><div id="heartbeat"><h3>last cycle</h3>%s<h3>sweeper heartbeat</h3>%s</div>' % (
-        _kv(data.get('cycle')), _kv(_heartbeat(data))))
+        _kv(_record(data, 'cycle')), _kv(_record(data, 'heartbeat'))))
     parts.append('<h2>Board</h2>')
     parts.append(_table('board', ['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'blockers', 'cost'],
                         [_item_row(it) for it in items]))
@@ -263,7 +273,7 @@ def render_page(data: Dict[str, Any]) -> str:
     for key, title in (('reaper', 'Reaper'), ('announcer', 'Announcer')):
         if data.get(key) is not None:
             parts.append('<h2>%s</h2>' % title)
-            parts.append(_table(key, ['action'], _record_rows(data.get(key))))
+            parts.append(_table(key, ['kind', 'action'], _record_rows(data.get(key))))
     parts.append('</body></html>\n')
     return ''.join(parts)
 
@@ -334,9 +344,8 @@ def render_metrics(data: Dict[str, Any]) -> str:
             held = _seconds(data.get('finished_at') or now, expires - _dt.timedelta(seconds=float(data['lease_ttl'])))
             if held is not None:
                 samples['fleet_dispatch_lease_hold_seconds'].append(({'lease': lease['name']}, max(held, 0.0)))
-    cycle = data.get('cycle') if isinstance(data.get('cycle'), dict) else {}
-    duration = cycle.get('duration_s')
-    if duration is None and data.get('started_at'):
+    duration = None
+    if data.get('started_at'):
         duration = _seconds(data.get('finished_at'), data.get('started_at'))
     if duration is not None:
         samples['fleet_dispatch_cycle_duration_seconds'].append(({}, duration))

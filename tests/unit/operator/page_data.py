@@ -56,6 +56,9 @@ def cycle(extra=0):
                    'blind': [{'worker': 'w2', 'master': 'agent2', 'why': 'ssh: <unreachable>'}]},
         'leases': [{'name': 'task-1', 'acquired': True, 'degraded': False, 'expires_at': format_time(at(9))}],
         'lease_ttl': 600, 'finished_at': format_time(NOW + dt.timedelta(seconds=12)), 'started_at': format_time(NOW),
-        'reaper': [{'number': 9, 'unit': 'task-9', 'action': 'reset', 'why': 'start is 7200s old <x>'}],
+        'reaper': {'reap': [{'number': 9, 'unit': 'task-9', 'why': 'start is 7200s old <x>'}],
+                   'held': [{'number': 2, 'why': 'a live unit runs this item'}]},
+        'announcer': [{'title': 'stalled: <b>#5</b>', 'kind': 'blind'}],
+        'cycle_text': '{"result": "failed", "task": "Read the board", "reason": "<unreadable> queue"}',
         'heartbeat_text': '{"time": "2026-11-30T11:55:00Z", "result": "success"}',
     }

@@ -45,11 +45,14 @@ def test_every_item_and_master_is_on_the_page_and_board_text_stays_text():
     assert RESET in page and 'unknown' in page and 'blind: ssh: &lt;unreachable&gt;' in page
     assert 'start is 7200s old &lt;x&gt;' in page       # the reaper's actions, escaped
     assert '"result"' not in page and 'success' in page  # the heartbeat as fields
+    assert '&lt;unreadable&gt; queue' in page and 'failed' in page   # the previous cycle's record
+    assert 'a live unit runs this item' in page and 'stalled: &lt;b&gt;#5&lt;/b&gt;' in page
 
 
 def test_reaper_and_announcer_sections_only_when_given():
     data = cycle()
     data.pop('reaper')
+    data.pop('announcer')
     page = render_page(data)
     assert 'Reaper' not in page and 'Announcer' not in page
     data['announcer'] = []
