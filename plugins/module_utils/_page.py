@@ -260,7 +260,7 @@ def render_page(data: Dict[str, Any]) -> str:
     ]
     if data.get('readable') is False:
         parts.append('<p class="bad" id="unreadable">the queue could not be read: %s</p>' % _e(data.get('error')))
-    parts.append('<h2>Heartbeat</h2><div id="heartbeat"><h3>last cycle</h3>%s<h3>sweeper heartbeat</h3>%s</div>' % (
+    parts.append('<h2>Heartbeat</h2><div id="heartbeat"><h3>previous cycle</h3>%s<h3>sweeper heartbeat</h3>%s</div>' % (
         _kv(_record(data, 'cycle')), _kv(_record(data, 'heartbeat'))))
     parts.append('<h2>Board</h2>')
     parts.append(_table('board', ['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'blockers', 'cost'],
