@@ -21,3 +21,15 @@ ansible-playbook -i inventory.example playbooks/status.yml -e "$board"
 ansible-playbook -i inventory.example playbooks/sweep.yml -e "$board"
 echo "status JSON: $XDG_STATE_HOME/fleet-dispatch/status.json"
 echo "plan JSON:   $XDG_STATE_HOME/fleet-dispatch/plan.json"
+echo "status page: $XDG_STATE_HOME/fleet-dispatch/status.html  (python3 -m http.server -d $XDG_STATE_HOME/fleet-dispatch)"
+echo "metrics:     $XDG_STATE_HOME/fleet-dispatch/fleet-dispatch.prom"
+echo "why not?:    ANSIBLE_COLLECTIONS_PATH=$DEMO/collections $VENV/bin/ansible-playbook -i inventory.example playbooks/explain.yml -e issue=4 -e '$board'"
+# Which machine this is decides whether real runs could be shown here; say which, and why this demo planned only.
+if systemctl --user show-environment >/dev/null 2>&1; then
+  why="this machine has a systemd user manager for $(id -un), but provisioning a worker without root is not built yet"
+elif [ "$(id -u)" = 0 ] && command -v podman >/dev/null 2>&1; then
+  why="there is no systemd user manager here; a real-run demo on a test-bed host is not built yet"
+else
+  why="there is no systemd user manager for $(id -un) here (a container or CI?), and no root with podman for a test-bed host"
+fi
+echo "mode:        plan only -- nothing was launched: $why (tests/integration runs real units on test-bed hosts)"

@@ -145,6 +145,16 @@ board_items:
       description: The one reason code that decides it.
       type: str
       sample: tombstone
+    holds:
+      description:
+        - Every reason that holds the item, highest precedence first; the first is RV(items[].reason). Empty when eligible.
+        - Lifting the first hold shows the next one, so an operator sees all of them at once (see the C(explain) playbook).
+      type: list
+      elements: str
+      sample: [parked, blocked, not_ready]
+    reopened:
+      description: Whether a reopen after the last marker outranks it (the last marker is then not read).
+      type: bool
     attempts:
       description: Attempts so far, derived from the markers (capacity deaths excluded).
       type: int

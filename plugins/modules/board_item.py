@@ -51,8 +51,32 @@ options:
   blocked_by:
     description:
       - The complete list of item numbers that block this one. Edges not listed are removed. Omit to leave edges alone.
+      - This replaces every edge from one read, so two operators editing edges at once can lose an edit. To add or remove
+        one edge, use O(add_blocked_by) or O(remove_blocked_by), which write each edge on its own.
     type: list
     elements: int
+  add_blocked_by:
+    description:
+      - Add these dependency edges (each number blocks this item), one atomic write per edge; other edges are left alone.
+      - Adding an edge that exists changes nothing. Ledger board only.
+    type: list
+    elements: int
+  remove_blocked_by:
+    description:
+      - Remove these dependency edges, one atomic write per edge; other edges are left alone. Removing a missing edge changes
+        nothing. Ledger board only.
+    type: list
+    elements: int
+  comment:
+    description:
+      - Post this plain human comment on the item (for example what an operator did and why). Every call posts it again.
+      - It is never a marker - text that would parse as one (it starts with a marker glyph) is refused, because only the
+        fleet's identities write markers.
+    type: str
+  comment_author:
+    description: Who the comment is from, as the ledger records it (a GitHub board posts as the token's login).
+    type: str
+    default: operator
   artifact:
     description:
       - Record a change on the ledger board. A merged artifact that closes items closes them, as a forge closes an issue when the
@@ -100,6 +124,19 @@ EXAMPLES = r'''
     status: Ready
     blocked_by: [10, 11]
 
+- name: Item 12 now also waits on item 13 (the other edges are left as they are)
+  fleet.dispatch.board_item:
+    board: "{{ fleet_board }}"
+    number: 12
+    add_blocked_by: [13]
+
+- name: Say on the item why it was held
+  fleet.dispatch.board_item:
+    board: "{{ fleet_board }}"
+    number: 12
+    comment: Held until the schema migration lands; ask in the ops channel.
+    comment_author: alice
+
 - name: Reopen an item that was closed too early
   fleet.dispatch.board_item:
     board: "{{ fleet_board }}"
@@ -132,6 +169,10 @@ after:
   description: The item's fields after the call (or as they would be, in check mode).
   returned: always
   type: dict
+comment:
+  description: The comment posted (C(id), C(created_at)); null when none was asked for or in check mode.
+  returned: always
+  type: dict
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -139,7 +180,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import kind_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time, parse_time
 
 FIELDS = ('title', 'body', 'status', 'state', 'blocked_by')
 
@@ -161,6 +203,9 @@ def _desired(before, params):
         after['state'] = 'open' if params['state'] == 'reopened' else params['state']
     if params['blocked_by'] is not None:
         after['blocked_by'] = sorted(set(params['blocked_by']))
+    if params['add_blocked_by'] or params['remove_blocked_by']:
+        edges = set(after.get('blocked_by') or []) | set(params['add_blocked_by'] or [])
+        after['blocked_by'] = sorted(edges - set(params['remove_blocked_by'] or []))
     if params['artifact']:
         refs = set(after.get('artifacts') or [])
         refs.add(params['artifact']['ref'])
@@ -189,6 +234,10 @@ def main():
             status=dict(type='str'),
             state=dict(type='str', choices=['open', 'closed', 'reopened']),
             blocked_by=dict(type='list', elements='int'),
+            add_blocked_by=dict(type='list', elements='int'),
+            remove_blocked_by=dict(type='list', elements='int'),
+            comment=dict(type='str'),
+            comment_author=dict(type='str', default='operator'),
             artifact=dict(type='dict', options=dict(
                 ref=dict(type='str', required=True),
                 title=dict(type='str', default=''),
@@ -199,15 +248,23 @@ def main():
                 closes=dict(type='list', elements='int'),
             )),
         ),
+        mutually_exclusive=[('blocked_by', 'add_blocked_by'), ('blocked_by', 'remove_blocked_by')],
         supports_check_mode=True,
     )
     p = module.params
+    if p['comment'] is not None and (not p['comment'].strip() or kind_of(p['comment']) is not None):
+        module.fail_json(msg='comment: %s; write plain text (only the fleet posts markers)' % (
+            'it is empty' if not p['comment'].strip() else 'it starts like a %s marker' % kind_of(p['comment'])))
+    both = set(p['add_blocked_by'] or []) & set(p['remove_blocked_by'] or [])
+    if both:
+        module.fail_json(msg='add_blocked_by and remove_blocked_by both name %s: name each edge once'
+                             % ', '.join('#%s' % n for n in sorted(both)))
     try:
         now = resolve_now(None)
         artifact = _artifact_args(p['artifact'], p['number'], now) if p['artifact'] else None
     except ValueError as exc:
         module.fail_json(msg='artifact time: %s; give ISO-8601 such as 2026-11-30T01:00:00Z' % exc)
-    result = dict(changed=False, created=False, number=p['number'], before={}, after={})
+    result = dict(changed=False, created=False, number=p['number'], before={}, after={}, comment=None)
     try:
         spec = board_spec(p['board'])
         spec['create'] = True  # the writer that makes a new ledger; readers treat a missing file as unreadable
@@ -224,12 +281,13 @@ def main():
             after = _desired(before, p)
             reopen = p['state'] == 'reopened' and current is not None and current.state == 'closed'
             result.update(before=before, after=after, created=current is None,
-                          changed=(before != after) or reopen)
+                          changed=(before != after) or reopen or p['comment'] is not None)
             result['diff'] = dict(before=before, after=after)
             if module.check_mode or not result['changed']:
                 module.exit_json(**result)
-            number = _apply(module, board, current, p, artifact)
+            number, posted = _apply(module, board, current, p, artifact)
             result['number'] = number
+            result['comment'] = posted
             result['after'] = _summary(board.get(number))
     except BoardError as exc:
         module.fail_json(msg=str(exc), **result)
@@ -239,7 +297,8 @@ def main():
 def _apply(module, board, current, p, artifact):
     """Write the change through the board's own methods; the ledger can do all of it."""
     upsert = getattr(board, 'upsert_item', None)
-    wants_ledger = current is None or any(p[k] is not None for k in ('title', 'body', 'blocked_by')) or artifact
+    wants_ledger = (current is None or any(p[k] is not None for k in ('title', 'body', 'blocked_by')) or artifact
+                    or p['add_blocked_by'] or p['remove_blocked_by'])
     if wants_ledger and upsert is None:
         module.fail_json(msg='a %s board cannot create items, edit titles, bodies or dependency edges, or record artifacts '
                              'through this module: do that on the board itself; this module can set status and state there'
@@ -257,7 +316,16 @@ def _apply(module, board, current, p, artifact):
         if not artifact['closes']:
             artifact['closes'] = [number]
         board.add_artifact(**artifact)
-    return number
+    # one edge per write, each its own transaction: a concurrent edit of another edge is never lost
+    for blocker in sorted(set(p['add_blocked_by'] or [])):
+        board.add_blocker(number, blocker)
+    for blocker in sorted(set(p['remove_blocked_by'] or [])):
+        board.remove_blocker(number, blocker)
+    posted = None
+    if p['comment'] is not None:
+        got = board.comment(number, p['comment'], author=p['comment_author'])
+        posted = dict(id=got.id, created_at=format_time(got.created_at))
+    return number, posted
 
 
 if __name__ == '__main__':

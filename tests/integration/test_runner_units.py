@@ -544,3 +544,26 @@ def test_real_agent_outputs_replayed_in_real_units_end_with_the_right_marker(wor
     finally:
         worker.ssh('mv ~/.config/fleet-dispatch/runner.json.orig ~/.config/fleet-dispatch/runner.json; rm -f %s/capacity.json '
                    '~/.local/bin/codex ~/.local/bin/claude ~/.local/bin/gemini' % worker.state)
+
+
+def test_a_hand_stop_through_run_stop_is_stopped_by_whom_never_a_failure(worker):
+    """fleet.dispatch.run_stop (issue 15): check mode stops nothing; for real it notes the stop as deliberate,
+    the runner posts `stopped` with reason operator, by and why, no failure, and the notifier is not started."""
+    worker.create([35])
+    assert not worker.launch([(35, 'hang', {})]).get('failed')
+    worker.wait_agent(35)
+    res = worker.bed.ansible(worker.host, 'fleet.dispatch.run_stop', {'unit': 'task-35', 'by': 'alice', 'why': 'wrong brief'},
+                             become_user=worker.master, check=True)[worker.host]
+    assert res.get('changed') is True and not res.get('failed'), res
+    assert worker.ssh('systemctl --user is-active task-35 || true').stdout.strip() == 'active'
+    res = worker.bed.ansible(worker.host, 'fleet.dispatch.run_stop', {'unit': 'task-35', 'by': 'alice', 'why': 'wrong brief'},
+                             become_user=worker.master)[worker.host]
+    assert res.get('changed') is True and res['stopped'] and res['invocation_id'], res
+    worker.unit_gone(35)
+    data = worker.wait_terminal([35])['35']
+    assert data['kinds'] == ['start', 'stopped'], data
+    assert data['fields'][-1]['reason'] == 'operator' and data['fields'][-1]['by'] == 'alice'
+    assert data['fields'][-1]['why'] == 'wrong brief'
+    assert worker.never_notified('task-35')
+    res = worker.bed.ansible(worker.host, 'fleet.dispatch.run_stop', {'unit': 'task-35'}, become_user=worker.master)[worker.host]
+    assert res.get('changed') is False and 'not live' in res['msg'], res

@@ -51,6 +51,8 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'status': item.status,
             'eligible': bool(verdict.eligible),
             'reason': verdict.reason,
+            'holds': list(verdict.holds),
+            'reopened': bool(verdict.reopened),
             'attempts': verdict.attempts,
             'max_attempts': max_attempts,
             'not_before': format_time(getattr(verdict, 'not_before', None)),

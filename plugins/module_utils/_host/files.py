@@ -60,3 +60,10 @@ def write_capacity_file(path: str, state: Dict[str, Any]) -> None:
     with open(tmp, 'w', encoding='utf-8') as handle:
         handle.write(dump_state(state))
     os.replace(tmp, path)
+
+
+def clear_capacity_file(path: str) -> str:
+    """Move the capacity state aside to ``<path>.cleared`` (kept for the record, replaced by the next clear); returns it."""
+    aside = path + '.cleared'
+    os.replace(path, aside)
+    return aside

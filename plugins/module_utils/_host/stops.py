@@ -21,6 +21,8 @@ from .systemd import SystemdError
 
 STOPS_SUBDIR = 'stops'
 NOTE_REASON = 'duplicate'
+# 'duplicate': the dispatch path's repair (D4); 'operator': a human's deliberate stop (run_stop, docs/operator.md)
+NOTE_REASONS = (NOTE_REASON, 'operator')
 
 
 def default_state_dir(environ=None) -> str:
@@ -46,9 +48,9 @@ def stop_note_path(state_dir: str, unit: str, invocation_id: str) -> str:
 
 def write_stop_note(state_dir: str, unit: str, invocation_id: str, note: Dict[str, Any]) -> str:
     """Write the note atomically (the runner reads the old state or the whole note); returns its path."""
-    if note.get('reason') != NOTE_REASON or note.get('invocation_id') not in (None, invocation_id):
-        raise ValueError('a stop note says reason %r and names the stopped invocation %s, not %r'
-                         % (NOTE_REASON, invocation_id, note.get('invocation_id')))
+    if note.get('reason') not in NOTE_REASONS or note.get('invocation_id') not in (None, invocation_id):
+        raise ValueError('a stop note says a reason of %s and names the stopped invocation %s, not %r'
+                         % ('/'.join(NOTE_REASONS), invocation_id, note.get('invocation_id')))
     path = stop_note_path(state_dir, unit, invocation_id)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = os.path.join(os.path.dirname(path), '.%s.%d.tmp' % (os.path.basename(path), os.getpid()))
@@ -63,7 +65,7 @@ def take_stop_note(state_dir: str, unit: str, invocation_id: str,
     """The note for THIS invocation, read once and deleted; None when there is none.
 
     A note for another invocation is stale and never read (its run is gone); anything that is not
-    a JSON object saying ``reason: duplicate`` for this invocation is no evidence: None.
+    a JSON object saying ``reason: duplicate`` (or ``operator``) for this invocation is no evidence: None.
     """
     try:
         path = stop_note_path(state_dir, unit, invocation_id)
@@ -79,7 +81,7 @@ def take_stop_note(state_dir: str, unit: str, invocation_id: str,
     except OSError as exc:
         if log is not None:
             log('WARNING: the stop note %s could not be deleted: %s' % (path, exc))
-    if not isinstance(note, dict) or note.get('reason') != NOTE_REASON or note.get('invocation_id') not in (None, invocation_id):
+    if not isinstance(note, dict) or note.get('reason') not in NOTE_REASONS or note.get('invocation_id') not in (None, invocation_id):
         return None
     return note
 

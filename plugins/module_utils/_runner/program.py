@@ -415,7 +415,11 @@ class Run(object):
             note = self._stop_note()
             fields = {'signal': name, 'exit_code': rc}
             text = 'run stopped by %s from outside; this says nothing about the work' % name
-            if note is not None:
+            if note is not None and note.get('reason') == 'operator':
+                fields.update(reason='operator', by=note.get('by'), why=note.get('why'))
+                text = ('run stopped by hand by %s%s; this says nothing about the work'
+                        % (note.get('by') or 'an operator', ': %s' % note['why'] if note.get('why') else ''))
+            elif note is not None:
                 kept = note.get('kept') if isinstance(note.get('kept'), dict) else {}
                 fields.update(reason='duplicate', kept=kept, by=note.get('by'))
                 text = ('run stopped by the dispatcher as a duplicate; the run on %s/%s keeps the item; this says nothing about the work'

@@ -411,3 +411,22 @@ def test_a_replayed_real_output_ends_with_the_right_marker(world, agent, sample,
         assert why == '' and state_['source'] == source
     if agent == 'codex':
         assert markers[-1].fields['tokens'] == 70021 + 2374 and markers[-1].fields['envelope'] is True
+
+
+def test_a_hand_stop_note_says_who_and_why_and_is_no_failure(world):
+    """fleet.dispatch.run_stop's note (written by the one writer, _host.files): stopped, reason operator, by whom."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import write_stop_note
+    note = write_stop_note(str(world.state), 'task-7', 'inv-1',
+                           {'reason': 'operator', 'unit': 'task-7', 'invocation_id': 'inv-1', 'by': 'alice', 'why': 'wrong brief'})
+    proc = world.start('hang', INVOCATION_ID='inv-1')
+    _wait_for(world.tmp / 'agent.pid')
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGTERM
+    item = world.item()
+    kinds = [m.kind for m in markers_of(item)]
+    last = markers_of(item)[-1]
+    assert kinds == ['start', 'stopped'] and item.state == 'open'
+    assert last.fields['reason'] == 'operator' and last.fields['by'] == 'alice' and last.fields['why'] == 'wrong brief'
+    assert 'stopped by hand by alice: wrong brief' in last.text
+    assert not pathlib.Path(note).exists()

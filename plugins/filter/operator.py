@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The operator's view as files: the status page (HTML) and the Prometheus textfile.
+
+Thin: both render ``module_utils._page`` (which escapes all board text) from the cycle's data.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._page import render_metrics, render_page
+
+
+def _check(name, data):
+    if not isinstance(data, dict):
+        raise AnsibleFilterError('%s expects a dict of the cycle (items, now, board, masters, ...), not %s'
+                                 % (name, type(data).__name__))
+    return dict(data)
+
+
+def status_page(data):
+    """The status page as one self-contained HTML document."""
+    return render_page(_check('status_page', data))
+
+
+def status_metrics(data):
+    """The cycle as a Prometheus textfile."""
+    return render_metrics(_check('status_metrics', data))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'status_page': status_page,
+            'status_metrics': status_metrics,
+        }

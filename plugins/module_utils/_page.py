@@ -1,0 +1,379 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The operator's view of one cycle: the fleet table, the recent runs, the status page (HTML) and
+the Prometheus textfile. Pure: the data in, text out; the clock is the cycle's ``now``.
+
+Board text is hostile (titles, marker fields and reasons come from anyone who can comment), so
+every value reaches the page through ``html.escape`` and the page forbids scripts outright with
+its Content-Security-Policy; metric label values are escaped as the exposition format says. The
+page is one file a web server serves as it is: no resident process (D3), no CDN, no script.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import math
+from typing import Any, Dict, Iterable, List, Optional
+
+from ._core.model import parse_time
+
+RECENT_RUNS = 50  # unmeasured guess: a screenful. Experiment: ask operators which rows they scroll to; the board lists every item anyway
+
+
+def _time(value):
+    try:
+        return parse_time(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _seconds(later, earlier) -> Optional[float]:
+    a, b = _time(later), _time(earlier)
+    if a is None or b is None:
+        return None
+    return (a - b).total_seconds()
+
+
+def age_text(seconds) -> str:
+    """``3h``, ``in 20m``: the largest whole unit, as the status table prints it."""
+    if seconds is None:
+        return ''
+    seconds = int(seconds)
+    if seconds < 0:
+        return 'in ' + age_text(-seconds)
+    for unit, size in (('d', 86400), ('h', 3600), ('m', 60)):
+        if seconds >= size:
+            return '%d%s' % (seconds // size, unit)
+    return '%ds' % seconds
+
+
+def fleet(configured: Iterable[Dict[str, Any]], placed: Optional[Iterable[Dict[str, Any]]] = None,
+          survey: Optional[Dict[str, Any]] = None, now: Any = None) -> List[Dict[str, Any]]:
+    """Every configured master with what this cycle learnt of it.
+
+    ``configured``: ``{worker, master}`` from the inventory. ``placed``: the masters the capacity read
+    answered for (``guard`` stage ``place``: dark, source, reset_at, headroom). ``survey``: the probe
+    (``masters`` live counts by ``worker/master``, ``blind`` the ones it could not read). ``probe`` is
+    ``ok``, ``blind: why`` or ``not probed`` (status and plan mode read no master).
+    """
+    by_key = dict(('%s/%s' % (m.get('worker'), m.get('master')), m) for m in placed or [])
+    counts = (survey or {}).get('masters') or {}
+    blind = dict(('%s/%s' % (b.get('worker'), b.get('master')), b.get('why') or 'no answer')
+                 for b in (survey or {}).get('blind') or [])
+    out = []
+    seen = set()
+    for m in list(configured or []) + list(placed or []):
+        key = '%s/%s' % (m.get('worker'), m.get('master'))
+        if key in seen:
+            continue
+        seen.add(key)
+        got = by_key.get(key) or {}
+        head = dict(got.get('headroom') or {})
+        live = counts.get(key, head.get('live_runs'))
+        if key in blind:
+            probe = 'blind: %s' % blind[key]
+        elif key in counts or got:
+            probe = 'ok'
+        else:
+            probe = 'not probed'
+        dark = bool(got.get('dark'))
+        reset = got.get('reset_at') if dark else None
+        out.append({'worker': m.get('worker'), 'master': m.get('master'), 'live_runs': live, 'dark': dark,
+                    'source': got.get('source') if dark else None,
+                    'reset_at': (reset or 'unknown') if dark else None,
+                    'reset_in_s': _seconds(reset, now) if dark and reset else None,
+                    'why': got.get('why', '') if dark else '',
+                    'headroom': head, 'probe': probe})
+    return out
+
+
+def recent_runs(items: Iterable[Dict[str, Any]], now: Any = None, limit: int = RECENT_RUNS) -> List[Dict[str, Any]]:
+    """One row per item whose last marker is a start (live) or a close-out naming its start, newest first."""
+    rows = []
+    for it in items or []:
+        marker = it.get('last_marker') or {}
+        fields = marker.get('fields') or {}
+        kind = marker.get('kind')
+        if not kind:
+            continue
+        if kind == 'start':
+            start, outcome, duration = marker.get('at'), 'running', _seconds(now, marker.get('at'))
+        elif fields.get('started_at'):
+            start, outcome, duration = fields['started_at'], kind, _seconds(marker.get('at'), fields['started_at'])
+        else:
+            continue
+        rows.append({'number': it.get('number'), 'repo': it.get('repo') or '', 'unit': fields.get('unit') or '',
+                     'where': '%s/%s' % (fields['host'], fields['master']) if fields.get('host') and fields.get('master') else '',
+                     'start': start, 'duration_s': duration, 'outcome': outcome, 'cost_usd': fields.get('cost_usd')})
+    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    rows.sort(key=lambda r: _time(r['start']) or epoch, reverse=True)
+    return rows[:limit]
+
+
+# -- the page --------------------------------------------------------------------------------
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
+h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.6em 0 .4em}
+table{border-collapse:collapse;background:#fff;width:100%}
+th,td{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#eee}.meta{color:#555}.num{text-align:right;white-space:nowrap}
+tr.eligible td.reason{color:#075;font-weight:bold}tr.held td.reason{color:#555}
+tr.dark{background:#fde8e8}tr.dark td.state{color:#a00;font-weight:bold}
+.bad{color:#a00;font-weight:bold}.ok{color:#075}
+"""
+
+
+def _e(value) -> str:
+    return html.escape('' if value is None else str(value), quote=True)
+
+
+def _table(cls, header, rows) -> str:
+    out = ['<table class="%s"><thead><tr>' % _e(cls)]
+    out.extend('<th>%s</th>' % _e(h) for h in header)
+    out.append('</tr></thead><tbody>')
+    out.extend(rows)
+    if not rows:
+        out.append('<tr><td colspan="%d" class="meta">none</td></tr>' % len(header))
+    out.append('</tbody></table>')
+    return ''.join(out)
+
+
+def _cost(cost) -> str:
+    if not isinstance(cost, dict) or cost.get('cost_usd') is None:
+        return '-'
+    partial = '+' if (cost.get('priced_runs') or 0) < (cost.get('runs') or 0) else ''
+    return '$%.2f%s' % (float(cost['cost_usd']), partial)
+
+
+def _item_row(it) -> str:
+    marker = it.get('last_marker') or {}
+    blockers = ', '.join('#%s %s' % (b.get('number'), b.get('state')) for b in it.get('blockers') or [])
+    holds = it.get('holds') or []
+    reason = it.get('reason', '')
+    title = it.get('title') or ''
+    url = it.get('url') or ''
+    if url.startswith('https://') or url.startswith('http://'):
+        title_cell = '<a href="%s" rel="noreferrer">%s</a>' % (_e(url), _e(title))
+    else:
+        title_cell = _e(title)
+    return ('<tr id="item-%s" class="item %s" data-number="%s" data-reason="%s">'
+            '<td class="num">#%s</td><td class="title">%s</td><td>%s/%s</td>'
+            '<td class="reason" title="%s">%s</td><td class="num">%s/%s</td><td>%s</td><td class="num">%s</td>'
+            '<td>%s</td><td class="num">%s</td></tr>') % (
+        _e(it.get('number')), 'eligible' if it.get('eligible') else 'held', _e(it.get('number')), _e(reason),
+        _e(it.get('number')), title_cell, _e(it.get('state')), _e(it.get('status')),
+        _e(', '.join(holds)), _e(reason + (' (+%s)' % ', '.join(holds[1:]) if len(holds) > 1 else '')),
+        _e(it.get('attempts', 0)), _e(it.get('max_attempts', '')),
+        _e(marker.get('kind') or '-'), _e(age_text(marker.get('age_s'))), _e(blockers or '-'), _e(_cost(it.get('run_cost'))))
+
+
+def _master_row(m) -> str:
+    head = m.get('headroom') or {}
+    if m['dark']:
+        state = 'dark: %s' % (m.get('source') or 'unknown source')
+        reset = m.get('reset_at') or 'unknown'
+        if m.get('reset_in_s') is not None:
+            reset = '%s (%s)' % (reset, age_text(-m['reset_in_s']))
+    else:
+        state, reset = 'usable', '-'
+    headroom = 'load %s / %s cpus, %s kB free' % (head.get('load1', '?'), head.get('cpus', '?'),
+                                                  head.get('mem_available_kb', '?')) if head else 'unknown'
+    return ('<tr class="master %s" data-master="%s/%s"><td>%s</td><td>%s</td><td class="num">%s</td>'
+            '<td class="state">%s</td><td class="reset">%s</td><td>%s</td><td class="probe">%s</td></tr>') % (
+        'dark' if m['dark'] else 'usable', _e(m.get('worker')), _e(m.get('master')), _e(m.get('worker')), _e(m.get('master')),
+        _e('?' if m.get('live_runs') is None else m.get('live_runs')), _e(state), _e(reset), _e(headroom), _e(m.get('probe')))
+
+
+def _run_row(r) -> str:
+    duration = age_text(r['duration_s']) if r['duration_s'] is not None else ''
+    cost = '-' if r.get('cost_usd') is None else '$%.2f' % float(r['cost_usd'])
+    return ('<tr class="run %s"><td class="num">#%s</td><td>%s</td><td>%s</td><td>%s</td><td class="num">%s</td>'
+            '<td class="outcome">%s</td><td class="num">%s</td></tr>') % (
+        _e(r['outcome']), _e(r['number']), _e(r['unit']), _e(r['where']), _e(r['start']), _e(duration),
+        _e(r['outcome']), _e(cost))
+
+
+def _record_rows(records) -> List[str]:
+    """Reaper or announcer actions, whatever their shape: a list of records, or a dict of such lists
+    (the reaper's ``{reap, held}``, the announcer's ``{filed, closed, open}``); one row each, its fields as text."""
+    if isinstance(records, dict):
+        groups = [(key, records[key]) for key in sorted(records)]
+    else:
+        groups = [('', records)]
+    rows = []
+    for group, entries in groups:
+        if not isinstance(entries, list):
+            entries = [entries]
+        for rec in entries:
+            if isinstance(rec, dict):
+                text = ', '.join('%s=%s' % (k, rec[k]) for k in sorted(rec))
+            else:
+                text = str(rec)
+            rows.append('<tr class="action"><td class="group">%s</td><td>%s</td></tr>' % (_e(group), _e(text)))
+    return rows
+
+
+def _kv(record) -> str:
+    if not isinstance(record, dict) or not record:
+        return '<p class="meta">none recorded</p>'
+    return '<dl>%s</dl>' % ''.join('<dt>%s</dt><dd>%s</dd>' % (_e(k), _e(record[k])) for k in sorted(record))
+
+
+def _record(data, key):
+    """A JSON record as given (``key``) or as its file's text (``key_text``): the sweeper's heartbeat.json,
+    the previous cycle's last_cycle.json. Missing is none; unparseable is shown as such."""
+    if isinstance(data.get(key), dict):
+        return data[key]
+    text = data.get(key + '_text') or ''
+    try:
+        got = json.loads(text or 'null')
+    except ValueError:
+        return {'unreadable': text[:200]}
+    return got if isinstance(got, dict) else None
+
+
+def render_page(data: Dict[str, Any]) -> str:
+    """The whole status page as one HTML document (see the module docstring for what is escaped)."""
+    items = list(data.get('items') or [])
+    now = data.get('now')
+    masters = fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), now)
+    runs = recent_runs(items, now)
+    cost = data.get('cost') if isinstance(data.get('cost'), dict) else {}
+    counts = {}
+    for it in items:
+        counts[it.get('reason')] = counts.get(it.get('reason'), 0) + 1
+    summary = ', '.join('%s %s' % (counts[k], k) for k in sorted(counts)) or 'empty'
+    parts = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'">',
+        '<meta name="viewport" content="width=device-width,initial-scale=1">',
+        '<title>fleet.dispatch status</title><style>%s</style></head><body>' % _CSS,
+        '<h1>fleet.dispatch status</h1>',
+        '<p class="meta" id="summary">board <b>%s</b> read at <time id="now">%s</time> (%s); %d items: %s; '
+        'GitHub points remaining: %s</p>' % (
+            _e(data.get('board')), _e(now), _e(data.get('mode') or 'status'), len(items), _e(summary),
+            _e(cost.get('remaining', 'n/a'))),
+    ]
+    if data.get('readable') is False:
+        parts.append('<p class="bad" id="unreadable">the queue could not be read: %s</p>' % _e(data.get('error')))
+    parts.append('<h2>Heartbeat</h2><div id="heartbeat"><h3>previous cycle</h3>%s<h3>sweeper heartbeat</h3>%s</div>' % (
+        _kv(_record(data, 'cycle')), _kv(_record(data, 'heartbeat'))))
+    parts.append('<h2>Board</h2>')
+    parts.append(_table('board', ['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'blockers', 'cost'],
+                        [_item_row(it) for it in items]))
+    parts.append('<h2>Fleet</h2>')
+    parts.append(_table('fleet', ['worker', 'master', 'live runs', 'state', 'reset', 'headroom', 'last probe'],
+                        [_master_row(m) for m in masters]))
+    parts.append('<h2>Recent runs</h2>')
+    parts.append(_table('runs', ['item', 'unit', 'where', 'start', 'duration', 'outcome', 'cost'], [_run_row(r) for r in runs]))
+    for key, title in (('reaper', 'Reaper'), ('announcer', 'Announcer')):
+        if data.get(key) is not None:
+            parts.append('<h2>%s</h2>' % title)
+            parts.append(_table(key, ['kind', 'action'], _record_rows(data.get(key))))
+    parts.append('</body></html>\n')
+    return ''.join(parts)
+
+
+# -- the Prometheus textfile --------------------------------------------------------------------
+
+def _label(value) -> str:
+    """A label value as the text exposition format escapes it (backslash, quote, newline)."""
+    return str('' if value is None else value).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
+
+
+def _num(value) -> str:
+    if isinstance(value, bool):
+        return '1' if value else '0'
+    value = float(value)
+    if math.isnan(value):
+        return 'NaN'
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+METRICS = (
+    ('fleet_dispatch_items', 'gauge', 'Board items by the reason that decides them.'),
+    ('fleet_dispatch_live_runs', 'gauge', 'Live task units per master, as the probe counted them.'),
+    ('fleet_dispatch_dark_masters', 'gauge', 'Masters that are dark, by source (rate_limit, revoked).'),
+    ('fleet_dispatch_reset_seconds', 'gauge', 'Seconds until a dark master\'s stated reset (negative: passed).'),
+    ('fleet_dispatch_lease_hold_seconds', 'gauge', 'Seconds this cycle held each lease it acquired.'),
+    ('fleet_dispatch_cycle_duration_seconds', 'gauge', 'Seconds the last cycle took.'),
+    ('fleet_dispatch_github_points_remaining', 'gauge', 'GitHub GraphQL rate-limit points remaining after the read.'),
+    ('fleet_dispatch_runs', 'gauge', 'Runs closed, by outcome (from the items\' close-out markers).'),
+    ('fleet_dispatch_run_cost_usd', 'gauge', 'Stated cost of the runs in USD, by outcome (never estimated).'),
+    ('fleet_dispatch_board_readable', 'gauge', '1 when the queue was read, 0 when it was not.'),
+    ('fleet_dispatch_cycle_timestamp_seconds', 'gauge', 'When the cycle read the board, as a Unix time.'),
+)
+
+
+def render_metrics(data: Dict[str, Any]) -> str:
+    """The cycle as a Prometheus textfile (node_exporter's textfile collector); names in docs/operator.md."""
+    samples = dict((name, []) for name, _t, _h in METRICS)
+    items = list(data.get('items') or [])
+    now = data.get('now')
+    by_reason = {}
+    for it in items:
+        by_reason[it.get('reason')] = by_reason.get(it.get('reason'), 0) + 1
+    for reason in sorted(by_reason, key=str):
+        samples['fleet_dispatch_items'].append(({'reason': reason}, by_reason[reason]))
+    masters = fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), now)
+    dark = {}
+    for m in masters:
+        labels = {'worker': m['worker'], 'master': m['master']}
+        if m['live_runs'] is not None:
+            samples['fleet_dispatch_live_runs'].append((labels, m['live_runs']))
+        if m['dark']:
+            dark[m['source'] or 'unknown'] = dark.get(m['source'] or 'unknown', 0) + 1
+            if m['reset_in_s'] is not None:
+                samples['fleet_dispatch_reset_seconds'].append((dict(labels, source=m['source'] or 'unknown'), m['reset_in_s']))
+    for source in ('rate_limit', 'revoked'):
+        dark.setdefault(source, 0)
+    for source in sorted(dark):
+        samples['fleet_dispatch_dark_masters'].append(({'source': source}, dark[source]))
+    for lease in data.get('leases') or []:
+        if not (isinstance(lease, dict) and lease.get('acquired') and lease.get('name')) or lease.get('degraded'):
+            continue
+        # the store states the expiry (acquired + ttl), not the acquisition: subtract the ttl back out
+        expires = _time(lease.get('expires_at'))
+        if expires is not None and data.get('lease_ttl'):
+            held = _seconds(data.get('finished_at') or now, expires - _dt.timedelta(seconds=float(data['lease_ttl'])))
+            if held is not None:
+                samples['fleet_dispatch_lease_hold_seconds'].append(({'lease': lease['name']}, max(held, 0.0)))
+    duration = None
+    if data.get('started_at'):
+        duration = _seconds(data.get('finished_at'), data.get('started_at'))
+    if duration is not None:
+        samples['fleet_dispatch_cycle_duration_seconds'].append(({}, duration))
+    cost = data.get('cost') if isinstance(data.get('cost'), dict) else {}
+    if cost.get('remaining') is not None:
+        samples['fleet_dispatch_github_points_remaining'].append(({}, cost['remaining']))
+    runs, spent = {}, {}
+    for it in items:
+        marker = it.get('last_marker') or {}
+        kind = marker.get('kind')
+        if not kind or kind == 'start':
+            continue
+        runs[kind] = runs.get(kind, 0) + 1
+        fields = marker.get('fields') or {}
+        if fields.get('cost_usd') is not None:
+            spent[kind] = spent.get(kind, 0.0) + float(fields['cost_usd'])
+    for kind in sorted(runs):
+        samples['fleet_dispatch_runs'].append(({'outcome': kind}, runs[kind]))
+        samples['fleet_dispatch_run_cost_usd'].append(({'outcome': kind}, spent.get(kind, 0.0)))
+    samples['fleet_dispatch_board_readable'].append(({}, data.get('readable') is not False))
+    when = _time(now)
+    if when is not None:
+        samples['fleet_dispatch_cycle_timestamp_seconds'].append(({}, when.timestamp()))
+    lines = []
+    for name, kind, help_text in METRICS:
+        lines.append('# HELP %s %s' % (name, help_text.replace('\\', '\\\\').replace('\n', '\\n')))
+        lines.append('# TYPE %s %s' % (name, kind))
+        for labels, value in samples[name]:
+            text = ','.join('%s="%s"' % (k, _label(labels[k])) for k in sorted(labels))
+            lines.append('%s%s %s' % (name, '{%s}' % text if text else '', _num(value)))
+    return '\n'.join(lines) + '\n'

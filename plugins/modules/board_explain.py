@@ -1,0 +1,157 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: board_explain
+short_description: Say why one board item would or would not run now, with every fact behind it
+version_added: 0.1.0
+description:
+  - Reads one item whole (comments, events, blockers) and evaluates it with the same decision core the dispatch path uses,
+    so the answer is what the next sweep would decide.
+  - Returns every hold that applies (not only the deciding one), every marker in order with its author, each start and
+    whether it spent an attempt (and why not), the blockers and their state, where the item would be placed now among the
+    given O(masters) and why, and the last run's close-out with the command that classifies its capture on the worker.
+  - Reads only; writes nothing to the board.
+author:
+  - fleet.dispatch contributors (@fleet-dispatch)
+extends_documentation_fragment:
+  - fleet.dispatch.board
+  - fleet.dispatch.attributes
+  - fleet.dispatch.attributes.info_module
+options:
+  number:
+    description: The item to explain.
+    type: int
+    required: true
+  max_attempts:
+    description: The attempt cap the dispatcher uses (O(fleet.dispatch.board_info#module:max_attempts)).
+    type: int
+    default: 3
+  now:
+    description: The time to evaluate at, as ISO-8601. Defaults to the controller clock, read once.
+    type: str
+  masters:
+    description:
+      - The masters placement may choose from, as the dispatch path builds them (C(worker), C(master), C(dark), C(source),
+        C(reset_at), C(headroom) with C(live_runs), C(load1), C(cpus), C(mem_available_kb)).
+      - Omitted, the placement is not computed and says so.
+    type: list
+    elements: dict
+seealso:
+  - module: fleet.dispatch.board_info
+'''
+
+EXAMPLES = r'''
+- name: Why does item 42 not run?
+  fleet.dispatch.board_explain:
+    board:
+      kind: ledger
+      path: /var/lib/fleet-dispatch/ledger.sqlite3
+    number: 42
+  register: why
+
+- name: Print it
+  ansible.builtin.debug:
+    msg: "{{ why.lines }}"
+'''
+
+RETURN = r'''
+board:
+  description: Where the board lives (no password or token).
+  returned: always
+  type: str
+now:
+  description: The time the item was evaluated at.
+  returned: always
+  type: str
+explanation:
+  description: Everything decided about the item.
+  returned: success
+  type: dict
+  contains:
+    reason:
+      description: The deciding reason code (as RV(fleet.dispatch.board_info#module:items[].reason)).
+      type: str
+    holds:
+      description: Every hold that applies, highest precedence first, each C(reason) and C(why).
+      type: list
+      elements: dict
+    reopened:
+      description: Whether a reopen after the last marker outranks it.
+      type: bool
+    markers:
+      description: Every marker in order, each C(kind), C(at), C(author), C(comment_id) and C(fields).
+      type: list
+      elements: dict
+    attempts:
+      description: Attempts counted (capacity and retry endings excluded, starts before a reopen excluded).
+      type: int
+    starts:
+      description: Each start with its C(ending), whether it C(counted), and C(why).
+      type: list
+      elements: dict
+    blockers:
+      description: Each dependency edge with the blocker's C(state) and whether it C(blocks).
+      type: list
+      elements: dict
+    placement:
+      description: C(placed), C(worker), C(master), C(why) (and C(dark), the masters left out).
+      type: dict
+    last_run:
+      description: The last close-out marker (C(kind), C(at), C(author), C(fields)) and C(classify), the command that reads
+        its capture on the worker; null when no run has closed.
+      type: dict
+lines:
+  description: The explanation as lines a human reads.
+  returned: success
+  type: list
+  elements: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.explain import explain, explain_lines
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            board=board_argspec(),
+            number=dict(type='int', required=True),
+            max_attempts=dict(type='int', default=3),
+            now=dict(type='str'),
+            masters=dict(type='list', elements='dict'),
+        ),
+        supports_check_mode=True,
+    )
+    spec = board_spec(module.params['board'])
+    try:
+        now = resolve_now(module.params['now'])
+    except ValueError as exc:
+        module.fail_json(msg='now: %s; give an ISO-8601 time such as 2026-11-30T01:00:00Z' % exc)
+    number = module.params['number']
+    result = dict(changed=False, board='', now=format_time(now))
+    try:
+        with open_board(spec) as board:
+            result['board'] = board.location
+            item = board.get(number)
+    except ItemNotFound:
+        module.fail_json(msg='#%s is not on the board %s: check the number' % (number, result['board']), **result)
+    except BoardError as exc:
+        module.fail_json(msg='#%s could not be read: %s' % (number, exc), **result)
+    ex = explain(item, now=now, ready=spec.get('ready', 'Ready'), max_attempts=module.params['max_attempts'],
+                 masters=module.params['masters'])
+    result.update(explanation=ex, lines=explain_lines(ex))
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+"""The status page and the textfile from one cycle (module_utils/_page.py): every item, every
+master with its state, hostile board text escaped; the metrics say what the cycle saw."""
+from __future__ import annotations
+
+import html.parser
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._page import fleet, recent_runs, render_metrics, render_page
+
+from page_data import HOSTILE, RESET, cycle
+
+
+class Collect(html.parser.HTMLParser):
+    """Every start tag with its attributes, and the text."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.text = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parsed(page):
+    p = Collect()
+    p.feed(page)
+    return p
+
+
+def test_every_item_and_master_is_on_the_page_and_board_text_stays_text():
+    data = cycle()
+    page = render_page(data)
+    p = parsed(page)
+    rows = [a for t, a in p.tags if t == 'tr' and 'item' in a.get('class', '').split()]
+    assert sorted(int(a['data-number']) for a in rows) == sorted(i['number'] for i in data['items'])
+    assert [t for t, _a in p.tags if t in ('script', 'img')] == []
+    assert not any(k.startswith('on') for _t, a in p.tags for k in a)
+    assert HOSTILE in ''.join(p.text)
+    masters = dict((a['data-master'], a['class']) for t, a in p.tags if t == 'tr' and 'data-master' in a)
+    assert masters == {'w1/agent1': 'master usable', 'w1/agent2': 'master dark', 'w2/agent1': 'master dark',
+                       'w2/agent2': 'master usable'}
+    assert RESET in page and 'unknown' in page and 'blind: ssh: &lt;unreachable&gt;' in page
+    assert 'start is 7200s old &lt;x&gt;' in page       # the reaper's actions, escaped
+    assert '"result"' not in page and 'success' in page  # the heartbeat as fields
+    assert '&lt;unreadable&gt; queue' in page and 'failed' in page   # the previous cycle's record
+    assert 'a live unit runs this item' in page and 'stalled: &lt;b&gt;#5&lt;/b&gt;' in page
+
+
+def test_reaper_and_announcer_sections_only_when_given():
+    data = cycle()
+    data.pop('reaper')
+    data.pop('announcer')
+    page = render_page(data)
+    assert 'Reaper' not in page and 'Announcer' not in page
+    data['announcer'] = []
+    assert '<h2>Announcer</h2>' in render_page(data)
+
+
+def test_fleet_and_recent_runs():
+    data = cycle()
+    rows = dict(('%s/%s' % (m['worker'], m['master']), m) for m in fleet(data['configured'], data['masters'], data['survey'], data['now']))
+    assert rows['w1/agent2']['reset_in_s'] == 9000 and rows['w2/agent1']['reset_at'] == 'unknown'
+    assert rows['w2/agent2']['probe'].startswith('blind') and rows['w1/agent1']['probe'] == 'ok'
+    assert fleet(data['configured'], None, None, data['now'])[0]['probe'] == 'not probed'
+    runs = recent_runs(data['items'], data['now'])
+    assert [(r['number'], r['outcome']) for r in runs] == [(5, 'retry'), (2, 'running'), (3, 'success')]
+    assert runs[1]['duration_s'] == 1800 and runs[0]['duration_s'] == 60 and runs[2]['duration_s'] == 1800 and runs[2]['cost_usd'] == 0.42
+
+
+def test_metrics_say_what_the_cycle_saw():
+    text = render_metrics(cycle())
+    lines = set(text.splitlines())
+    for want in ('fleet_dispatch_items{reason="eligible"} 1', 'fleet_dispatch_items{reason="running"} 1',
+                 'fleet_dispatch_live_runs{master="agent1",worker="w1"} 1',
+                 'fleet_dispatch_dark_masters{source="rate_limit"} 1', 'fleet_dispatch_dark_masters{source="revoked"} 1',
+                 'fleet_dispatch_reset_seconds{master="agent2",source="rate_limit",worker="w1"} 9000',
+                 'fleet_dispatch_lease_hold_seconds{lease="task-1"} 72',
+                 'fleet_dispatch_cycle_duration_seconds 12', 'fleet_dispatch_github_points_remaining 4321',
+                 'fleet_dispatch_runs{outcome="success"} 1', 'fleet_dispatch_run_cost_usd{outcome="success"} 0.42',
+                 'fleet_dispatch_board_readable 1'):
+        assert want in lines, want
+    assert not any(line.startswith('fleet_dispatch_live_runs{master="agent2",worker="w2"}') for line in lines)
+
+
+def test_metric_label_values_are_escaped():
+    data = cycle()
+    data['configured'] = [{'worker': 'w"1\\\n', 'master': 'a'}]
+    data['survey'] = {'masters': {'w"1\\\n/a': 2}}
+    data['masters'] = None
+    assert 'fleet_dispatch_live_runs{master="a",worker="w\\"1\\\\\\n"} 2' in render_metrics(data).splitlines()

@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+"""The operator's playbooks run as an operator runs them: explain (and the status page, metrics)."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+BIN = pathlib.Path(sys.executable).parent
+HOSTILE = '<script>alert(1)</script> $(reboot) `id` & "q"'
+
+
+def playbook(name, tmp_path, board, *extra):
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / 'state'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
+    for var in ('ANSIBLE_CALLBACK_RESULT_FORMAT', 'ANSIBLE_STDOUT_CALLBACK', 'ANSIBLE_CONFIG'):
+        env.pop(var, None)
+    argv = [str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), str(REPO / 'playbooks' / name),
+            '-e', json.dumps({'dispatch_board': board})] + list(extra)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+@pytest.fixture
+def board(tmp_path):
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=1, title='blocker', status='Ready')
+        b.upsert_item(number=2, title=HOSTILE, status='Backlog', blocked_by=[1])
+        b.comment(2, format_marker('start', {'unit': 'task-2', 'host': 'w1', 'master': 'agent1'}), author='fleet-bot')
+        b.comment(2, format_marker('capacity', {'unit': 'task-2', 'source': 'rate_limit'}), author='fleet-bot')
+    return spec
+
+
+def test_explain_prints_every_hold_marker_author_and_skipped_start(tmp_path, board):
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=2')
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout
+    assert 'blocked: open blockers: #1' in out and "not_ready: its status is 'Backlog'" in out
+    assert 'start by fleet-bot' in out and 'capacity by fleet-bot' in out
+    assert 'skipped -- its run ended in a capacity marker' in out
+    assert 'placement now: none -- not a candidate: blocked' in out
+
+
+def test_explain_places_an_eligible_item_and_refuses_a_missing_one(tmp_path, board):
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=1')
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert 'holds: none' in res.stdout and 'placement now: ' in res.stdout
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=99')
+    assert res.returncode != 0 and '#99 is not on the board' in res.stdout
+    res = playbook('explain.yml', tmp_path, board)
+    assert res.returncode != 0 and 'name the item to explain' in res.stdout
+
+
+@pytest.mark.parametrize('book', ['status.yml', 'sweep.yml'])
+def test_status_and_sweep_write_the_page_and_the_metrics_beside_status_json(tmp_path, board, book):
+    res = playbook(book, tmp_path, board)
+    assert res.returncode == 0, res.stdout + res.stderr
+    state = tmp_path / 'state' / 'fleet-dispatch'
+    page = (state / 'status.html').read_text(encoding='utf-8')
+    assert 'id="item-1"' in page and 'id="item-2"' in page
+    assert '<script>' not in page and '&lt;script&gt;alert(1)&lt;/script&gt;' in page
+    assert 'data-master="localhost/agent1"' in page and 'not probed' in page
+    prom = (state / 'fleet-dispatch.prom').read_text(encoding='utf-8')
+    assert 'fleet_dispatch_items{reason="blocked"} 1' in prom and 'fleet_dispatch_items{reason="eligible"} 1' in prom
+
+
+def test_stop_refuses_an_item_with_no_open_run_and_changes_nothing(tmp_path, board):
+    with open_board(board) as b:
+        before = [(c.body, c.author) for c in b.get(1).comments], b.get(1).status
+    res = playbook('stop.yml', tmp_path, board, '-e', 'issue=1')
+    assert res.returncode != 0 and '#1 has no open run to stop' in res.stdout and 'Nothing was changed' in res.stdout
+    with open_board(board) as b:
+        assert ([(c.body, c.author) for c in b.get(1).comments], b.get(1).status) == before
+    res = playbook('stop.yml', tmp_path, board)
+    assert res.returncode != 0 and 'name the item whose run to stop' in res.stdout
+
+
+def test_clear_capacity_needs_an_inventory_worker(tmp_path, board):
+    res = playbook('clear_capacity.yml', tmp_path, board, '-e', 'worker=nowhere', '-e', 'master=agent1')
+    assert res.returncode != 0 and 'name an inventory worker and its master' in res.stdout
