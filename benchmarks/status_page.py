@@ -64,7 +64,7 @@ def main():
             if os.geteuid() == 0:
                 argv.insert(1, '--no-sandbox')
             t0 = time.perf_counter()
-            subprocess.run(argv, capture_output=True, check=False, timeout=300)
+            subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=300)
             print('chromium load and serialise (including its own start): %.0f ms' % (1000 * (time.perf_counter() - t0)))
 
 

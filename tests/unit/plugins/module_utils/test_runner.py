@@ -414,8 +414,8 @@ def test_a_replayed_real_output_ends_with_the_right_marker(world, agent, sample,
 
 
 def test_a_hand_stop_note_says_who_and_why_and_is_no_failure(world):
-    """fleet.dispatch.run_stop's note (written by the one writer, _host.files): stopped, reason operator, by whom."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import write_stop_note
+    """fleet.dispatch.run_stop's note (written by the one writer, _host.stops): stopped, reason operator, by whom."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._host.stops import write_stop_note
     note = write_stop_note(str(world.state), 'task-7', 'inv-1',
                            {'reason': 'operator', 'unit': 'task-7', 'invocation_id': 'inv-1', 'by': 'alice', 'why': 'wrong brief'})
     proc = world.start('hang', INVOCATION_ID='inv-1')
