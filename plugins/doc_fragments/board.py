@@ -91,8 +91,12 @@ options:
         elements: str
       marker_authors:
         description:
-          - For C(kind=github), logins trusted besides the repository's owner, members and collaborators, for mentions and start
-            markers.
+          - The fleet's identities besides its own, whose glyph-led comments are markers.
+          - For C(kind=github), logins besides the token's own (C(viewer { login })); an app is named by its login with or without
+            C([bot]). Their mentions are trusted too, besides those of the repository's owner, members and collaborators.
+          - For C(kind=ledger), recorded authors besides C(fleet.dispatch), which every comment written without an author records.
+          - A glyph-led comment by anyone else is a human comment (shown by C(status)), never a marker; a human changes an item's
+            eligibility by reopening it or with M(fleet.dispatch.board_marker).
         type: list
         elements: str
 '''

@@ -1069,7 +1069,21 @@ class GitHubBoard(Board):
                     state=_lower(content.get('state')), status=status, body=content.get('body') or '',
                     id=content.get('id') or '', repo=repo, url=content.get('url') or '',
                     created_at=parse_time(content.get('createdAt')),
-                    updated_at=parse_time(content.get('updatedAt')))
+                    updated_at=parse_time(content.get('updatedAt')),
+                    marker_authors=self.marker_identities())
+
+    def marker_identities(self) -> List[str]:
+        """The fleet's identities on this board: the token's own login (``viewer { login }``, read once
+        per board instance by the preflight) and ``marker_authors``. Only their glyph-led comments are
+        markers. A token whose login cannot be read leaves every marker unattributable, so the item
+        is not judged at all: ``BoardUnreadable`` (a read that cannot tell a start marker from a
+        passer-by's "🚀" would launch a second run)."""
+        me = self._identity()
+        if not me:
+            raise BoardUnreadable('GitHub did not say who the token is (viewer { login }: %s), so the fleet\'s own '
+                                  'markers cannot be told from anyone else\'s: check the token and the API URL'
+                                  % ((self._checked or {}).get('error') or 'no login in the answer'))
+        return [me] + [a for a in self.marker_authors if a]
 
     def _fetch_blockers(self, ids: List[str], issues: Dict[str, Item]) -> List[str]:
         """Fill blocker edges; return the ids whose edges show no open blocker after all."""

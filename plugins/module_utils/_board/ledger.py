@@ -17,6 +17,11 @@ from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFoun
 from .._core.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
 from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
 
+LEDGER_AUTHOR = 'fleet.dispatch'
+"""The author a comment records when its writer names none (``board_marker``, the runner): a
+ledger comment's author is never empty. Only comments by it or a ``board.marker_authors`` login
+are markers; a glyph-led comment recorded under any other name is a human comment."""
+
 COMPONENT = 'board'
 """The ``schema_version.component`` of the board's tables."""
 
@@ -40,7 +45,14 @@ MIGRATIONS = [
         "CREATE TABLE artifact_closes (artifact BIGINT NOT NULL REFERENCES artifacts (id), "
         "item INTEGER NOT NULL REFERENCES items (number), PRIMARY KEY (artifact, item))",
     ]),
-    # Room for later board migrations (version 3+). Seed 003's handoff claims are NOT board
+    # Marker authority: a ledger marker is a comment by one of the fleet's identities (LEDGER_AUTHOR
+    # or board.marker_authors). Before version 3 the glyph alone made a marker and the writers
+    # recorded no author: those comments were markers, so they are attributed to LEDGER_AUTHOR and
+    # an item that was running, tombstoned or parked stays so across the upgrade.
+    (3, 'markers carry their author', [
+        "UPDATE comments SET author = 'fleet.dispatch' WHERE author = ''",
+    ]),
+    # Room for later board migrations (version 4+). Seed 003's handoff claims are NOT board
     # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
     # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
     # not board tables either (_store/lease.py creates fleet_leases itself): do not add them here.
@@ -50,7 +62,7 @@ MIGRATIONS = [
 STATES = ('open', 'closed')
 _STATE_ALIASES = {'open': 'open', 'opened': 'open', 'reopened': 'open', 'closed': 'closed'}
 _ITEM_FIELDS = ('number', 'title', 'body', 'status', 'state', 'repo')
-_SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations')
+_SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations', 'marker_authors')
 
 
 def _utcnow():
@@ -87,8 +99,10 @@ class LedgerBoard(Board):
 
     kind = 'ledger'
 
-    def __init__(self, path=None, dsn=None, clock=None, timeout=DEFAULT_TIMEOUT, create=False, migrations=None):
+    def __init__(self, path=None, dsn=None, clock=None, timeout=DEFAULT_TIMEOUT, create=False, migrations=None,
+                 marker_authors=None):
         self._clock = clock or _utcnow
+        self.marker_authors = [LEDGER_AUTHOR] + [str(a) for a in marker_authors or () if str(a).strip()]
         self._migrations = list(MIGRATIONS if migrations is None else migrations)
         try:
             self._store = SqlStore(path=path, dsn=dsn, timeout=timeout, create=create)
@@ -181,6 +195,8 @@ class LedgerBoard(Board):
         ``now`` is accepted for the protocol and unused: the ledger has no time-dependent read.
         """
         items = self._tx(lambda tx: self._load(tx, None), unreadable=True)
+        for item in items:
+            item.marker_authors = list(self.marker_authors)
         return BoardRead(items=items, cost=None)
 
     def get(self, number):
@@ -188,6 +204,7 @@ class LedgerBoard(Board):
         items = self._tx(lambda tx: self._load(tx, number), unreadable=True)
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
+        items[0].marker_authors = list(self.marker_authors)
         return items[0]
 
     @staticmethod
@@ -242,21 +259,26 @@ class LedgerBoard(Board):
 
     # -- writes -----------------------------------------------------------------------------
     def comment(self, number, body, *, author='', at=None):
-        """Add a comment (human text or a marker) at ``at`` (default: the clock, read once)."""
+        """Add a comment (human text or a marker) at ``at`` (default: the clock, read once).
+
+        ``author`` is recorded, ``LEDGER_AUTHOR`` when none is named: a glyph-led comment is a
+        marker only when that author is one of the ledger's ``marker_authors``.
+        """
         number = _number(number)
         if body is None or str(body) == '':
             raise BoardError('a comment needs a body')
         fixed = self._fixed(at)
+        author = str(author or '').strip() or LEDGER_AUTHOR
 
         def write(tx):
             self._require(tx, number)
             write.when = when = self._stamp(fixed)
             cid = tx.insert('INSERT INTO comments (item, author, body, created_at) VALUES (?, ?, ?, ?)',
-                            (number, author or '', str(body), when))
+                            (number, author, str(body), when))
             tx.run('UPDATE items SET updated_at = ? WHERE number = ? AND updated_at < ?', (when, number, when))
             return cid
         cid = self._tx(write, write=True)
-        return Comment(id=str(cid), body=str(body), created_at=parse_time(write.when), author=author or '')
+        return Comment(id=str(cid), body=str(body), created_at=parse_time(write.when), author=author)
 
     @staticmethod
     def _set_state(tx, number, state, when, actor):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, List, Optional
 
-from .markers import parse_marker
+from .markers import identity, parse_marker
 
 TRUSTED_ASSOCIATIONS = frozenset(('OWNER', 'MEMBER', 'COLLABORATOR'))
 """GitHub's ``authorAssociation`` values of people with a standing in the repository: its owner,
@@ -65,12 +65,13 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
     returned -- a later one goes to the next run, so none is lost.
     """
     handles = list(handles)
-    writers = set(a.lower() for a in marker_authors or ()) | ({me.lower()} if me else set())
-    trusted_logins = set(a.lower() for a in marker_authors or ())
+    # identities compared as markers compares them: an app's comments say "fleet-app", its viewer "fleet-app[bot]"
+    writers = set(identity(a) for a in marker_authors or ()) | ({identity(me)} if me else set())
+    trusted_logins = set(identity(a) for a in marker_authors or ())
     ordered = sorted((c for c in comments or () if _get(c, 'created_at') is not None), key=lambda c: _get(c, 'created_at'))
     starts = []
     for comment in ordered:
-        author = str(_get(comment, 'author', '') or '').lower()
+        author = identity(_get(comment, 'author', ''))
         marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
         if marker is not None and marker.kind == 'start' and (not writers or author in writers):
             starts.append(comment)
@@ -86,8 +87,8 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
             continue
         if upto is not None and at > upto:
             continue
-        author = str(_get(comment, 'author', '') or '').lower()
-        if me and author == me.lower():
+        author = identity(_get(comment, 'author', ''))
+        if me and author == identity(me):
             continue
         if parse_marker(_get(comment, 'body', ''), at=at) is not None:
             continue
