@@ -860,6 +860,7 @@ class GitHubBoard(Board):
         self._login = ''
         self._refused = set()  # type: set
         self._posted = set()  # type: set
+        self._skipped = {}  # type: Dict[str, List[Dict[str, Any]]]
         # GET /notifications polling state, this instance only (no state file): Last-Modified,
         # the time X-Poll-Interval allows the next poll, and the threads of the last 200.
         self._last_modified = None  # type: Optional[str]
@@ -1302,11 +1303,18 @@ class GitHubBoard(Board):
         starts = [m for m in markers_of(item) if m.kind == 'start']
         if starts and str(starts[-1].comment_id) in self._posted:
             own = str(starts[-1].comment_id)
+        skipped = []  # type: List[Any]
         found = unseen_mentions(item.comments, handles=handles_of(me, self.mention_handles), me=me,
-                                marker_authors=self.marker_authors, own_start_id=own)
+                                marker_authors=self.marker_authors, own_start_id=own, skipped=skipped)
+        self._skipped[str(number)] = [{'id': 'comment:%s' % c.id, 'author': c.author, 'association': c.association,
+                                       'updated_at': format_time(c.created_at)} for c in skipped]
         return [{'id': ids or 'comment:%s' % c.id, 'reason': 'mention', 'title': item.title, 'body': c.body,
                  'author': c.author, 'url': '%s#issuecomment-%s' % (item.url, c.id) if item.url else '',
                  'updated_at': format_time(c.created_at)} for c in found]
+
+    def skipped_mentions(self, number) -> list:
+        """The untrusted mentions the last ``mentions(number)`` of this instance left out (author, id)."""
+        return list(self._skipped.get(str(number), []))
 
     def _identity(self) -> str:
         if not self._login:

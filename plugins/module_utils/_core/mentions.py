@@ -55,14 +55,16 @@ def mentions_handle(body: str, handles: Iterable[str]) -> bool:
 
 
 def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str = '',
-                    marker_authors: Iterable[str] = (), own_start_id: Optional[str] = None) -> List[Any]:
+                    marker_authors: Iterable[str] = (), own_start_id: Optional[str] = None,
+                    skipped: Optional[List[Any]] = None) -> List[Any]:
     """The comments that mention ``handles``, from trusted authors, that no run has seen, oldest first.
 
     Trusted: ``authorAssociation`` in ``TRUSTED_ASSOCIATIONS`` or a login in ``marker_authors``;
     never the fleet itself (``me``). Seen: older than a start marker written by the fleet or a
     marker author. ``own_start_id`` is the start marker of the run now asking (it has not seen
     anything yet): the boundary is then the start before it, and only comments up to that start are
-    returned -- a later one goes to the next run, so none is lost.
+    returned -- a later one goes to the next run, so none is lost. ``skipped``, when a list, receives
+    the unseen mentions whose author is not trusted (the close-out lists them: issue 14).
     """
     handles = list(handles)
     # identities compared as markers compares them: an app's comments say "fleet-app", its viewer "fleet-app[bot]"
@@ -93,10 +95,13 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
         if parse_marker(_get(comment, 'body', ''), at=at) is not None:
             continue
         association = str(_get(comment, 'association', '') or '').upper()
-        if association not in TRUSTED_ASSOCIATIONS and author not in trusted_logins:
+        if not mentions_handle(_get(comment, 'body', ''), handles):
             continue
-        if mentions_handle(_get(comment, 'body', ''), handles):
-            found.append(comment)
+        if association not in TRUSTED_ASSOCIATIONS and author not in trusted_logins:
+            if skipped is not None:
+                skipped.append(comment)
+            continue
+        found.append(comment)
     return found
 
 

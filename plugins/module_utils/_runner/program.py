@@ -167,6 +167,7 @@ class Run(object):
         self.out_dir = os.path.join(self.run_dir, 'out')
         self.capture_path = os.path.join(self.run_dir, 'capture.log')
         self.brief_path = os.path.join(self.run_dir, 'brief.md')
+        self.skipped_mentions = []  # type: List[Dict[str, Any]]
         self.capacity_path = os.path.join(config.state_dir, CAPACITY_FILE)
         self.proc = None
         self.start_posted = False
@@ -367,6 +368,8 @@ class Run(object):
         try:
             self._apply_capacity(decision)
             fields = self._fields(ended_at=format_time(self.clock()), **decision.fields)
+            if getattr(self, 'skipped_mentions', None):  # issue 14: untrusted mentions are named, never briefed
+                fields['mentions_skipped'] = [{'id': m.get('id'), 'author': m.get('author')} for m in self.skipped_mentions]
             body = format_marker(decision.kind, fields, decision.text)
             error = self._post(decision.kind, body, close=decision.close)
             self.closeout_posted = error is None
@@ -503,8 +506,13 @@ class Run(object):
             mentions = []
             try:
                 mentions = list(self.board.mentions(self.ref) or [])
+                skipped = getattr(self.board, 'skipped_mentions', None)
+                self.skipped_mentions = list(skipped(self.ref) or []) if callable(skipped) else []
             except Exception as exc:  # noqa: BLE001 - D19: unread mentions stay unread for the next run
                 self.log('WARNING: mentions could not be read (they stay unread for the next run): %s' % exc)
+            if self.skipped_mentions:
+                self.log('mentions not injected (their authors may not write to the repository): %s'
+                         % ', '.join('%s by %s' % (m.get('id'), m.get('author')) for m in self.skipped_mentions))
             brief = self._brief(mentions)
             with open(self.brief_path, 'w', encoding='utf-8') as handle:
                 handle.write(brief)
