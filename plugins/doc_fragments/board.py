@@ -55,7 +55,8 @@ options:
         default: Ready
       token:
         description:
-          - The GitHub token. When unset, the E(GITHUB_TOKEN) environment variable is used.
+          - The GitHub token. When unset, the first of the environment variables E(FLEET_GITHUB_TOKEN), E(GITHUB_TOKEN) and
+            E(GH_TOKEN) that is set is used (the environment is never logged either).
           - Never logged, never put on a command line.
         type: str
       api_url:

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import github_tokens
 from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
 from .._core.markers import markers_of
+from .._core.naming import item_number
 from .._core.mentions import handles_of, unseen_mentions
 from .._core.model import Artifact, Blocker, Comment, Event, Item, UTC, format_time, parse_time
 from .._core.references import defang
@@ -382,12 +383,21 @@ def _quote_filter(text: str) -> str:
     return text
 
 
+TOKEN_ENV = ('FLEET_GITHUB_TOKEN', 'GITHUB_TOKEN', 'GH_TOKEN')
+"""Where the token comes from when the board option ``token`` is unset, first set wins: the fleet's own name
+(what roles/sweeper and roles/worker put in their 0600 credentials files), then the names ``gh`` and
+Actions use."""
+
+
 def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
     """``42`` / ``'42'`` / ``'#42'`` / ``'owner/name#42'`` -> (repo, number). Repo may be ''."""
     if isinstance(ref, bool):
         raise BoardError('an item number must be an integer, got %r' % (ref,))
     if isinstance(ref, int):
-        return default_repo, ref
+        try:
+            return default_repo, item_number(ref)
+        except ValueError as exc:
+            raise BoardError(str(exc))
     text = str(ref).strip()
     repo = default_repo
     if '#' in text:
@@ -395,9 +405,9 @@ def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
         if head:
             repo = head
     try:
-        number = int(text)
-    except ValueError:
-        raise BoardError('not an item reference: %r (use 42 or owner/name#42)' % (ref,))
+        number = item_number(text)
+    except ValueError as exc:
+        raise BoardError('not an item reference: %r (use 42 or owner/name#42): %s' % (ref, exc))
     return repo, number
 
 
@@ -808,7 +818,7 @@ class GitHubBoard(Board):
     """The GitHub Projects v2 board (see the module docstring for D1, D2, D5, D9, D12, D16, D19).
 
     Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
-    (``Ready``), ``token`` (else ``GITHUB_TOKEN``/``GH_TOKEN``), ``api_url``
+    (``Ready``), ``token`` (else the first of ``TOKEN_ENV`` set), ``api_url``
     (``https://api.github.com``), ``owner_type`` (``organization``/``user``/``auto``), ``repo``
     (optional ``owner/name`` for bare item numbers). For tests and the runner: ``session`` (a
     ``requests.Session``-like object), ``sleep`` (callable), ``clock`` (callable -> aware datetime),
@@ -841,10 +851,10 @@ class GitHubBoard(Board):
         self.marker_authors = [str(a) for a in spec.get('marker_authors') or []]
         api_url = spec.get('api_url') or 'https://api.github.com'
         self.location = '%s %s/projects/%s' % (api_url.rstrip('/'), self.owner, self.project)
-        token = spec.get('token') or os.environ.get('GITHUB_TOKEN') or os.environ.get('GH_TOKEN')
+        token = spec.get('token') or next((os.environ[n] for n in TOKEN_ENV if os.environ.get(n)), '')
         if not token:
-            raise BoardUnreadable('no GitHub token: set the board option "token" (no_log) or the '
-                                  'environment variable GITHUB_TOKEN on the machine that reads the board')
+            raise BoardUnreadable('no GitHub token: set the board option "token" (no_log) or one of the '
+                                  'environment variables %s on the machine that reads the board' % ', '.join(TOKEN_ENV))
         self._http = _Transport(api_url, token, session=spec.get('session'), sleep=spec.get('sleep'),
                                 clock=spec.get('clock'),
                                 max_wait=spec.get('rate_limit_max_wait', RATE_LIMIT_MAX_WAIT),

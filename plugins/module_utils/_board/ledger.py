@@ -15,6 +15,7 @@ import datetime as _dt
 
 from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
 from .._core.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
+from .._core.naming import item_number
 from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
 
 LEDGER_AUTHOR = 'fleet.dispatch'
@@ -77,15 +78,11 @@ def _state(value):
 
 
 def _number(value, what='item number'):
-    """A positive item number from an int or a digit string (``'42'``, ``'#42'``)."""
-    number = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().lstrip('#').isdigit():
-        number = int(value.strip().lstrip('#'))
-    if number is None or number < 1:
-        raise BoardError('%s must be a positive integer, got %r' % (what, value))
-    return number
+    """A positive item number from an int or ASCII digits (``'42'``, ``'#42'``), within ``MAX_ITEM``."""
+    try:
+        return item_number(value)
+    except ValueError as exc:
+        raise BoardError(str(exc).replace('item number', what, 1))
 
 
 class LedgerBoard(Board):

@@ -170,3 +170,14 @@ def test_bad_now_names_the_format(run_module, board):
     make(run_module, board, number=1, title='t', status='Ready')
     kind, res, dummy = info(run_module, board, now='yesterday')
     assert kind == 'fail' and 'ISO-8601' in res['msg']
+
+
+@pytest.mark.parametrize('number, says', [('99999999999999999999', '2147483647'), (99999999999999999999, '2147483647'),
+                                          (u'\u0665', 'ASCII digits')])
+def test_board_item_refuses_a_number_outside_ascii_digits_or_the_sql_range(run_module, board, number, says):
+    """Issue 14: a raw SQLite overflow, and "٥" aliasing item 5 -- both refused before the board is opened."""
+    make(run_module, board, number=5, title='five')
+    kind, res, _warns = run_module(board_item, dict(board=board, number=number, title='x', status='Done'))
+    assert kind == 'fail' and says in res['msg'] and res['changed'] is False
+    _kind, got, _w = info(run_module, board)
+    assert [(i['number'], i['status']) for i in got['items']] == [(5, '')]
