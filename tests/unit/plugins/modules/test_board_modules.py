@@ -181,3 +181,13 @@ def test_board_item_refuses_a_number_outside_ascii_digits_or_the_sql_range(run_m
     assert kind == 'fail' and says in res['msg'] and res['changed'] is False
     _kind, got, _w = info(run_module, board)
     assert [(i['number'], i['status']) for i in got['items']] == [(5, '')]
+
+
+def test_board_info_warnings_and_errors_never_show_the_dsn_password(run_module):
+    """Issue 14: a bad DSN's warning printed the DSN whole."""
+    dsn = 'postgresql://fleet:p@ss word@127.0.0.1:9/fleet?sslpassword=keypass&connect_timeout=1'
+    for mode in ('plan', 'apply'):
+        kind, res, warns = run_module(board_info, dict(board=dict(kind='ledger', dsn=dsn), mode=mode))
+        text = repr(res) + repr(warns)
+        assert 'ss word' not in text and 'keypass' not in text and 'p@ss' not in text, text
+        assert '127.0.0.1' in text          # it still says which store
