@@ -16,7 +16,7 @@ import datetime as _dt
 from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
 from .._core.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
 from .._core.naming import item_number
-from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
+from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable, Undecodable
 
 LEDGER_AUTHOR = 'fleet.dispatch'
 """The author a comment records when its writer names none (``board_marker``, the runner): a
@@ -83,6 +83,20 @@ def _number(value, what='item number'):
         return item_number(value)
     except ValueError as exc:
         raise BoardError(str(exc).replace('item number', what, 1))
+
+
+def _bad_columns(*pairs):
+    """The columns of one row whose TEXT is not UTF-8 (``_store.sql.Undecodable``)."""
+    return ['%s is not UTF-8' % name for name, value in pairs if isinstance(value, Undecodable)]
+
+
+def _row_time(value, bad, name):
+    """A row's time, or None with the reason added to ``bad`` (the row is then reported, not fatal)."""
+    try:
+        return parse_time(value)
+    except (TypeError, ValueError):
+        bad.append('%s %r is not an ISO time' % (name, str(value)[:40]))
+        return None
 
 
 class LedgerBoard(Board):
@@ -215,15 +229,30 @@ class LedgerBoard(Board):
                       + (' WHERE number = ?' if number is not None else '') + ' ORDER BY number', args)
         items = {}
         for num, title, body, status, state, repo, created, updated in rows:
+            bad = _bad_columns(('title', title), ('body', body), ('status', status), ('state', state), ('repo', repo))
+            created_at, updated_at = _row_time(created, bad, 'created_at'), _row_time(updated, bad, 'updated_at')
             items[num] = Item(number=num, title=title, state=state, status=status, body=body, id=str(num),
-                              repo=repo, created_at=parse_time(created), updated_at=parse_time(updated))
+                              repo=repo, created_at=created_at, updated_at=updated_at)
+            if bad:
+                items[num].unreadable = 'its row in items: %s' % ', '.join(bad)
         for cid, item, author, body, created in tx.all(
                 'SELECT id, item, author, body, created_at FROM comments' + where + ' ORDER BY created_at, id', args):
             if item in items:
-                items[item].comments.append(Comment(id=str(cid), body=body, created_at=parse_time(created), author=author))
+                bad = _bad_columns(('author', author), ('body', body))
+                when = _row_time(created, bad, 'created_at')
+                if bad:
+                    # one bad comment: this item is shown, never judged (a lost marker could be its start)
+                    items[item].unreadable = 'its comment %s: %s' % (cid, ', '.join(bad))
+                    continue
+                items[item].comments.append(Comment(id=str(cid), body=body, created_at=when, author=author))
         for item, kind, at, actor in tx.all('SELECT item, kind, at, actor FROM events' + where + ' ORDER BY at, id', args):
             if item in items:
-                items[item].events.append(Event(kind=kind, at=parse_time(at), actor=actor))
+                bad = _bad_columns(('actor', actor))
+                when = _row_time(at, bad, 'at')
+                if bad:
+                    items[item].unreadable = 'its %s event: %s' % (kind, ', '.join(bad))
+                    continue
+                items[item].events.append(Event(kind=kind, at=when, actor=actor))
         # A blocker's state and repo come from its own row: one join in SQL keeps this one query
         # even when reading a single item.
         for item, blocker, state, repo in tx.all(

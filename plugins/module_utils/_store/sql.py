@@ -100,6 +100,22 @@ def scrub(text, dsn):
     return redact_dsn(text)
 
 
+class Undecodable(str):
+    """A TEXT value that is not UTF-8 (a foreign writer's bytes), read as its escaped text.
+
+    sqlite3's default text factory raises for such a value and so fails the WHOLE query: one bad
+    row made the whole ledger unreadable. This reads it, marked, so the reader names the item it
+    belongs to and reads every other one (issue 14). PostgreSQL validates encodings on write.
+    """
+
+
+def _decode_text(raw):
+    try:
+        return raw.decode('utf-8')
+    except UnicodeDecodeError:
+        return Undecodable(raw.decode('utf-8', 'backslashreplace'))
+
+
 class SqlError(Exception):
     """A statement or transaction failed. ``sqlstate`` carries PostgreSQL's code, when any."""
 
@@ -240,6 +256,7 @@ class SqlStore(object):
         except sqlite3.Error as exc:
             raise SqlUnavailable('cannot open the ledger at %s (%s): check that the directory exists '
                                  'and is writable by this user' % (self.path, exc))
+        conn.text_factory = _decode_text
         try:
             conn.execute('PRAGMA busy_timeout = %d' % int(self.timeout * 1000))
             conn.execute('PRAGMA foreign_keys = ON')
