@@ -32,7 +32,7 @@ options:
       dsn:
         description:
           - A PostgreSQL connection string for the ledger on a server shared by several dispatchers.
-          - C(no_log) (the argument spec marks it so): never logged; a password in it is masked in every message, warning and
+          - C(no_log) (the argument spec marks it so) - never logged; a password in it is masked in every message, warning and
             exception text, in every spelling (URL with spaces, C(@) or C(%), quoted key=value, C(sslpassword)).
         type: str
       owner:
@@ -58,7 +58,7 @@ options:
         description:
           - The GitHub token. When unset, the first of the environment variables E(FLEET_GITHUB_TOKEN), E(GITHUB_TOKEN) and
             E(GH_TOKEN) that is set is used (the environment is never logged either).
-          - C(no_log) (the argument spec marks it so): never logged, never put on a command line, never in the agent's environment.
+          - C(no_log) (the argument spec marks it so) - never logged, never put on a command line, never in the agent's environment.
         type: str
       api_url:
         description: The GitHub API root (a GitHub Enterprise server, or a fake GitHub in tests).

@@ -22,7 +22,7 @@ options:
   dsn:
     description:
       - A PostgreSQL connection string for the ledger shared by every runner of the fleet.
-      - C(no_log) (the argument spec marks it so): never logged; a password in it is masked in every message, warning and
+      - C(no_log) (the argument spec marks it so) - never logged; a password in it is masked in every message, warning and
         exception text.
       - Mutually exclusive with O(path).
     type: str

@@ -69,7 +69,7 @@ options:
             API_KEY, APIKEY or PRIVATE_KEY) gets a warning and its value is masked in this module's result and warnings; it is still
             passed, because a name is not proof and a false block stops the fleet. It is B(not) masked in the module invocation
             log Ansible writes to the worker's journal before the module runs, in C(systemctl show), in C(ps), nor in the plan's
-            C(batches): real secrets belong in O(environment_file).
+            C(batches) - real secrets belong in O(environment_file).
           - C(PATH) is refused here; it is O(path).
         type: dict
         default: {}

@@ -37,10 +37,10 @@ def item_number(value: Any) -> int:
     if isinstance(value, str):
         match = _ASCII_DIGITS.match(value.strip())
         if not match:
-            raise ValueError('item number must be ASCII digits (0-9), not %r' % (value,))
+            raise ValueError('item number must be a positive integer in ASCII digits (0-9), not %r' % (value,))
         value = int(match.group(1))
     if not isinstance(value, int) or value < 1 or value > MAX_ITEM:
-        raise ValueError('item number must be an integer from 1 to %d (the SQL INTEGER and GitHub Int range), not %r'
+        raise ValueError('item number must be a positive integer from 1 to %d (the SQL INTEGER and GitHub Int range), not %r'
                          % (MAX_ITEM, value))
     return value
 
