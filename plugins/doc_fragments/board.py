@@ -32,7 +32,8 @@ options:
       dsn:
         description:
           - A PostgreSQL connection string for the ledger on a server shared by several dispatchers.
-          - Never logged; a password in it is masked in every message.
+          - C(no_log) (the argument spec marks it so) - never logged; a password in it is masked in every message, warning and
+            exception text, in every spelling (URL with spaces, C(@) or C(%), quoted key=value, C(sslpassword)).
         type: str
       owner:
         description: The GitHub organization or user that owns the project. Required with C(kind=github).
@@ -55,8 +56,9 @@ options:
         default: Ready
       token:
         description:
-          - The GitHub token. When unset, the E(GITHUB_TOKEN) environment variable is used.
-          - Never logged, never put on a command line.
+          - The GitHub token. When unset, the first of the environment variables E(FLEET_GITHUB_TOKEN), E(GITHUB_TOKEN) and
+            E(GH_TOKEN) that is set is used (the environment is never logged either).
+          - C(no_log) (the argument spec marks it so) - never logged, never put on a command line, never in the agent's environment.
         type: str
       api_url:
         description: The GitHub API root (a GitHub Enterprise server, or a fake GitHub in tests).
@@ -91,8 +93,12 @@ options:
         elements: str
       marker_authors:
         description:
-          - For C(kind=github), logins trusted besides the repository's owner, members and collaborators, for mentions and start
-            markers.
+          - The fleet's identities besides its own, whose glyph-led comments are markers.
+          - For C(kind=github), logins besides the token's own (C(viewer { login })); an app is named by its login with or without
+            C([bot]). Their mentions are trusted too, besides those of the repository's owner, members and collaborators.
+          - For C(kind=ledger), recorded authors besides C(fleet.dispatch), which every comment written without an author records.
+          - A glyph-led comment by anyone else is a human comment (shown by C(status)), never a marker; a human changes an item's
+            eligibility by reopening it or with M(fleet.dispatch.board_marker).
         type: list
         elements: str
 '''

@@ -22,7 +22,8 @@ options:
   dsn:
     description:
       - A PostgreSQL connection string for the ledger shared by every runner of the fleet.
-      - Never logged; a password in it is masked in every message.
+      - C(no_log) (the argument spec marks it so) - never logged; a password in it is masked in every message, warning and
+        exception text.
       - Mutually exclusive with O(path).
     type: str
 '''

@@ -45,7 +45,8 @@ def _age(seconds):
 
 
 def status_table(items):
-    """item, status, reason, attempts, last marker and its age, the stated cost of its runs -- one line per item."""
+    """item, status, reason, attempts, last marker and its age, glyph-led comments by humans (never markers), the
+    stated cost of its runs -- one line per item."""
     if not isinstance(items, list):
         raise AnsibleFilterError('status_table expects the items list of fleet.dispatch.board_info')
     rows = []
@@ -59,9 +60,21 @@ def status_table(items):
             '%s/%s' % (it.get('attempts', 0), it.get('max_attempts', '')),
             marker.get('kind', '-') if marker else '-',
             _age(marker.get('age_s')) if marker else '',
+            _humans(it.get('human_markers')),
             _cost(it.get('run_cost')),
         ])
-    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'cost'], rows)
+    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'human glyphs', 'cost'],
+                  rows)
+
+
+def _humans(found):
+    """Glyph-led comments by people who are not the fleet's identities (human comments, never markers):
+    ``mallory:success`` for the newest, ``+N`` for the others, ``-`` for none."""
+    if not isinstance(found, list) or not found:
+        return '-'
+    last = found[-1] if isinstance(found[-1], dict) else {}
+    text = _cell('%s:%s' % (last.get('author') or '(nobody)', last.get('kind') or '?'), 24)
+    return text + (' +%d' % (len(found) - 1) if len(found) > 1 else '')
 
 
 def _cost(cost):

@@ -89,8 +89,10 @@ options:
     description:
       - PostgreSQL connection string of the V(postgres) backend (URL or key=value form). Required with
         O(backend=postgres).
-      - It carries a credential - the password is never echoed in results or warnings (it is replaced by
-        V(********)). Prefer the environment variable over a literal in a playbook.
+      - It carries a credential, so treat it as C(no_log) - a lookup has no argument spec to mark it, so the lookup itself
+        never echoes the password in results, warnings or errors (it is replaced by V(********)), and the dispatch tasks
+        that call it set C(no_log) when the DSN comes from O(dsn), C(fleet_dispatch_lease_dsn) or the environment variable.
+        Prefer the environment variable over a literal in a playbook.
       - The table C(fleet_leases) and the sequence C(fleet_lease_token_seq) are created if missing.
     type: str
     env:

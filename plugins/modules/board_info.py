@@ -184,6 +184,13 @@ board_items:
     unreadable:
       description: Why the board could not read part of the item (empty when it read it whole); such an item has reason C(unreadable).
       type: str
+    human_markers:
+      description:
+        - Glyph-led comments by authors who are not the fleet's identities (the token's login and O(board.marker_authors) on
+          GitHub; the recorded author on the ledger) - human comments, never markers - each with C(id), C(author), C(kind) (what
+          the glyph would mean) and C(at).
+      type: list
+      elements: dict
 candidates:
   description: The eligible items, in board order (same entries as RV(board_items)).
   returned: always

@@ -32,7 +32,9 @@ options:
     description:
       - The item number. An item that does not exist yet is created with this number (ledger).
       - Omit it to create a new item with the next free number (not idempotent).
-    type: int
+      - An integer or ASCII digits from 1 to 2147483647 (the SQL C(INTEGER) and GitHub C(Int) range); anything else is refused
+        before the board is opened (C(٥) is not item 5).
+    type: raw
   title:
     description: The item title. Required to create an item.
     type: str
@@ -177,6 +179,8 @@ comment:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import item_number
+
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
@@ -228,7 +232,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             board=board_argspec(),
-            number=dict(type='int'),
+            number=dict(type='raw'),
             title=dict(type='str'),
             body=dict(type='str'),
             status=dict(type='str'),
@@ -252,6 +256,11 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p['number'] is not None:
+        try:
+            p['number'] = item_number(p['number'])
+        except ValueError as exc:
+            module.fail_json(msg='number: %s' % exc, changed=False)
     if p['comment'] is not None and (not p['comment'].strip() or kind_of(p['comment']) is not None):
         module.fail_json(msg='comment: %s; write plain text (only the fleet posts markers)' % (
             'it is empty' if not p['comment'].strip() else 'it starts like a %s marker' % kind_of(p['comment'])))

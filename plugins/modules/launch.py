@@ -65,9 +65,11 @@ options:
         description:
           - Non-secret environment variables for the run, passed as C(--setenv). They are visible in C(systemctl show) and in the
             process list.
-          - A name that looks like a secret (containing TOKEN, SECRET, PASSW, CREDENTIAL, API_KEY, APIKEY or PRIVATE_KEY) gets a
-            warning and its value is masked in this module's output and logs; it is still passed, because a name is not proof and a
-            false block stops the fleet. Put real secrets in O(environment_file).
+          - Not C(no_log), so never put a secret here. A name that looks like a secret (containing TOKEN, SECRET, PASSW, CREDENTIAL,
+            API_KEY, APIKEY or PRIVATE_KEY) gets a warning and its value is masked in this module's result and warnings; it is still
+            passed, because a name is not proof and a false block stops the fleet. It is B(not) masked in the module invocation
+            log Ansible writes to the worker's journal before the module runs, in C(systemctl show), in C(ps), nor in the plan's
+            C(batches) - real secrets belong in O(environment_file).
           - C(PATH) is refused here; it is O(path).
         type: dict
         default: {}

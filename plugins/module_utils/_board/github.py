@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import github_tokens
 from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
 from .._core.markers import markers_of
+from .._core.naming import item_number
 from .._core.mentions import handles_of, unseen_mentions
 from .._core.model import Artifact, Blocker, Comment, Event, Item, UTC, format_time, parse_time
 from .._core.references import defang
@@ -382,12 +383,21 @@ def _quote_filter(text: str) -> str:
     return text
 
 
+TOKEN_ENV = ('FLEET_GITHUB_TOKEN', 'GITHUB_TOKEN', 'GH_TOKEN')
+"""Where the token comes from when the board option ``token`` is unset, first set wins: the fleet's own name
+(what roles/sweeper and roles/worker put in their 0600 credentials files), then the names ``gh`` and
+Actions use."""
+
+
 def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
     """``42`` / ``'42'`` / ``'#42'`` / ``'owner/name#42'`` -> (repo, number). Repo may be ''."""
     if isinstance(ref, bool):
         raise BoardError('an item number must be an integer, got %r' % (ref,))
     if isinstance(ref, int):
-        return default_repo, ref
+        try:
+            return default_repo, item_number(ref)
+        except ValueError as exc:
+            raise BoardError(str(exc))
     text = str(ref).strip()
     repo = default_repo
     if '#' in text:
@@ -395,9 +405,9 @@ def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
         if head:
             repo = head
     try:
-        number = int(text)
-    except ValueError:
-        raise BoardError('not an item reference: %r (use 42 or owner/name#42)' % (ref,))
+        number = item_number(text)
+    except ValueError as exc:
+        raise BoardError('not an item reference: %r (use 42 or owner/name#42): %s' % (ref, exc))
     return repo, number
 
 
@@ -808,7 +818,7 @@ class GitHubBoard(Board):
     """The GitHub Projects v2 board (see the module docstring for D1, D2, D5, D9, D12, D16, D19).
 
     Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
-    (``Ready``), ``token`` (else ``GITHUB_TOKEN``/``GH_TOKEN``), ``api_url``
+    (``Ready``), ``token`` (else the first of ``TOKEN_ENV`` set), ``api_url``
     (``https://api.github.com``), ``owner_type`` (``organization``/``user``/``auto``), ``repo``
     (optional ``owner/name`` for bare item numbers). For tests and the runner: ``session`` (a
     ``requests.Session``-like object), ``sleep`` (callable), ``clock`` (callable -> aware datetime),
@@ -841,10 +851,10 @@ class GitHubBoard(Board):
         self.marker_authors = [str(a) for a in spec.get('marker_authors') or []]
         api_url = spec.get('api_url') or 'https://api.github.com'
         self.location = '%s %s/projects/%s' % (api_url.rstrip('/'), self.owner, self.project)
-        token = spec.get('token') or os.environ.get('GITHUB_TOKEN') or os.environ.get('GH_TOKEN')
+        token = spec.get('token') or next((os.environ[n] for n in TOKEN_ENV if os.environ.get(n)), '')
         if not token:
-            raise BoardUnreadable('no GitHub token: set the board option "token" (no_log) or the '
-                                  'environment variable GITHUB_TOKEN on the machine that reads the board')
+            raise BoardUnreadable('no GitHub token: set the board option "token" (no_log) or one of the '
+                                  'environment variables %s on the machine that reads the board' % ', '.join(TOKEN_ENV))
         self._http = _Transport(api_url, token, session=spec.get('session'), sleep=spec.get('sleep'),
                                 clock=spec.get('clock'),
                                 max_wait=spec.get('rate_limit_max_wait', RATE_LIMIT_MAX_WAIT),
@@ -860,6 +870,7 @@ class GitHubBoard(Board):
         self._login = ''
         self._refused = set()  # type: set
         self._posted = set()  # type: set
+        self._skipped = {}  # type: Dict[str, List[Dict[str, Any]]]
         # GET /notifications polling state, this instance only (no state file): Last-Modified,
         # the time X-Poll-Interval allows the next poll, and the threads of the last 200.
         self._last_modified = None  # type: Optional[str]
@@ -1069,7 +1080,21 @@ class GitHubBoard(Board):
                     state=_lower(content.get('state')), status=status, body=content.get('body') or '',
                     id=content.get('id') or '', repo=repo, url=content.get('url') or '',
                     created_at=parse_time(content.get('createdAt')),
-                    updated_at=parse_time(content.get('updatedAt')))
+                    updated_at=parse_time(content.get('updatedAt')),
+                    marker_authors=self.marker_identities())
+
+    def marker_identities(self) -> List[str]:
+        """The fleet's identities on this board: the token's own login (``viewer { login }``, read once
+        per board instance by the preflight) and ``marker_authors``. Only their glyph-led comments are
+        markers. A token whose login cannot be read leaves every marker unattributable, so the item
+        is not judged at all: ``BoardUnreadable`` (a read that cannot tell a start marker from a
+        passer-by's "🚀" would launch a second run)."""
+        me = self._identity()
+        if not me:
+            raise BoardUnreadable('GitHub did not say who the token is (viewer { login }: %s), so the fleet\'s own '
+                                  'markers cannot be told from anyone else\'s: check the token and the API URL'
+                                  % ((self._checked or {}).get('error') or 'no login in the answer'))
+        return [me] + [a for a in self.marker_authors if a]
 
     def _fetch_blockers(self, ids: List[str], issues: Dict[str, Item]) -> List[str]:
         """Fill blocker edges; return the ids whose edges show no open blocker after all."""
@@ -1288,11 +1313,18 @@ class GitHubBoard(Board):
         starts = [m for m in markers_of(item) if m.kind == 'start']
         if starts and str(starts[-1].comment_id) in self._posted:
             own = str(starts[-1].comment_id)
+        skipped = []  # type: List[Any]
         found = unseen_mentions(item.comments, handles=handles_of(me, self.mention_handles), me=me,
-                                marker_authors=self.marker_authors, own_start_id=own)
+                                marker_authors=self.marker_authors, own_start_id=own, skipped=skipped)
+        self._skipped[str(number)] = [{'id': 'comment:%s' % c.id, 'author': c.author, 'association': c.association,
+                                       'updated_at': format_time(c.created_at)} for c in skipped]
         return [{'id': ids or 'comment:%s' % c.id, 'reason': 'mention', 'title': item.title, 'body': c.body,
                  'author': c.author, 'url': '%s#issuecomment-%s' % (item.url, c.id) if item.url else '',
                  'updated_at': format_time(c.created_at)} for c in found]
+
+    def skipped_mentions(self, number) -> list:
+        """The untrusted mentions the last ``mentions(number)`` of this instance left out (author, id)."""
+        return list(self._skipped.get(str(number), []))
 
     def _identity(self) -> str:
         if not self._login:

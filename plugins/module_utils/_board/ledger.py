@@ -15,7 +15,13 @@ import datetime as _dt
 
 from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
 from .._core.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
-from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
+from .._core.naming import item_number
+from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable, Undecodable
+
+LEDGER_AUTHOR = 'fleet.dispatch'
+"""The author a comment records when its writer names none (``board_marker``, the runner): a
+ledger comment's author is never empty. Only comments by it or a ``board.marker_authors`` login
+are markers; a glyph-led comment recorded under any other name is a human comment."""
 
 COMPONENT = 'board'
 """The ``schema_version.component`` of the board's tables."""
@@ -40,7 +46,14 @@ MIGRATIONS = [
         "CREATE TABLE artifact_closes (artifact BIGINT NOT NULL REFERENCES artifacts (id), "
         "item INTEGER NOT NULL REFERENCES items (number), PRIMARY KEY (artifact, item))",
     ]),
-    # Room for later board migrations (version 3+). Seed 003's handoff claims are NOT board
+    # Marker authority: a ledger marker is a comment by one of the fleet's identities (LEDGER_AUTHOR
+    # or board.marker_authors). Before version 3 the glyph alone made a marker and the writers
+    # recorded no author: those comments were markers, so they are attributed to LEDGER_AUTHOR and
+    # an item that was running, tombstoned or parked stays so across the upgrade.
+    (3, 'markers carry their author', [
+        "UPDATE comments SET author = 'fleet.dispatch' WHERE author = ''",
+    ]),
+    # Room for later board migrations (version 4+). Seed 003's handoff claims are NOT board
     # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
     # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
     # not board tables either (_store/lease.py creates fleet_leases itself): do not add them here.
@@ -50,7 +63,7 @@ MIGRATIONS = [
 STATES = ('open', 'closed')
 _STATE_ALIASES = {'open': 'open', 'opened': 'open', 'reopened': 'open', 'closed': 'closed'}
 _ITEM_FIELDS = ('number', 'title', 'body', 'status', 'state', 'repo')
-_SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations')
+_SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations', 'marker_authors')
 
 
 def _utcnow():
@@ -65,15 +78,25 @@ def _state(value):
 
 
 def _number(value, what='item number'):
-    """A positive item number from an int or a digit string (``'42'``, ``'#42'``)."""
-    number = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and value.strip().lstrip('#').isdigit():
-        number = int(value.strip().lstrip('#'))
-    if number is None or number < 1:
-        raise BoardError('%s must be a positive integer, got %r' % (what, value))
-    return number
+    """A positive item number from an int or ASCII digits (``'42'``, ``'#42'``), within ``MAX_ITEM``."""
+    try:
+        return item_number(value)
+    except ValueError as exc:
+        raise BoardError(str(exc).replace('item number', what, 1))
+
+
+def _bad_columns(*pairs):
+    """The columns of one row whose TEXT is not UTF-8 (``_store.sql.Undecodable``)."""
+    return ['%s is not UTF-8' % name for name, value in pairs if isinstance(value, Undecodable)]
+
+
+def _row_time(value, bad, name):
+    """A row's time, or None with the reason added to ``bad`` (the row is then reported, not fatal)."""
+    try:
+        return parse_time(value)
+    except (TypeError, ValueError):
+        bad.append('%s %r is not an ISO time' % (name, str(value)[:40]))
+        return None
 
 
 class LedgerBoard(Board):
@@ -87,8 +110,10 @@ class LedgerBoard(Board):
 
     kind = 'ledger'
 
-    def __init__(self, path=None, dsn=None, clock=None, timeout=DEFAULT_TIMEOUT, create=False, migrations=None):
+    def __init__(self, path=None, dsn=None, clock=None, timeout=DEFAULT_TIMEOUT, create=False, migrations=None,
+                 marker_authors=None):
         self._clock = clock or _utcnow
+        self.marker_authors = [LEDGER_AUTHOR] + [str(a) for a in marker_authors or () if str(a).strip()]
         self._migrations = list(MIGRATIONS if migrations is None else migrations)
         try:
             self._store = SqlStore(path=path, dsn=dsn, timeout=timeout, create=create)
@@ -181,6 +206,8 @@ class LedgerBoard(Board):
         ``now`` is accepted for the protocol and unused: the ledger has no time-dependent read.
         """
         items = self._tx(lambda tx: self._load(tx, None), unreadable=True)
+        for item in items:
+            item.marker_authors = list(self.marker_authors)
         return BoardRead(items=items, cost=None)
 
     def get(self, number):
@@ -188,6 +215,7 @@ class LedgerBoard(Board):
         items = self._tx(lambda tx: self._load(tx, number), unreadable=True)
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
+        items[0].marker_authors = list(self.marker_authors)
         return items[0]
 
     @staticmethod
@@ -201,15 +229,30 @@ class LedgerBoard(Board):
                       + (' WHERE number = ?' if number is not None else '') + ' ORDER BY number', args)
         items = {}
         for num, title, body, status, state, repo, created, updated in rows:
+            bad = _bad_columns(('title', title), ('body', body), ('status', status), ('state', state), ('repo', repo))
+            created_at, updated_at = _row_time(created, bad, 'created_at'), _row_time(updated, bad, 'updated_at')
             items[num] = Item(number=num, title=title, state=state, status=status, body=body, id=str(num),
-                              repo=repo, created_at=parse_time(created), updated_at=parse_time(updated))
+                              repo=repo, created_at=created_at, updated_at=updated_at)
+            if bad:
+                items[num].unreadable = 'its row in items: %s' % ', '.join(bad)
         for cid, item, author, body, created in tx.all(
                 'SELECT id, item, author, body, created_at FROM comments' + where + ' ORDER BY created_at, id', args):
             if item in items:
-                items[item].comments.append(Comment(id=str(cid), body=body, created_at=parse_time(created), author=author))
+                bad = _bad_columns(('author', author), ('body', body))
+                when = _row_time(created, bad, 'created_at')
+                if bad:
+                    # one bad comment: this item is shown, never judged (a lost marker could be its start)
+                    items[item].unreadable = 'its comment %s: %s' % (cid, ', '.join(bad))
+                    continue
+                items[item].comments.append(Comment(id=str(cid), body=body, created_at=when, author=author))
         for item, kind, at, actor in tx.all('SELECT item, kind, at, actor FROM events' + where + ' ORDER BY at, id', args):
             if item in items:
-                items[item].events.append(Event(kind=kind, at=parse_time(at), actor=actor))
+                bad = _bad_columns(('actor', actor))
+                when = _row_time(at, bad, 'at')
+                if bad:
+                    items[item].unreadable = 'its %s event: %s' % (kind, ', '.join(bad))
+                    continue
+                items[item].events.append(Event(kind=kind, at=when, actor=actor))
         # A blocker's state and repo come from its own row: one join in SQL keeps this one query
         # even when reading a single item.
         for item, blocker, state, repo in tx.all(
@@ -242,21 +285,26 @@ class LedgerBoard(Board):
 
     # -- writes -----------------------------------------------------------------------------
     def comment(self, number, body, *, author='', at=None):
-        """Add a comment (human text or a marker) at ``at`` (default: the clock, read once)."""
+        """Add a comment (human text or a marker) at ``at`` (default: the clock, read once).
+
+        ``author`` is recorded, ``LEDGER_AUTHOR`` when none is named: a glyph-led comment is a
+        marker only when that author is one of the ledger's ``marker_authors``.
+        """
         number = _number(number)
         if body is None or str(body) == '':
             raise BoardError('a comment needs a body')
         fixed = self._fixed(at)
+        author = str(author or '').strip() or LEDGER_AUTHOR
 
         def write(tx):
             self._require(tx, number)
             write.when = when = self._stamp(fixed)
             cid = tx.insert('INSERT INTO comments (item, author, body, created_at) VALUES (?, ?, ?, ?)',
-                            (number, author or '', str(body), when))
+                            (number, author, str(body), when))
             tx.run('UPDATE items SET updated_at = ? WHERE number = ? AND updated_at < ?', (when, number, when))
             return cid
         cid = self._tx(write, write=True)
-        return Comment(id=str(cid), body=str(body), created_at=parse_time(write.when), author=author or '')
+        return Comment(id=str(cid), body=str(body), created_at=parse_time(write.when), author=author)
 
     @staticmethod
     def _set_state(tx, number, state, when, actor):

@@ -74,6 +74,11 @@ class Board(object):
         """Unread mentions on the item. Boards without mentions return ``[]``."""
         return []
 
+    def skipped_mentions(self, number) -> list:
+        """The mentions the last ``mentions(number)`` left out because their author may not steer a run
+        (``{'id', 'author', ...}`` each); the runner lists them in its close-out. Default ``[]``."""
+        return []
+
     def mark_read(self, ids) -> None:
         """Mark mentions read, *after* they were injected into the brief (at-least-once)."""
         return None

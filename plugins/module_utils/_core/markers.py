@@ -127,14 +127,45 @@ def format_marker(kind: str, fields: Optional[Dict[str, Any]] = None, text: str 
     return u'%s %s: %s\n\n<!-- %s %s -->' % (GLYPHS[kind], FIELDS_TAG, human, FIELDS_TAG, dump_fields(fields))
 
 
+def _lead(body: str) -> str:
+    """The body from its first non-blank line on: blank lines and a BOM go, indentation stays."""
+    text = body.lstrip(u'\ufeff')
+    while True:
+        line, sep, rest = text.partition('\n')
+        if sep and not line.strip():
+            text = rest
+            continue
+        return text
+
+
 def kind_of(body: Any) -> Optional[str]:
-    """The marker kind of a comment body, decided by its leading glyph alone; None if not a marker."""
+    """The marker kind of a comment body, by its glyph in column 0 of the first non-blank line; None if not a marker.
+
+    Indented text (a Markdown code block), a fence and a blockquote start with something else, so a
+    marker quoted in any of them is text, never a marker. Who wrote it is ``is_marker_author``'s rule.
+    """
     if not isinstance(body, str):
         return None
-    stripped = body.lstrip(u' \t\r\n\ufeff')
-    if not stripped:
+    lead = _lead(body)
+    if not lead:
         return None
-    return KIND_OF_GLYPH.get(stripped[0])
+    return KIND_OF_GLYPH.get(lead[0])
+
+
+def identity(login: Any) -> str:
+    """An author as compared for marker authority: lower case, no ``@``, no app ``[bot]`` suffix
+    (GraphQL names an app's comments ``fleet-app`` while ``viewer`` says ``fleet-app[bot]``)."""
+    text = str(login or '').strip().lstrip('@').lower()
+    return text[:-len('[bot]')] if text.endswith('[bot]') else text
+
+
+def is_marker_author(author: Any, authors: Any) -> bool:
+    """Whether ``author`` is one of the fleet's identities ``authors``; ``None`` means the caller
+    built the item by hand and enforces nothing. An empty author is never one."""
+    if authors is None:
+        return True
+    who = identity(author)
+    return bool(who) and who in set(identity(a) for a in authors)
 
 
 def parse_marker(body: Any, at: Any = None, comment_id: str = '') -> Optional[Marker]:
@@ -146,7 +177,7 @@ def parse_marker(body: Any, at: Any = None, comment_id: str = '') -> Optional[Ma
     kind = kind_of(body)
     if kind is None:
         return None
-    stripped = body.lstrip(u' \t\r\n\ufeff')[1:]
+    stripped = _lead(body)[1:]
     if stripped.startswith(_VS16):
         stripped = stripped[1:]
     fields = {}  # type: Dict[str, Any]
@@ -183,15 +214,38 @@ def markers_of(item: Any) -> List[Marker]:
     ``item`` is a ``_core.model.Item`` (or a dict with ``comments``); comments are ``_core.model.Comment``
     objects or dicts with ``body``, ``created_at``, ``id``. Comments without a time keep their
     position relative to each other and sort before timed ones only if they came first.
+
+    Marker authority: only a comment whose author is one of the item's ``marker_authors`` (set by
+    the board that read it: GitHub's ``viewer`` plus ``board.marker_authors``; the ledger's
+    recorded author) is a marker; anyone else's glyph-led comment is a human comment
+    (``human_markers``), so "✅ LGTM" from a passer-by tombstones nothing (D6).
     """
     found = []
+    authors = _get(item, 'marker_authors', None)
     for index, comment in enumerate(_get(item, 'comments', None) or ()):
+        if not is_marker_author(_get(comment, 'author', ''), authors):
+            continue
         marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
         if marker is not None:
             found.append((index, marker))
     if all(m.at is not None for _i, m in found):
         found.sort(key=lambda pair: (pair[1].at, pair[0]))
     return [m for _i, m in found]
+
+
+def human_markers(item: Any) -> List[Dict[str, Any]]:
+    """The glyph-led comments that are NOT markers because their author is not one of the fleet's
+    identities: ``{'id', 'author', 'kind', 'at'}`` each, oldest first (``status`` shows them)."""
+    authors = _get(item, 'marker_authors', None)
+    out = []
+    for comment in _get(item, 'comments', None) or ():
+        author = _get(comment, 'author', '')
+        kind = kind_of(_get(comment, 'body', ''))
+        if kind is not None and not is_marker_author(author, authors):
+            at = _get(comment, 'created_at')
+            out.append({'id': str(_get(comment, 'id', '') or ''), 'author': str(author or ''), 'kind': kind,
+                        'at': at if isinstance(at, str) or at is None else format_time(at)})
+    return out
 
 
 def last_marker(item: Any) -> Optional[Marker]:
@@ -201,4 +255,5 @@ def last_marker(item: Any) -> Optional[Marker]:
 
 
 __all__ = ['KINDS', 'GLYPHS', 'KIND_OF_GLYPH', 'TERMINAL', 'ITEM_FINAL', 'Marker', 'format_marker', 'parse_marker',
-           'kind_of', 'markers_of', 'last_marker', 'dump_fields', 'format_time']
+           'kind_of', 'identity', 'is_marker_author', 'markers_of', 'human_markers', 'last_marker', 'dump_fields',
+           'format_time']

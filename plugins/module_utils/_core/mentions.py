@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, List, Optional
 
-from .markers import parse_marker
+from .markers import identity, parse_marker
 
 TRUSTED_ASSOCIATIONS = frozenset(('OWNER', 'MEMBER', 'COLLABORATOR'))
 """GitHub's ``authorAssociation`` values of people with a standing in the repository: its owner,
@@ -55,22 +55,25 @@ def mentions_handle(body: str, handles: Iterable[str]) -> bool:
 
 
 def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str = '',
-                    marker_authors: Iterable[str] = (), own_start_id: Optional[str] = None) -> List[Any]:
+                    marker_authors: Iterable[str] = (), own_start_id: Optional[str] = None,
+                    skipped: Optional[List[Any]] = None) -> List[Any]:
     """The comments that mention ``handles``, from trusted authors, that no run has seen, oldest first.
 
     Trusted: ``authorAssociation`` in ``TRUSTED_ASSOCIATIONS`` or a login in ``marker_authors``;
     never the fleet itself (``me``). Seen: older than a start marker written by the fleet or a
     marker author. ``own_start_id`` is the start marker of the run now asking (it has not seen
     anything yet): the boundary is then the start before it, and only comments up to that start are
-    returned -- a later one goes to the next run, so none is lost.
+    returned -- a later one goes to the next run, so none is lost. ``skipped``, when a list, receives
+    the unseen mentions whose author is not trusted (the close-out lists them: issue 14).
     """
     handles = list(handles)
-    writers = set(a.lower() for a in marker_authors or ()) | ({me.lower()} if me else set())
-    trusted_logins = set(a.lower() for a in marker_authors or ())
+    # identities compared as markers compares them: an app's comments say "fleet-app", its viewer "fleet-app[bot]"
+    writers = set(identity(a) for a in marker_authors or ()) | ({identity(me)} if me else set())
+    trusted_logins = set(identity(a) for a in marker_authors or ())
     ordered = sorted((c for c in comments or () if _get(c, 'created_at') is not None), key=lambda c: _get(c, 'created_at'))
     starts = []
     for comment in ordered:
-        author = str(_get(comment, 'author', '') or '').lower()
+        author = identity(_get(comment, 'author', ''))
         marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
         if marker is not None and marker.kind == 'start' and (not writers or author in writers):
             starts.append(comment)
@@ -86,16 +89,19 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
             continue
         if upto is not None and at > upto:
             continue
-        author = str(_get(comment, 'author', '') or '').lower()
-        if me and author == me.lower():
+        author = identity(_get(comment, 'author', ''))
+        if me and author == identity(me):
             continue
         if parse_marker(_get(comment, 'body', ''), at=at) is not None:
             continue
         association = str(_get(comment, 'association', '') or '').upper()
-        if association not in TRUSTED_ASSOCIATIONS and author not in trusted_logins:
+        if not mentions_handle(_get(comment, 'body', ''), handles):
             continue
-        if mentions_handle(_get(comment, 'body', ''), handles):
-            found.append(comment)
+        if association not in TRUSTED_ASSOCIATIONS and author not in trusted_logins:
+            if skipped is not None:
+                skipped.append(comment)
+            continue
+        found.append(comment)
     return found
 
 

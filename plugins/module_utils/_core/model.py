@@ -130,6 +130,10 @@ class Item:
     artifacts: List[Artifact] = field(default_factory=list)
     created_at: Optional[_dt.datetime] = None
     updated_at: Optional[_dt.datetime] = None
+    marker_authors: Optional[List[str]] = None
+    """The fleet's identities on this board (set by the board that read the item): only their
+    glyph-led comments are markers (``_core.markers.markers_of``). ``None``: an item built by hand,
+    nothing enforced -- every board adapter sets it."""
     unreadable: str = ''
     """Why part of this item could not be read (the board's own words), ``''`` when it was read whole:
     such an item is shown, never dispatched (eligibility reason ``unreadable``)."""

@@ -19,14 +19,33 @@ _NAME_RE = re.compile(r'^task-(?:(?P<repo>[A-Za-z0-9:_.\\-]+)-)?(?P<number>[1-9]
 _MAX_UNIT = 255  # systemd: unit names are at most 255 characters including the suffix (UNIT_NAME_MAX)
 
 
-def _number(number: Any) -> int:
-    if isinstance(number, bool):
-        raise ValueError('item number must be a positive integer, not %r' % (number,))
-    if isinstance(number, str) and number.strip().isdigit():
-        number = int(number.strip())
-    if not isinstance(number, int) or number < 1:
-        raise ValueError('item number must be a positive integer, not %r' % (number,))
-    return number
+MAX_ITEM = 2147483647
+"""The largest item number: PostgreSQL's ``INTEGER`` (the ledger's ``items.number``) and GraphQL's
+``Int`` (GitHub's ``Issue.number``) are both signed 32-bit."""
+_ASCII_DIGITS = re.compile(r'^#?([0-9]+)$')
+
+
+def item_number(value: Any) -> int:
+    """An item number from an int or ASCII digits (``'42'``, ``'#42'``), 1..``MAX_ITEM``; else ``ValueError``.
+
+    Only ASCII digits: Python's ``int()`` reads ``'٥'`` (Arabic-Indic five) as 5, so such a number
+    would alias item 5. The upper bound is the SQL column's, checked before any statement runs, so a
+    huge number is a message that names the limit rather than an overflow from the driver.
+    """
+    if isinstance(value, bool):
+        raise ValueError('item number must be a positive integer, not %r' % (value,))
+    if isinstance(value, str):
+        match = _ASCII_DIGITS.match(value.strip())
+        if not match:
+            raise ValueError('item number must be a positive integer in ASCII digits (0-9), not %r' % (value,))
+        value = int(match.group(1))
+    if not isinstance(value, int) or value < 1 or value > MAX_ITEM:
+        raise ValueError('item number must be a positive integer from 1 to %d (the SQL INTEGER and GitHub Int range), not %r'
+                         % (MAX_ITEM, value))
+    return value
+
+
+_number = item_number
 
 
 def _norm_repo(repo: Any) -> str:

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 
 from .cost import run_cost
 from .eligibility import evaluate
-from .markers import markers_of
+from .markers import human_markers, markers_of
 from .model import format_time, to_jsonable
 from .naming import oldest_wins, unit_name
 
@@ -61,6 +61,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'open_blockers': list(getattr(verdict, 'open_blockers', []) or []),
             'artifacts': to_jsonable(item.artifacts),
             'run_cost': run_cost(markers_of(item)),
+            'human_markers': human_markers(item),
             'unreadable': getattr(item, 'unreadable', '') or '',
         })
     return out

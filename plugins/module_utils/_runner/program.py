@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -29,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .._board.factory import open_board
 from .._board.protocol import BoardError
+from .._core.agent_env import BOARD_SECRET_ENV, agent_environment, parse_env_file
 from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
 from .._core.capacity import clears_after_update, update_failed_state
 from .._core.closeout import Decision, decide
@@ -36,6 +38,7 @@ from .._core.markers import format_marker, parse_marker
 from .._core.model import format_time, parse_time
 from .._core.naming import unit_name
 from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
+from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note
 from .brief import BRIEF_VERSION, render
@@ -50,6 +53,10 @@ EXIT_START_LOST = 5       # the start marker could not be posted; the agent was 
 
 DEFAULT_CONFIG = '~/.config/fleet-dispatch/runner.json'
 DEFAULT_BOARD_SPEC = '~/.config/fleet-dispatch/board.json'
+DEFAULT_AGENT_CREDENTIALS = '~/.config/fleet-dispatch/agent-credentials.env'
+ARGV_BRIEF_MAX = 131072 - 1
+"""Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the NUL: one argv string longer than this makes
+execve fail with E2BIG, so a ``{brief}`` argv-mode brief over it is refused before the start marker."""
 DEFAULT_STATE_DIR = '~/.local/state/fleet-dispatch'
 DEFAULT_AGENT = ['claude', '-p', '--output-format', 'json']
 
@@ -129,6 +136,7 @@ class RunConfig:
     timeout: Optional[float] = None    # seconds; None: no limit here (systemd's RuntimeMaxSec= can bound a unit)
     kill_grace: float = KILL_GRACE
     agent_env: Dict[str, str] = field(default_factory=dict)
+    agent_credentials: str = ''        # the agent's own credentials file (0600); '' or absent: none (issue 14)
     run_id: str = ''
     runner_version: str = ''
     agent: str = DEFAULT_PROFILE       # the agent profile that reads the capture (_core.agents)
@@ -171,6 +179,7 @@ class Run(object):
         self.out_dir = os.path.join(self.run_dir, 'out')
         self.capture_path = os.path.join(self.run_dir, 'capture.log')
         self.brief_path = os.path.join(self.run_dir, 'brief.md')
+        self.skipped_mentions = []  # type: List[Dict[str, Any]]
         self.capacity_path = os.path.join(config.state_dir, CAPACITY_FILE)
         self.proc = None
         self.start_posted = False
@@ -334,10 +343,44 @@ class Run(object):
                 argv.append(part)
         return argv, (None if uses else self.brief_path)
 
+    def _agent_credentials(self) -> Dict[str, str]:
+        """The agent credentials file's ``NAME=value`` lines; ``ValueError`` when it is not a regular file of
+        this user's with mode 0600 or stricter (it holds the agent's own key: never group- or world-readable)."""
+        path = self.config.agent_credentials
+        if not path or not os.path.lexists(path):
+            return {}
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise ValueError('the agent credentials file %s must be a regular file of this user with mode 0600 '
+                             '(it is %o): chmod 600 it, or re-run fleet.dispatch.worker' % (path, info.st_mode & 0o7777))
+        with open(path, encoding='utf-8') as handle:
+            return parse_env_file(handle.read())
+
+    def _argv_brief_refusal(self) -> str:
+        """Why the brief cannot be passed as one argv string (``{brief}``), judged on the item's own text
+        before anything is spent: a NUL cannot be in argv, and over ``ARGV_BRIEF_MAX`` execve fails."""
+        if '{brief}' not in (self.config.agent_command or []):
+            return ''
+        text = self._brief([])
+        if '\x00' in text:
+            return 'item %s holds a NUL character, which an argv-mode agent ({brief}) cannot be given' % self.config.number
+        size = len(text.encode('utf-8'))
+        if size > ARGV_BRIEF_MAX - 8192:   # 8 KiB left for the mentions, read only after the start
+            return ('the brief of item %s is %d bytes: an argv-mode agent ({brief}) takes at most %d in one argument '
+                    '(Linux MAX_ARG_STRLEN, less room for mentions); give the agent {brief_file} or stdin instead'
+                    % (self.config.number, size, ARGV_BRIEF_MAX - 8192))
+        return ''
+
     def _agent_env(self) -> Dict[str, str]:
-        env = dict(self.environ)
+        # issue 14: the board token and the ledger DSN stay with the runner (_core.agent_env)
+        secrets = []
+        for name in BOARD_SECRET_ENV:
+            if self.environ.get(name):
+                secrets.append(self.environ[name])
+                secrets.extend(dsn_passwords(self.environ[name]))
+        env = agent_environment(self.environ, secrets=secrets, agent_env=self.config.agent_env,
+                                credentials=self._agent_credentials())
         env.pop(REEXEC_ENV, None)
-        env.update(self.config.agent_env or {})
         env.update({'FLEET_ITEM': str(self.config.number), 'FLEET_REPO': self.config.repo, 'FLEET_UNIT': self.unit,
                     'FLEET_RUN_ID': self.run_id, 'FLEET_RUN_DIR': self.run_dir, 'FLEET_OUTPUT_DIR': self.out_dir,
                     'FLEET_BRIEF_FILE': self.brief_path, 'FLEET_BRIEF_VERSION': BRIEF_VERSION,
@@ -371,6 +414,8 @@ class Run(object):
         try:
             self._apply_capacity(decision)
             fields = self._fields(ended_at=format_time(self.clock()), **decision.fields)
+            if getattr(self, 'skipped_mentions', None):  # issue 14: untrusted mentions are named, never briefed
+                fields['mentions_skipped'] = [{'id': m.get('id'), 'author': m.get('author')} for m in self.skipped_mentions]
             body = format_marker(decision.kind, fields, decision.text)
             error = self._post(decision.kind, body, close=decision.close)
             self.closeout_posted = error is None
@@ -475,7 +520,12 @@ class Run(object):
     def _run(self) -> int:
         """Start marker, run directory, brief, agent, close-out. D19: the mentions are injected into
         the brief and marked read only after the agent was started with it (at-least-once)."""
-        refusal = self._closeout_unwritable()
+        refusal = self._closeout_unwritable() or self._argv_brief_refusal()
+        if not refusal:
+            try:
+                self._agent_credentials()
+            except (OSError, ValueError) as exc:
+                refusal = str(exc)
         if refusal:
             self.log('ERROR: %s; the agent is NOT started and no start marker is posted (no attempt is spent)' % refusal)
             return EXIT_START_LOST
@@ -496,8 +546,13 @@ class Run(object):
             mentions = []
             try:
                 mentions = list(self.board.mentions(self.ref) or [])
+                skipped = getattr(self.board, 'skipped_mentions', None)
+                self.skipped_mentions = list(skipped(self.ref) or []) if callable(skipped) else []
             except Exception as exc:  # noqa: BLE001 - D19: unread mentions stay unread for the next run
                 self.log('WARNING: mentions could not be read (they stay unread for the next run): %s' % exc)
+            if self.skipped_mentions:
+                self.log('mentions not injected (their authors may not write to the repository): %s'
+                         % ', '.join('%s by %s' % (m.get('id'), m.get('author')) for m in self.skipped_mentions))
             brief = self._brief(mentions)
             with open(self.brief_path, 'w', encoding='utf-8') as handle:
                 handle.write(brief)
@@ -771,6 +826,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         workdir=_expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
         host=socket.gethostname(), master=_user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
         timeout=(args.timeout if args.timeout is not None else conf.get('timeout')) or None, agent_env=agent_env,
+        agent_credentials=_expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
         kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version, agent=agent_name,
         tz=conf.get('tz') or local_zone())
     run = Run(config, lambda: open_board(spec), started_at=started_at, clock=clock, spawner=spawner, reraise=reraise,

@@ -51,9 +51,13 @@ so the mask says nothing about the password's length."""
 
 # The three places a libpq DSN carries a password. Each pattern names the text kept (``pre``) and
 # the password (``pw``); none is anchored, so a DSN quoted inside an error message is found too.
-_PW_URL = re.compile(r'(?P<pre>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]*)(?=@)', re.I)   # scheme://user:PW@
-_PW_QUERY = re.compile(r'(?P<pre>[?&]password=)(?P<pw>[^&\s]*)', re.I)                       # ...?password=PW&
-_PW_KV = re.compile(r'(?P<pre>(?<![^\s(,;])password\s*=\s*)(?P<pw>\'(?:[^\'\\]|\\.)*\'|\S+)', re.I)  # password = 'P W'
+# scheme://user:PW@host -- PW up to the LAST "@" that a host follows, so an unencoded "@" or a space in
+# it does not leave its tail showing (greedy: when in doubt, more is masked, never less).
+_PW_URL = re.compile(r'(?P<pre>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^\n]*)(?=@[^@\s/?]*(?:[/?\s]|$))', re.I)
+_PW_QUERY = re.compile(r'(?P<pre>[?&](?:ssl)?password=)(?P<pw>[^&\s]*)', re.I)                  # ...?password=PW&
+# password = 'P W' / "P W" / PW, and sslpassword= (the client key's passphrase); passfile= names a file, not a secret
+_PW_KV = re.compile(r'(?P<pre>(?<![\w.-])(?:ssl)?password\s*=\s*)'
+                    r'(?P<pw>\'(?:[^\'\\]|\\.)*\'|"(?:[^"\\]|\\.)*"|[^\s&]+)', re.I)
 _PW_FORMS = (_PW_URL, _PW_QUERY, _PW_KV)
 
 
@@ -74,9 +78,16 @@ def dsn_passwords(dsn):
         for match in pattern.finditer(str(dsn or '')):
             value = match.group('pw')
             found.append(value)
-            if len(value) >= 2 and value[0] == value[-1] == "'":
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in '\'"':
                 found.append(value[1:-1])
+                found.append(re.sub(r'\\(.)', r'\1', value[1:-1]))   # libpq's backslash escapes undone
     found.extend([unquote(p) for p in list(found)])
+    # libpq and psycopg quote the part of a URL after an unencoded "@" or space ('found in "ss word@host"'):
+    # every tail after such a split point is a spelling too (4+ characters, so messages stay readable).
+    for value in list(found):
+        for index, char in enumerate(value):
+            if char in '@ \t' and len(value) - index - 1 >= 4:
+                found.append(value[index + 1:])
     return sorted(set(p for p in found if p), key=len, reverse=True)
 
 
@@ -87,6 +98,22 @@ def scrub(text, dsn):
     for secret in dsn_passwords(dsn):
         text = text.replace(secret, REDACTED)
     return redact_dsn(text)
+
+
+class Undecodable(str):
+    """A TEXT value that is not UTF-8 (a foreign writer's bytes), read as its escaped text.
+
+    sqlite3's default text factory raises for such a value and so fails the WHOLE query: one bad
+    row made the whole ledger unreadable. This reads it, marked, so the reader names the item it
+    belongs to and reads every other one (issue 14). PostgreSQL validates encodings on write.
+    """
+
+
+def _decode_text(raw):
+    try:
+        return raw.decode('utf-8')
+    except UnicodeDecodeError:
+        return Undecodable(raw.decode('utf-8', 'backslashreplace'))
 
 
 class SqlError(Exception):
@@ -229,6 +256,7 @@ class SqlStore(object):
         except sqlite3.Error as exc:
             raise SqlUnavailable('cannot open the ledger at %s (%s): check that the directory exists '
                                  'and is writable by this user' % (self.path, exc))
+        conn.text_factory = _decode_text
         try:
             conn.execute('PRAGMA busy_timeout = %d' % int(self.timeout * 1000))
             conn.execute('PRAGMA foreign_keys = ON')

@@ -91,10 +91,23 @@ def _board_spec():
     spec = json.loads(text)
     if not isinstance(spec, dict):
         raise SystemExit('fake agent: the board spec is not a JSON object')
-    # the secret half comes from the environment, as the runner's does (EnvironmentFile=)
-    if spec.get('kind') == 'ledger' and not spec.get('path') and not spec.get('dsn') and os.environ.get('FLEET_BOARD_DSN'):
-        spec['dsn'] = os.environ['FLEET_BOARD_DSN']
+    # The fake plays the FORGE here (its merge), not an agent: the runner keeps the DSN out of the agent's
+    # environment (issue 14), so the forge's half is read from the master's credentials file itself.
+    if spec.get('kind') == 'ledger' and not spec.get('path') and not spec.get('dsn'):
+        dsn = os.environ.get('FLEET_BOARD_DSN') or _credentials().get('FLEET_BOARD_DSN')
+        if dsn:
+            spec['dsn'] = dsn
     return spec
+
+
+def _credentials():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import parse_env_file
+    path = os.path.expanduser('~/.config/fleet-dispatch/credentials.env')
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return parse_env_file(handle.read())
+    except (OSError, ValueError):
+        return {}
 
 
 def _merge(item):

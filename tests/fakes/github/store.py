@@ -175,9 +175,13 @@ class Store(object):
         with self.lock:
             issue = self.issue(repo, number)
             login = author or self.viewer
+            # GitHub's GraphQL names an app's comments by the Bot's login WITHOUT the "[bot]" that
+            # its ``viewer`` (and REST) carry: the board must compare them as one identity.
+            actor = {'__typename': 'Bot', 'login': login[:-len('[bot]')]} if login.endswith('[bot]') else \
+                {'__typename': 'User', 'login': login}
             comment = self._register('IC', {'__typename': 'IssueComment', 'body': body,
                                             'createdAt': iso(created_at) or self.now(),
-                                            'author': {'__typename': 'User', 'login': login},
+                                            'author': actor,
                                             'authorAssociation': self.associations.get(login, 'NONE'),
                                             'issue': issue})
             comment['url'] = '%s#issuecomment-%d' % (issue['url'], comment['databaseId'])

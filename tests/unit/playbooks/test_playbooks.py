@@ -42,10 +42,10 @@ def board(tmp_path):
         b.upsert_item(number=1, title='free', status='Ready')
         b.upsert_item(number=2, title='blocked', status='Ready', blocked_by=[1])
         b.upsert_item(number=3, title='running', status='Ready')
-        b.comment(3, format_marker('start', {'unit': 'task-3', 'host': 'w1', 'master': 'agent1'}))
+        b.post_marker(3, format_marker('start', {'unit': 'task-3', 'host': 'w1', 'master': 'agent1'}))
         b.upsert_item(number=4, title='tombstone; rm -rf / $(reboot) `id`', status='Ready')
-        b.comment(4, format_marker('start', {'unit': 'task-4'}))
-        b.comment(4, format_marker('success', {'unit': 'task-4'}))
+        b.post_marker(4, format_marker('start', {'unit': 'task-4'}))
+        b.post_marker(4, format_marker('success', {'unit': 'task-4'}))
     return spec
 
 

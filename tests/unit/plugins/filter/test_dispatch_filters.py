@@ -54,3 +54,11 @@ def test_status_table_shows_the_stated_cost_of_the_runs():
     lines = filt('status_table')(items).splitlines()
     assert lines[0].split()[-1] == 'cost'
     assert lines[2].split()[-1] == '$0.66+' and lines[3].split()[-1] == '-'
+
+
+def test_status_table_shows_glyph_comments_by_humans_as_human_comments():
+    items = [dict(ITEMS[0], human_markers=[{'author': 'eve', 'kind': 'start'}, {'author': 'mallory', 'kind': 'success'}]),
+             dict(ITEMS[0], number=2)]
+    lines = filt('status_table')(items).splitlines()
+    assert 'human glyphs' in lines[0]
+    assert 'mallory:success +1' in lines[2] and 'mallory' not in lines[3]

@@ -444,6 +444,7 @@ def spec_for_url(url):
 def test_token_from_the_environment(gh, monkeypatch):
     ready(gh)
     monkeypatch.delenv('GH_TOKEN', raising=False)
+    monkeypatch.delenv('FLEET_GITHUB_TOKEN', raising=False)
     monkeypatch.setenv('GITHUB_TOKEN', TOKEN)
     spec = spec_for(gh)
     del spec['token']
@@ -451,7 +452,20 @@ def test_token_from_the_environment(gh, monkeypatch):
         assert len(board.read().items) == 1
 
 
+def test_the_documented_fleet_github_token_is_read(gh, monkeypatch):
+    """Issue 14: roles/sweeper's README names FLEET_GITHUB_TOKEN; the board read only GITHUB_TOKEN/GH_TOKEN."""
+    ready(gh)
+    for name in ('GITHUB_TOKEN', 'GH_TOKEN'):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv('FLEET_GITHUB_TOKEN', TOKEN)
+    spec = spec_for(gh)
+    del spec['token']
+    with open_board(spec) as board:
+        assert len(board.read().items) == 1
+
+
 def test_no_token_is_unreadable(monkeypatch):
+    monkeypatch.delenv('FLEET_GITHUB_TOKEN', raising=False)
     monkeypatch.delenv('GITHUB_TOKEN', raising=False)
     monkeypatch.delenv('GH_TOKEN', raising=False)
     with pytest.raises(BoardUnreadable, match='GITHUB_TOKEN'):

@@ -346,7 +346,8 @@ def test_agent_command_placeholders_pass_the_brief_without_a_shell(tmp_path):
 # --- the brief ---------------------------------------------------------------------------------------
 
 # Pinned: a change of the template without a bump of BRIEF_VERSION fails here (D17: versioned doctrine).
-PINNED = {'2026.11.30.1': 'bdf36849f16b97ba7308ad3f1a1224ae3de48ae7fe58713a0d6c4292413946a3'}
+PINNED = {'2026.11.30.1': 'bdf36849f16b97ba7308ad3f1a1224ae3de48ae7fe58713a0d6c4292413946a3',
+          '2026.12.01.1': '49894ab11fab1e2bea1ad2429365830f8bd9867a5f8ad627d75a4b42da26aabd'}
 
 
 def test_the_template_hash_is_pinned_to_its_version():

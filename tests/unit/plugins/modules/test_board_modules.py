@@ -170,3 +170,24 @@ def test_bad_now_names_the_format(run_module, board):
     make(run_module, board, number=1, title='t', status='Ready')
     kind, res, dummy = info(run_module, board, now='yesterday')
     assert kind == 'fail' and 'ISO-8601' in res['msg']
+
+
+@pytest.mark.parametrize('number, says', [('99999999999999999999', '2147483647'), (99999999999999999999, '2147483647'),
+                                          (u'\u0665', 'ASCII digits')])
+def test_board_item_refuses_a_number_outside_ascii_digits_or_the_sql_range(run_module, board, number, says):
+    """Issue 14: a raw SQLite overflow, and "٥" aliasing item 5 -- both refused before the board is opened."""
+    make(run_module, board, number=5, title='five')
+    kind, res, _warns = run_module(board_item, dict(board=board, number=number, title='x', status='Done'))
+    assert kind == 'fail' and says in res['msg'] and res['changed'] is False
+    _kind, got, _w = info(run_module, board)
+    assert [(i['number'], i['status']) for i in got['items']] == [(5, '')]
+
+
+def test_board_info_warnings_and_errors_never_show_the_dsn_password(run_module):
+    """Issue 14: a bad DSN's warning printed the DSN whole."""
+    dsn = 'postgresql://fleet:p@ss word@127.0.0.1:9/fleet?sslpassword=keypass&connect_timeout=1'
+    for mode in ('plan', 'apply'):
+        kind, res, warns = run_module(board_info, dict(board=dict(kind='ledger', dsn=dsn), mode=mode))
+        text = repr(res) + repr(warns)
+        assert 'ss word' not in text and 'keypass' not in text and 'p@ss' not in text, text
+        assert '127.0.0.1' in text          # it still says which store
