@@ -57,11 +57,19 @@ def status_table(items):
             _cell('%s/%s' % (it.get('state', ''), it.get('status', '')), 16),
             it.get('reason', ''),
             '%s/%s' % (it.get('attempts', 0), it.get('max_attempts', '')),
-            marker.get('kind', '-') if marker else '-',
+            _last_kind(marker),
             _age(marker.get('age_s')) if marker else '',
             _cost(it.get('run_cost')),
         ])
     return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'cost'], rows)
+
+
+def _last_kind(marker):
+    """The last marker's kind; a reaper's reset reads ``reset (reaped)`` so an operator tells it from a run's own end (D14)."""
+    if not marker:
+        return '-'
+    kind = marker.get('kind', '-')
+    return 'reset (reaped)' if kind == 'reset' else kind
 
 
 def _cost(cost):
