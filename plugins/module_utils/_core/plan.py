@@ -59,7 +59,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'open_blockers': list(getattr(verdict, 'open_blockers', []) or []),
             'artifacts': to_jsonable(item.artifacts),
             'run_cost': run_cost(markers_of(item)),
-            'run_durations': run_durations(markers_of(item)),   # the reaper's threshold (_core.reaper)
+            'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',
         })
     return out

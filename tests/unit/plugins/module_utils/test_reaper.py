@@ -93,3 +93,12 @@ def test_a_reset_item_is_eligible_again_and_the_reaped_run_keeps_its_attempt():
                 {'body': format_marker('reset', {'unit': 'task-7'}), 'at': iso(10)}]
     verdict = evaluate({'number': 7, 'state': 'open', 'status': 'Ready', 'comments': comments}, now=NOW)
     assert verdict.eligible and verdict.reason == 'eligible' and verdict.attempts == 1
+
+
+def test_a_reaped_run_is_not_a_run_length_so_resets_never_raise_the_threshold():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import run_durations
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import Marker
+    at = lambda s: NOW - dt.timedelta(seconds=s)  # noqa: E731
+    markers = [Marker('start', at(5000)), Marker('stopped', at(4900)), Marker('start', at(4000)), Marker('reset', at(100))]
+    assert run_durations(markers) == [100.0, 3900.0]
+    assert run_durations(markers, exclude=('reset',)) == [100.0]
