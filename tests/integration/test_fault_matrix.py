@@ -48,6 +48,10 @@ ROUNDS = int(os.environ.get('FLEET_FAULT_ROUNDS', '20'))
 NEVER, AT_ONCE = 86400, 1
 
 
+def _json_or_none(path):
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def _xdg(cmd):
     return 'XDG_RUNTIME_DIR=/run/user/$(id -u) ' + cmd
 
@@ -157,8 +161,7 @@ class Matrix(object):
                                  check=False)
         finally:
             os.unlink(handle.name)
-        read = lambda name: json.loads((state / name).read_text()) if (state / name).exists() else None  # noqa: E731
-        return res, read('plan.json'), read('last_cycle.json')
+        return res, _json_or_none(state / 'plan.json'), _json_or_none(state / 'last_cycle.json')
 
     def sweep(self, **kw):
         res, plan, cycle = self.dispatch(**kw)

@@ -142,8 +142,8 @@ def decide(due_items: Any, surveyed: Dict[str, Any], masters: Any, *, now: Any, 
             held.append(dict(entry, why='not reaped: ' + why))
             continue
         text = ('reset by the reaper: no live %s on any of the %d masters probed; started at %s (%ds ago); '
-                'threshold %ds, from %s' % (unit, len(masters), entry['started_at'], entry['age_s'],
-                                             int(limit['seconds']), limit['source']))
+                'threshold %ds, from %s') % (unit, len(masters), entry['started_at'], entry['age_s'],
+                                             int(limit['seconds']), limit['source'])
         fields = {'unit': unit, 'reason': 'orphaned', 'masters_probed': len(masters), 'started_at': entry['started_at'],
                   'age_s': entry['age_s'], 'threshold_s': int(limit['seconds']), 'threshold_source': limit['source'],
                   'at': format_time(parse_time(now))}

@@ -98,7 +98,9 @@ def test_a_reset_item_is_eligible_again_and_the_reaped_run_keeps_its_attempt():
 def test_a_reaped_run_is_not_a_run_length_so_resets_never_raise_the_threshold():
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import run_durations
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import Marker
-    at = lambda s: NOW - dt.timedelta(seconds=s)  # noqa: E731
+
+    def at(seconds):
+        return NOW - dt.timedelta(seconds=seconds)
     markers = [Marker('start', at(5000)), Marker('stopped', at(4900)), Marker('start', at(4000)), Marker('reset', at(100))]
     assert run_durations(markers) == [100.0, 3900.0]
     assert run_durations(markers, exclude=('reset',)) == [100.0]
