@@ -337,7 +337,7 @@ def test_an_unreachable_worker_is_blind_and_its_items_are_not_reaped(matrix):
     n = 304
     host = _sigkill_orphan(matrix, n)
     blind = matrix.unreachable_inventory(host)
-    for _ in range(2):
+    for _blind_cycle in range(2):
         plan, cycle = matrix.sweep(inventory=blind, dispatch_reap_floor=AT_ONCE)
         assert cycle['reaped'] == [] and [h['number'] for h in cycle['reap_held']] == [n], cycle
         assert 'blind is not dead' in cycle['reap_held'][0]['why'] and host in cycle['reap_held'][0]['why']

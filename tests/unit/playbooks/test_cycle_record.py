@@ -12,9 +12,13 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from test_playbooks import board, playbook  # noqa: E402,F401 - the shared fixture and runner
+import test_playbooks  # noqa: E402
+from test_playbooks import playbook  # noqa: E402
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board  # noqa: E402
+
+
+board = test_playbooks.board      # the shared board fixture, under its own name here
 
 
 def record(tmp_path):

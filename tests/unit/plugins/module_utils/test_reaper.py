@@ -46,7 +46,8 @@ def test_only_starts_older_than_the_threshold_are_due():
     assert due(items, now=NOW, limit=limit)[0]['unit'] == 'task-1'
 
 
-def _decide(probes, leases=None, masters=MASTERS):
+def _decide(probes, leases=None, masters=None):
+    masters = MASTERS if masters is None else masters
     limit = threshold([], floor=600)
     return decide(due([item(7, age=4000)], now=NOW, limit=limit), survey(probes), masters, now=NOW, limit=limit,
                   leases=leases if leases is not None else [{'name': 'task-7', 'acquired': True}])
