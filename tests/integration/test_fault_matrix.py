@@ -8,9 +8,10 @@ loopback, the runners through a forwarder on the podman bridge (tests/integratio
 Every dispatch is ``playbooks/sweep.yml`` or ``playbooks/dispatch.yml`` in apply mode (D15).
 
 One module, hosts booted once and shared by every row; each row uses its own items and closes them
-when it is done, so a later sweep never picks them up. The reaper's threshold is the floor
-(``dispatch_reap_floor``, a parameter per sweep) because the reaper ignores reset runs as run
-lengths and these rows finish runs only by stopping them: no row sleeps for minutes.
+when it is done, so a later sweep never picks them up. The reaper's floor (``dispatch_reap_floor``) is a
+parameter per sweep: a day to show the clock holding a reset, 1 s to let it through. The threshold is
+then 2x the longest run earlier rows left on the board (seconds: their runs are stopped soon after
+they start), which the reaping rows compute from the markers and wait past - never minutes.
 
 Rows of the issue's table left to the announcer's suite: a tombstone; a rate limit on one account
 shared by two masters; "after N cycles one announcement".
@@ -107,10 +108,12 @@ class Matrix(object):
         self.bed, self.work, self.inventory, self.env, self.board, self.dsn = bed, work, inventory, env, board, dsn
         self.state = work / 'state'
         self.leases = work / 'leases'
+        self.created = set()
 
     # -- the board --------------------------------------------------------------------------
     def create(self, *numbers):
         for n in numbers:
+            self.created.add(n)
             self.board.upsert_item(number=n, title='fault item %d' % n, body='Make item %d work' % n, status='Ready')
 
     def retire(self, *numbers):
@@ -125,6 +128,23 @@ class Matrix(object):
         markers = markers_of(item)
         return {'kinds': [mk.kind for mk in markers], 'fields': [mk.fields for mk in markers], 'state': item.state,
                 'reason': verdict.reason, 'attempts': verdict.attempts}
+
+    def expected_threshold(self, floor):
+        """The reap threshold the rule gives for this board now, computed here from the markers: 2x the longest
+        start-to-ending run (an ending that is a reset is no run length), or ``floor`` if that is more."""
+        longest = 0.0
+        for n in self.created:
+            markers = markers_of(self.board.get(n))
+            for first, second in zip(markers, markers[1:]):
+                if first.kind == 'start' and second.kind not in ('start', 'reset') and first.at and second.at:
+                    longest = max(longest, (second.at - first.at).total_seconds())
+        return max(float(floor), 2 * longest)
+
+    def wait_older(self, n, seconds):
+        """Wait until item ``n``'s last start is older than ``seconds`` (a polling bound, no assertion on time)."""
+        start = [mk for mk in markers_of(self.board.get(n)) if mk.kind == 'start'][-1]
+        while (datetime.datetime.now(datetime.timezone.utc) - start.at).total_seconds() <= seconds + 1:
+            time.sleep(1)
 
     def wait_kinds(self, n, kinds):
         deadline = time.monotonic() + WAIT
@@ -266,12 +286,16 @@ def _reaped_then_dispatched_again(matrix, number):
     plan, cycle = matrix.sweep()       # the threshold (NEVER) is not passed: the clock holds it
     assert cycle['result'] == 'ok' and cycle['reaped'] == [] and launched(plan) == []
     assert matrix.read(number)['kinds'] == ['start']
+    # the threshold is 2x the longest run the board has seen (earlier rows' runs), or the floor: wait past it
+    limit = matrix.expected_threshold(AT_ONCE)
+    matrix.wait_older(number, limit)
     plan, cycle = matrix.sweep(dispatch_reap_floor=AT_ONCE)
     assert cycle['reaped'] == [number] and launched(plan) == [], cycle
     data = matrix.read(number)
     assert data['kinds'] == ['start', 'reset'] and data['reason'] == 'eligible' and data['attempts'] == 1
     why = resets(data)[0]
-    assert why['masters_probed'] == 2 and why['threshold_s'] == AT_ONCE and 'dispatch_reap_floor' in why['threshold_source']
+    assert why['masters_probed'] == 2 and why['threshold_s'] == int(limit), (why, limit)
+    assert ('dispatch_reap_floor' if limit == AT_ONCE else 'the longest of') in why['threshold_source'], why
     plan, cycle = matrix.sweep(dispatch_reap_floor=AT_ONCE)
     assert launched(plan) == ['task-%d' % number] and cycle['reaped'] == [], (plan, cycle)
     data = matrix.wait_kinds(number, ['start', 'reset', 'start'])
@@ -336,6 +360,7 @@ def test_a_worker_restarted_mid_run_comes_back_by_linger_and_is_reaped_once(matr
 def test_an_unreachable_worker_is_blind_and_its_items_are_not_reaped(matrix):
     n = 304
     host = _sigkill_orphan(matrix, n)
+    matrix.wait_older(n, matrix.expected_threshold(AT_ONCE))     # past the clock: only blindness holds it
     blind = matrix.unreachable_inventory(host)
     for _blind_cycle in range(2):
         plan, cycle = matrix.sweep(inventory=blind, dispatch_reap_floor=AT_ONCE)
