@@ -58,7 +58,7 @@ def status_table(items):
             _cell('%s/%s' % (it.get('state', ''), it.get('status', '')), 16),
             it.get('reason', ''),
             '%s/%s' % (it.get('attempts', 0), it.get('max_attempts', '')),
-            marker.get('kind', '-') if marker else '-',
+            _last_kind(marker),
             _age(marker.get('age_s')) if marker else '',
             _humans(it.get('human_markers')),
             _cost(it.get('run_cost')),
@@ -75,6 +75,14 @@ def _humans(found):
     last = found[-1] if isinstance(found[-1], dict) else {}
     text = _cell('%s:%s' % (last.get('author') or '(nobody)', last.get('kind') or '?'), 24)
     return text + (' +%d' % (len(found) - 1) if len(found) > 1 else '')
+
+
+def _last_kind(marker):
+    """The last marker's kind; a reaper's reset reads ``reset (reaped)`` so an operator tells it from a run's own end (D14)."""
+    if not marker:
+        return '-'
+    kind = marker.get('kind', '-')
+    return 'reset (reaped)' if kind == 'reset' else kind
 
 
 def _cost(cost):

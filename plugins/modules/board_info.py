@@ -181,6 +181,12 @@ board_items:
         - The item's runs as their close-out markers state them - C(runs), and the sums of C(turns), C(tokens) and
           C(cost_usd) (null when no run stated one; never estimated), C(priced_runs) the runs that stated a cost.
       type: dict
+    run_durations:
+      description:
+        - Seconds from each finished run's start marker to its ending marker, from the item's own markers (the
+          reaper's threshold is 2x the longest on the board, see the dispatch role).
+      type: list
+      elements: float
     unreadable:
       description: Why the board could not read part of the item (empty when it read it whole); such an item has reason C(unreadable).
       type: str

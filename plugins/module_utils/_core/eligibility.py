@@ -163,20 +163,23 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
                    open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds)
 
 
-def run_durations(markers: List[Marker]) -> List[float]:
+def run_durations(markers: List[Marker], exclude: Any = ()) -> List[float]:
     """Seconds from each start to its run's ending (the next non-start marker), for finished runs.
 
     The reaper's threshold is set from these ("2x the longest run ever observed"), read from
     the board's own timestamps rather than a state file. Starts without an ending, and
-    markers without times, are skipped.
+    markers without times, are skipped; so are runs whose ending is in ``exclude`` (the reaper
+    passes ``('reset',)``: a reset's age is the threshold itself, not a run's length, and counting
+    it would double the threshold with every reap).
     """
+    exclude = frozenset(exclude or ())
     markers = list(markers or [])
     found = []
     for index, marker in enumerate(markers):
         if marker.kind != 'start' or marker.at is None or index + 1 >= len(markers):
             continue
         ending = markers[index + 1]
-        if ending.kind == 'start' or ending.at is None:
+        if ending.kind == 'start' or ending.at is None or ending.kind in exclude:
             continue
         found.append((ending.at - marker.at).total_seconds())
     return found

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from .cost import run_cost
-from .eligibility import evaluate
+from .eligibility import evaluate, run_durations
 from .markers import human_markers, markers_of
 from .model import format_time, to_jsonable
 from .naming import oldest_wins, unit_name
@@ -62,6 +62,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'artifacts': to_jsonable(item.artifacts),
             'run_cost': run_cost(markers_of(item)),
             'human_markers': human_markers(item),
+            'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',
         })
     return out

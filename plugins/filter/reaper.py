@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the reaper step (roles/dispatch/tasks/reap.yml): thin over ``_core.reaper`` (D14).
+
+``reap_due`` is the clock half (which starts are older than the threshold, and the threshold with
+its reading); ``reap_decide`` the probe half (which of them no master runs, with every master
+answering). The decisions are ``module_utils._core.reaper``; the probe answers are read exactly as
+the guard reads them (``plugins/action/guard.py``: ``answers``, ``_core.plan.survey``).
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.fleet.dispatch.plugins.action.guard import answers
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import survey
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.reaper import DEFAULT_FLOOR_S, decide, due, threshold
+
+
+def reap_due(items, now, floor=DEFAULT_FLOOR_S):
+    """``{threshold: {...}, due: [...]}`` for the board_info ``items`` at ``now``."""
+    if not isinstance(items, list):
+        raise AnsibleFilterError('reap_due expects the items list of fleet.dispatch.board_info')
+    try:
+        limit = threshold(items, floor=floor)
+        return {'threshold': limit, 'due': due(items, now=now, limit=limit)}
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('reap_due: %s' % exc)
+
+
+def reap_decide(reaping, probes, masters, now, leases=None, lease_enabled=True):
+    """``{reap: [...], held: [...]}``: ``reaping`` is ``reap_due``'s answer, ``probes`` the registered
+    ``units_info`` loop results of this cycle, ``masters`` every master of the fleet."""
+    if not isinstance(reaping, dict) or 'due' not in reaping:
+        raise AnsibleFilterError('reap_decide expects the answer of fleet.dispatch.reap_due')
+    try:
+        return decide(reaping['due'], survey(answers(probes or [])), masters, now=now, limit=reaping['threshold'],
+                      leases=leases or [], lease_enabled=bool(lease_enabled))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise AnsibleFilterError('reap_decide: %s' % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'reap_due': reap_due, 'reap_decide': reap_decide}
