@@ -60,3 +60,33 @@ def write_capacity_file(path: str, state: Dict[str, Any]) -> None:
     with open(tmp, 'w', encoding='utf-8') as handle:
         handle.write(dump_state(state))
     os.replace(tmp, path)
+
+
+def parse_environment_file(text: str) -> Dict[str, str]:
+    """The ``NAME=value`` assignments of a systemd ``EnvironmentFile=`` (the worker role's credentials.env).
+
+    The one reader of that format: blank lines and ``#``/``;`` comments are skipped; a value in
+    double quotes has ``\\\\``, ``\\"``, ``\\$`` and ``\\``` unescaped (how the role writes it, and how
+    systemd and ``sh`` both read it), one in single quotes is taken literally, a bare one is trimmed.
+    """
+    out = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in '#;' or '=' not in line:
+            continue
+        name, value = line.split('=', 1)
+        name, value = name.strip(), value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            body, chars, i = value[1:-1], [], 0
+            while i < len(body):
+                if body[i] == '\\' and i + 1 < len(body):
+                    chars.append(body[i + 1])
+                    i += 2
+                else:
+                    chars.append(body[i])
+                    i += 1
+            value = ''.join(chars)
+        elif len(value) >= 2 and value[0] == value[-1] == "'":
+            value = value[1:-1]
+        out[name] = value
+    return out
