@@ -19,7 +19,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 from .._board.factory import open_board
 from .._board.protocol import BoardError
@@ -69,11 +69,12 @@ def fix_for(spec: Dict[str, Any], error: str) -> str:
     return 'give the board spec a kind the runner knows (worker_runner_board, default dispatch_board): ledger or github'
 
 
-def check_board(spec_path: str, environ, *, opener: Callable[[Dict[str, Any]], Any] = open_board,
-                spec_reader: Optional[Callable] = None) -> Tuple[int, Dict[str, Any]]:
-    """Open and read the board ``spec_path`` names as a run would; returns (exit code, the JSON answer)."""
-    if spec_reader is None:
-        from .program import board_spec as spec_reader
+def check_board(spec_path: str, environ, *, spec_reader: Callable[[str, Any], Dict[str, Any]],
+                opener: Callable[[Dict[str, Any]], Any] = open_board) -> Tuple[int, Dict[str, Any]]:
+    """Open and read the board ``spec_path`` names as a run would; returns (exit code, the JSON answer).
+
+    ``spec_reader(path, environ)`` is the runner's own ``program.board_spec`` (passed in: it imports this module).
+    """
     try:
         spec = spec_reader(spec_path, environ)
     except (OSError, ValueError) as exc:
@@ -100,7 +101,7 @@ def check_board(spec_path: str, environ, *, opener: Callable[[Dict[str, Any]], A
     return EXIT_OPENED, answer
 
 
-def main(args, environ=None, *, default_spec: str = '', out=None) -> int:
+def main(args, environ=None, *, spec_reader: Callable[[str, Any], Dict[str, Any]], default_spec: str = '', out=None) -> int:
     """``fleet-runner check-board [--board-spec FILE] [--credentials FILE]``."""
     environ = dict(os.environ if environ is None else environ)
     out = out or sys.stdout
@@ -131,6 +132,6 @@ def main(args, environ=None, *, default_spec: str = '', out=None) -> int:
                                   'error': 'the credentials file cannot be read: %s' % exc,
                                   'fix': 'provision this worker (fleet.dispatch.provision) so that it exists'}) + '\n')
             return EXIT_UNREADABLE
-    code, answer = check_board(spec_path, environ)
+    code, answer = check_board(spec_path, environ, spec_reader=spec_reader)
     out.write(json.dumps(answer, sort_keys=True) + '\n')
     return code

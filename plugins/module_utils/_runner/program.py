@@ -737,7 +737,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         return classify_main(split, environ=environ)
     checking = _check_board_words(argv[1:])
     if checking is not None:
-        return check_board_main(checking, environ=environ, default_spec=_expand(DEFAULT_BOARD_SPEC))
+        return check_board_main(checking, environ=environ, spec_reader=board_spec, default_spec=_expand(DEFAULT_BOARD_SPEC))
     args = _parser().parse_args(argv[1:])
     here = code_root()
     if args.version:
