@@ -114,7 +114,7 @@ def main(args, environ=None, *, spec_reader: Callable[[str, Any], Dict[str, Any]
     try:
         opts = parser.parse_args(args)
     except SystemExit as exc:
-        return EXIT_USAGE if exc.code else 0
+        return 0 if exc.code in (0, None) else EXIT_USAGE    # --help exits 0, a bad argument 2
     spec_path = opts.board_spec
     if spec_path is None and opts.config:
         try:

@@ -11,8 +11,6 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
-
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import parse_environment_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import check as _check
