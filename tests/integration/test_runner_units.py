@@ -187,7 +187,9 @@ def worker(request, bed, tmp_path_factory, fresh_database):
         extra = {'worker_credentials': {'FLEET_BOARD_DSN': worker_dsn}, 'worker_runner_board': {'kind': 'ledger'}}
     else:
         ledger = home + '/ledger.sqlite3'
-        extra = {'worker_runner_board': {'kind': 'ledger', 'path': ledger}}
+        # the ledger file is made later, with the installed runner's own code: provision's board check
+        # would (rightly) refuse a SQLite file that does not exist yet
+        extra = {'worker_runner_board': {'kind': 'ledger', 'path': ledger}, 'worker_runner_check_board': False}
     # the master exists before the role runs, so the runner's origin can be owned by it (git refuses
     # a repository owned by another user: "dubious ownership"); production sources are URLs
     bed.ssh(host, 'id %s >/dev/null 2>&1 || sudo useradd --create-home --shell /bin/bash %s' % (master, master))

@@ -43,6 +43,7 @@ from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note
 from .brief import BRIEF_VERSION, render
 from .chain import chain_words, main as chain_main
+from .check import main as check_board_main
 from .classify import local_zone, main as classify_main
 from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
 
@@ -682,7 +683,9 @@ def _parser():
     p = argparse.ArgumentParser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.',
                                 epilog='fleet-runner classify [--agent NAME] FILE|- : print what the runner reads in a '
                                        'capture (kind, signature, reset_at, usage, cost) and the close-out it would post, '
-                                       'as one JSON object (fleet-runner classify --help; docs/classify.md).')
+                                       'as one JSON object (fleet-runner classify --help; docs/classify.md). '
+                                       'fleet-runner check-board [--credentials FILE] : open and read the board as a run '
+                                       'would, print one JSON object with the fix when it cannot (exit 1).')
     p.add_argument('--item', type=int, help='the item number')
     p.add_argument('--repo', default=None, help='owner/name on a multi-repo board')
     p.add_argument('--config', default=None, help='runner config JSON (default %s)' % DEFAULT_CONFIG)
@@ -713,6 +716,26 @@ def _classify_words(args) -> Optional[List[str]]:
     while index < len(args):
         word = args[index]
         if word == 'classify':
+            before, after = args[:index], list(args[index + 1:])
+            if '--config' in before and '--config' not in after and before.index('--config') + 1 < len(before):
+                after = ['--config', before[before.index('--config') + 1]] + after
+            return after
+        if word in _VALUED:
+            index += 2
+        elif word.startswith('-'):
+            index += 1
+        else:
+            return None
+    return None
+
+
+def _check_board_words(args) -> Optional[List[str]]:
+    """The arguments of ``check-board`` when it is the first positional word (after the wrapper's options, whose
+    ``--config`` is carried over), else None -- the same reading as ``classify``'s."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == 'check-board':
             before, after = args[:index], list(args[index + 1:])
             if '--config' in before and '--config' not in after and before.index('--config') + 1 < len(before):
                 after = ['--config', before[before.index('--config') + 1]] + after
@@ -763,6 +786,9 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     chained = chain_words(argv[1:])   # fleet-runner chain | session | handoff (seed 003, _runner/chain.py)
     if chained is not None:
         return chain_main(chained[0], chained[1], environ=environ)
+    checking = _check_board_words(argv[1:])
+    if checking is not None:
+        return check_board_main(checking, environ=environ, spec_reader=board_spec, default_spec=_expand(DEFAULT_BOARD_SPEC))
     args = _parser().parse_args(argv[1:])
     here = code_root()
     if args.version:

@@ -10,6 +10,7 @@ what the worker role's wrapper runs and what the re-exec runs again.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import re
 import sys
@@ -34,13 +35,20 @@ _VERSION_RE = re.compile(r'^version:\s*["\']?([^"\'\s#]+)', re.MULTILINE)
 
 
 def installed_version(code_dir: str) -> Optional[str]:
-    """The collection version in ``code_dir/galaxy.yml`` (read with a regex: the worker has no PyYAML)."""
+    """The collection version in ``code_dir/galaxy.yml`` (read with a regex: the worker has no PyYAML),
+    else in ``code_dir/MANIFEST.json`` (an installed collection's, which the worker role copies)."""
     try:
         with open(os.path.join(code_dir, 'galaxy.yml'), encoding='utf-8') as handle:
             match = _VERSION_RE.search(handle.read())
+        return match.group(1) if match else None
     except OSError:
+        pass
+    try:
+        with open(os.path.join(code_dir, 'MANIFEST.json'), encoding='utf-8') as handle:
+            version = json.load(handle).get('collection_info', {}).get('version')
+    except (OSError, ValueError, AttributeError):
         return None
-    return match.group(1) if match else None
+    return version if isinstance(version, str) and version else None
 
 
 def code_root() -> str:

@@ -29,6 +29,8 @@ NOT_TUNABLES = {
     'EXIT_START_FAILED': 'an exit code',
     'EXIT_CLOSE_LOST': 'an exit code',
     'EXIT_LEDGER_UNREACHABLE': 'an exit code',
+    'EXIT_OPENED': 'an exit code (fleet-runner check-board)',
+    'EXIT_UNREADABLE': 'an exit code (fleet-runner check-board)',
     'FILE_FORMAT': 'the lease file format version',
     'MIGRATION_LOCK_KEY': 'an advisory-lock key: any fixed value works',
     '_MAX_UNIT': "systemd's own limit (UNIT_NAME_MAX), not ours to tune",

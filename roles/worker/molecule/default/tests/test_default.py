@@ -373,3 +373,48 @@ def test_failing_run_triggers_the_notifier_which_succeeds_without_recursion(host
             _journal(host, name, notifier)
     else:
         assert not host.file('%s/%s/notify-hook' % (host.user(name).home, CONFIG)).exists
+
+
+# --- the runner, copied from the controller's collection (worker_runner_source '') --------
+
+RUNNER_CODE = '/usr/local/lib/fleet-dispatch/runner'   # the role's worker_runner_code_dir default
+
+
+def _collection_version():
+    import re
+    galaxy = SCENARIO.parents[3] / 'galaxy.yml'
+    return re.search(r'^version:\s*(\S+)', galaxy.read_text(), re.M).group(1)
+
+
+def test_the_runner_is_the_controllers_collection_root_owned_and_on_the_run_path(host, master):
+    code = host.file(RUNNER_CODE + '/ansible_collections/fleet/dispatch/plugins/module_utils/_runner/program.py')
+    assert code.exists and code.user == 'root' and code.mode == 0o644
+    assert not host.file(RUNNER_CODE + '/ansible_collections/fleet/dispatch/plugins/module_utils/_core/__pycache__').exists
+    out = _as(host, master['name'], '.local/bin/fleet-runner --version')
+    assert out.rc == 0, out.stderr
+    import json
+    assert json.loads(out.stdout)['version'] == _collection_version()
+    # a master cannot rewrite the runner its runs execute
+    denied = _as(host, master['name'], 'touch %s/ansible_collections/fleet/dispatch/x' % RUNNER_CODE)
+    assert denied.rc != 0
+
+
+def test_check_board_refuses_a_board_the_master_cannot_open_and_names_the_fix(host, master):
+    import json
+    out = _as(host, master['name'], '.local/bin/fleet-runner check-board --credentials %s/credentials.env' % CONFIG)
+    assert out.rc == 1, out.stdout + out.stderr
+    answer = json.loads(out.stdout)
+    assert answer['ok'] is False and 'FLEET_BOARD_DSN' in answer['fix'], answer
+
+
+def test_check_board_opens_a_ledger_the_master_can_open(host, master):
+    import json
+    name = master['name']
+    make = ('PYTHONPATH=%s python3 -c "from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger '
+            'import LedgerBoard as B; b = B(path=\'ledger-check.sqlite3\', create=True); '
+            'b.upsert_item(number=7, title=\'seven\', status=\'Ready\'); b.close()" && '
+            'printf \'{"kind": "ledger", "path": "~/ledger-check.sqlite3"}\' > board-check.json' % RUNNER_CODE)
+    assert _as(host, name, make).rc == 0
+    out = _as(host, name, '.local/bin/fleet-runner check-board --board-spec board-check.json; rm -f ledger-check.sqlite3* board-check.json')
+    answer = json.loads(out.stdout)
+    assert out.rc == 0 and answer['ok'] is True and answer['items'] == 1, out.stdout + out.stderr

@@ -1,0 +1,183 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""README "Your first fleet", run as written on three test-bed hosts: a PostgreSQL ledger and two workers.
+
+The files and commands are parsed from the README section between ``<!-- first-fleet:begin -->`` and
+``<!-- first-fleet:end -->`` (``<!-- first-fleet:file NAME -->`` before a fenced block writes NAME,
+``<!-- first-fleet:run -->`` before a ``bash`` block runs each line), in an empty directory, with only
+these substitutions: the README's addresses become the bed's, its ``admin`` login the bed's
+``tester`` (plus the bed's SSH key options, appended to the inventory), ``~/src/fleet-dispatch`` this
+checkout, and the example repository URL a bare repository the test serves on each worker. The
+controller is this test's Python environment (the README's ``pip install`` line is not re-run).
+
+Then the board is read back through the collection's own ledger code: the three items closed, each with
+the fake agent's merge as the close-out (a success marker, one attempt). A second test proves that a
+misconfigured board is refused at provision time, with the fix, by each master's runner.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.testbed
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+README = REPO / 'README.md'
+EXAMPLE_REPO = 'https://git.example.org/acme/widgets.git'
+ORIGIN = '/srv/widgets.git'
+# A bound only, not a speed claim: PostgreSQL's and psycopg's apt installs dominate (about a minute
+# each on a quiet machine); the bound covers a loaded CI machine.
+STEP_TIMEOUT = 1500
+
+ORIGIN_SCRIPT = r'''
+set -eu
+if [ ! -d %(origin)s ]; then
+  tmp=$(mktemp -d)
+  git -C "$tmp" init -q -b main
+  echo widgets > "$tmp/README"
+  git -C "$tmp" add README
+  git -C "$tmp" -c user.name=t -c user.email=t@t commit -q -m init
+  git clone -q --bare "$tmp" %(origin)s
+  chmod -R a+rX %(origin)s
+  rm -rf "$tmp"
+fi
+''' % {'origin': ORIGIN}
+
+
+def readme_steps(text):
+    """The section's steps in order: ('file', name, content) and ('run', command line)."""
+    begin, end = text.index('<!-- first-fleet:begin -->'), text.index('<!-- first-fleet:end -->')
+    section = text[begin:end]
+    steps = []
+    for match in re.finditer(r'<!-- first-fleet:(file (\S+)|run) -->\s*```[a-z]*\n(.*?)```', section, re.S):
+        if match.group(2):
+            steps.append(('file', match.group(2), match.group(3)))
+        else:
+            steps += [('run', line) for line in match.group(3).splitlines() if line.strip() and not line.startswith('#')]
+    return steps
+
+
+def test_the_readme_section_has_files_and_commands():
+    steps = readme_steps(README.read_text())
+    names = [s[1] for s in steps if s[0] == 'file']
+    runs = [s[1] for s in steps if s[0] == 'run']
+    assert {'ansible.cfg', 'inventory.ini', 'group_vars/all.yml'} <= set(names)
+    assert any('fleet.dispatch.provision' in r for r in runs) and any('dispatch_mode=apply' in r for r in runs)
+
+
+@pytest.fixture(scope='module')
+def first_fleet(bed_factory, tmp_path_factory):
+    bed = bed_factory(3)
+    ledger, w1, w2 = bed.hosts
+    for host in (w1, w2):
+        bed.ssh(host, 'sudo sh -s', input=ORIGIN_SCRIPT)
+    bed_vars = [line for line in pathlib.Path(bed.inventory).read_text().splitlines()
+                if line.startswith(('ansible_ssh_private_key_file=', 'ansible_ssh_common_args=', 'ansible_connection=',
+                                    'ansible_python_interpreter='))]
+    subs = [('192.0.2.0/24', '10.88.0.0/16'), ('192.0.2.10', bed.ip[ledger]), ('192.0.2.11', bed.ip[w1]),
+            ('192.0.2.12', bed.ip[w2]), ('ansible_user=admin', 'ansible_user=tester'),
+            ('~/src/fleet-dispatch', str(REPO)), (EXAMPLE_REPO, ORIGIN)]
+
+    def substitute(text):
+        for old, new in subs:
+            text = text.replace(old, new)
+        return text
+
+    work = tmp_path_factory.mktemp('first-fleet')
+    home = work / 'home'
+    home.mkdir()
+    env = dict(bed.env)
+    for name in ('ANSIBLE_COLLECTIONS_PATH', 'ANSIBLE_COLLECTIONS_SCAN_SYS_PATH', 'ANSIBLE_CONFIG', 'ANSIBLE_INVENTORY',
+                 'ANSIBLE_ROLES_PATH'):
+        env.pop(name, None)
+    env.update({'HOME': str(home), 'PATH': str(pathlib.Path(sys.executable).parent) + os.pathsep + env.get('PATH', ''),
+                'ANSIBLE_LOCALHOST_WARNING': 'false'})
+    log = []
+    for step in readme_steps(README.read_text()):
+        if step[0] == 'file':
+            path = work / step[1]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            content = substitute(step[2])
+            if step[1] == 'inventory.ini':
+                # the bed's SSH settings, for the README's hosts only (the controller stays local)
+                content = content.rstrip('\n') + '\n\n[ledger:vars]\n%s\n\n[workers:vars]\n%s\n' % (
+                    '\n'.join(bed_vars), '\n'.join(bed_vars))
+            path.write_text(content)
+            continue
+        command = substitute(step[1])
+        proc = subprocess.run(['bash', '-euo', 'pipefail', '-c', command], cwd=str(work), env=env, capture_output=True,
+                              text=True, timeout=STEP_TIMEOUT, check=False)
+        log.append((command, proc))
+        assert proc.returncode == 0, '%s\nexited %d\n--- stdout\n%s\n--- stderr\n%s' % (
+            command, proc.returncode, proc.stdout[-8000:], proc.stderr[-4000:])
+    dsn = 'postgresql://fleet:%s@%s:5432/fleet' % (
+        re.search(r'^ledger_password: (\S+)', (work / 'group_vars' / 'all.yml').read_text(), re.M).group(1), bed.ip[ledger])
+    return {'bed': bed, 'work': work, 'env': env, 'log': log, 'dsn': dsn}
+
+
+def _output(fleet, needle):
+    for command, proc in fleet['log']:
+        if needle in command:
+            return proc.stdout
+    raise AssertionError('no README command with %r' % needle)
+
+
+def test_the_readme_fleet_closes_its_items_with_the_fake_agents_merge(first_fleet):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+    board = LedgerBoard(dsn=first_fleet['dsn'])
+    try:
+        now = _dt.datetime.now(_dt.timezone.utc)
+        for number in (1, 2, 3):
+            item = board.get(number)
+            kinds = [m.kind for m in markers_of(item)]
+            verdict = evaluate(item, now=now)
+            assert kinds == ['start', 'success'], (number, kinds)
+            assert item.state == 'closed' and verdict.reason == 'done' and verdict.attempts == 1, (number, item.state, verdict)
+            assert any(a.merged for a in item.artifacts), (number, item.artifacts)   # the fake agent's merged change
+    finally:
+        board.close()
+    sweep = _output(first_fleet, 'fleet.dispatch.sweep')
+    assert 'task-1' in sweep and 'task-2' in sweep
+    # the sweep placed one run per worker (headroom, D13) and `logs` found each on its own master
+    for number in (1, 2):
+        logs = _output(first_fleet, 'fleet.dispatch.logs -e issue=%d' % number)
+        assert 'task-%d ran on' % number in logs or 'task-%d runs on' % number in logs, logs[-3000:]
+        assert 'capture of task-%d' % number in logs and 'journal of task-%d' % number in logs, logs[-3000:]
+    waited = _output(first_fleet, 'fleet.dispatch.dispatch -e issue=3 -e wait=true')
+    assert 'item 3 closed out: success' in waited, waited[-3000:]
+    status = _output(first_fleet, 'fleet.dispatch.status')
+    assert status.count('done') >= 3, status[-3000:]
+
+
+def test_provision_refuses_a_board_a_master_cannot_open_and_names_the_fix(first_fleet):
+    w1 = 'w1'    # the README inventory's name of the first worker
+    argv = [str(pathlib.Path(sys.executable).parent / 'ansible-playbook'), 'fleet.dispatch.provision', '--limit', w1]
+    cases = [
+        # the controller's SQLite file: no worker has it (issue 18's silent burn loop)
+        ('{"dispatch_board": {"kind": "ledger", "path": "/root/.local/share/fleet-dispatch/ledger.sqlite3"}}',
+         'a SQLite ledger serves only localhost workers: use PostgreSQL (roles/ledger) for remote workers'),
+        # a wrong password: the server answers and refuses
+        ('{"dispatch_board": {"kind": "ledger", "dsn": "%s"}}' % first_fleet['dsn'].replace(':change-me-first@', ':wrong-pw@'),
+         'check the DSN'),
+    ]
+    for extra, fix in cases:
+        proc = subprocess.run(argv + ['-e', extra], cwd=str(first_fleet['work']), env=first_fleet['env'], capture_output=True,
+                              text=True, timeout=STEP_TIMEOUT, check=False)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, out[-6000:]
+        assert 'the runner of fleet1 on %s cannot open the board' % w1 in out and fix in out, out[-6000:]
+        assert 'Nothing was launched' in out
+        assert 'wrong-pw' not in out   # the DSN is redacted in the message
+    # the configuration of the README is accepted again (and the runner's board is put back)
+    proc = subprocess.run(argv, cwd=str(first_fleet['work']), env=first_fleet['env'], capture_output=True, text=True,
+                          timeout=STEP_TIMEOUT, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
