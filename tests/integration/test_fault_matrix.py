@@ -88,7 +88,7 @@ def matrix(bed_factory, tmp_path_factory, fresh_database):
         'worker_credentials': {'FLEET_BOARD_DSN': worker_dsn}, 'worker_runner_board': {'kind': 'ledger'}}))
     os.chmod(str(secrets), 0o600)
     env = dict(bed.env, ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
-    proc = subprocess.run([df._tool('ansible-playbook'), '-i', str(inventory), str(REPO / 'playbooks' / 'provision.yml'),
+    proc = subprocess.run(stdin=subprocess.DEVNULL, args=[df._tool('ansible-playbook'), '-i', str(inventory), str(REPO / 'playbooks' / 'provision.yml'),
                            '-e', '@' + str(secrets)], capture_output=True, text=True, env=env, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     m = Matrix(bed, work, inventory, env, board, local_dsn)
@@ -176,7 +176,7 @@ class Matrix(object):
         os.chmod(handle.name, 0o600)
         book = REPO / 'playbooks' / ('dispatch.yml' if issue is not None else 'sweep.yml')
         try:
-            res = subprocess.run([df._tool('ansible-playbook'), '-i', str(inventory or self.inventory), str(book),
+            res = subprocess.run(stdin=subprocess.DEVNULL, args=[df._tool('ansible-playbook'), '-i', str(inventory or self.inventory), str(book),
                                   '-e', '@' + handle.name], capture_output=True, text=True, env=self.env, timeout=900,
                                  check=False)
         finally:
@@ -238,7 +238,7 @@ class Matrix(object):
             self.ssh(host, "systemctl --user stop 'task-*' 2>/dev/null; true", check=False)
 
     def podman(self, *argv):
-        return subprocess.run(['podman'] + list(argv), capture_output=True, text=True, env=self.bed.env, timeout=300,
+        return subprocess.run(stdin=subprocess.DEVNULL, args=['podman'] + list(argv), capture_output=True, text=True, env=self.bed.env, timeout=300,
                               check=True)
 
     def wait_ssh(self, host):

@@ -112,7 +112,7 @@ def first_fleet(bed_factory, tmp_path_factory):
             path.write_text(content)
             continue
         command = substitute(step[1])
-        proc = subprocess.run(['bash', '-euo', 'pipefail', '-c', command], cwd=str(work), env=env, capture_output=True,
+        proc = subprocess.run(stdin=subprocess.DEVNULL, args=['bash', '-euo', 'pipefail', '-c', command], cwd=str(work), env=env, capture_output=True,
                               text=True, timeout=STEP_TIMEOUT, check=False)
         log.append((command, proc))
         assert proc.returncode == 0, '%s\nexited %d\n--- stdout\n%s\n--- stderr\n%s' % (
@@ -170,7 +170,7 @@ def test_provision_refuses_a_board_a_master_cannot_open_and_names_the_fix(first_
          'check the DSN'),
     ]
     for extra, fix in cases:
-        proc = subprocess.run(argv + ['-e', extra], cwd=str(first_fleet['work']), env=first_fleet['env'], capture_output=True,
+        proc = subprocess.run(stdin=subprocess.DEVNULL, args=argv + ['-e', extra], cwd=str(first_fleet['work']), env=first_fleet['env'], capture_output=True,
                               text=True, timeout=STEP_TIMEOUT, check=False)
         out = proc.stdout + proc.stderr
         assert proc.returncode != 0, out[-6000:]
@@ -178,6 +178,6 @@ def test_provision_refuses_a_board_a_master_cannot_open_and_names_the_fix(first_
         assert 'Nothing was launched' in out
         assert 'wrong-pw' not in out   # the DSN is redacted in the message
     # the configuration of the README is accepted again (and the runner's board is put back)
-    proc = subprocess.run(argv, cwd=str(first_fleet['work']), env=first_fleet['env'], capture_output=True, text=True,
+    proc = subprocess.run(stdin=subprocess.DEVNULL, args=argv, cwd=str(first_fleet['work']), env=first_fleet['env'], capture_output=True, text=True,
                           timeout=STEP_TIMEOUT, check=False)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
