@@ -53,6 +53,9 @@ DEFAULT_BLIND_CYCLES = 3
 # Experiment: over a month of capacity markers, how often do two accounts' limits coincide on
 # one item by chance within W; take the W where that is under one a month.
 DEFAULT_CAPACITY_WINDOW = _dt.timedelta(hours=6)
+# Derived from the rule, not a guess: "different accounts" is two or more; one account's
+# repeated deaths are that account's limit (the mechanism working: dark until its reset).
+# A higher value would only re-measure the same pattern later; none is needed to settle it.
 DEFAULT_CAPACITY_ACCOUNTS = 2
 
 
