@@ -217,6 +217,41 @@ def stalls(items, *, masters=None, capacity=None, blind=None, unreaped=None, now
     return out
 
 
+def cycle(items, *, masters, capacity, surveyed, previous=None, unreaped=None, now: Any,
+          blind_cycles: int = DEFAULT_BLIND_CYCLES, capacity_window: _dt.timedelta = DEFAULT_CAPACITY_WINDOW) -> Dict[str, Any]:
+    """One sweep's announcer input, from the guarded path's own answers: ``{stalls, record}``.
+
+    ``capacity`` are the ``capacity_info`` answer records (``target`` ``{worker, master}``,
+    ``status``; a record that is not ``ok`` is not a reading); ``surveyed`` the probe's survey
+    (``blind``: masters whose probe failed); ``previous`` the record of the previous cycle
+    (``record`` here). The record carries ONLY the consecutive-cycle counts the board cannot hold
+    (failed probes, ``update_failed`` readings): docs/dispatch.md says why."""
+    previous = previous if isinstance(previous, dict) else {}
+    probed = surveyed is not None and (bool((surveyed or {}).get('masters')) or bool((surveyed or {}).get('blind')))
+    why = {}
+    for b in (surveyed or {}).get('blind', []) or []:
+        why[_key(b.get('worker'), b.get('master'))] = b.get('why') or ''
+    blind = track(previous.get('blind'), sorted(why) if probed else None, now=now)
+    for key in blind:
+        blind[key]['why'] = why.get(key) or blind[key].get('why') or ''
+    readings = {}
+    for rec in capacity or []:
+        where = rec.get('target') or {}
+        if rec.get('status', 'ok') != 'ok':
+            continue
+        readings[_key(where.get('worker'), where.get('master'))] = {
+            'source': rec.get('source'), 'dark': bool(rec.get('dark')), 'why': rec.get('why') or '',
+            'reset_at': rec.get('reset_at')}
+    failing = track(previous.get('update_failed'),
+                    sorted(k for k, r in readings.items() if r['source'] == 'update_failed') if readings else None, now=now)
+    for key, seen in failing.items():
+        if key in readings:
+            readings[key].update(cycles=seen['cycles'], since=seen['since'])
+    found = stalls(items, masters=masters, capacity=readings, blind=blind, unreaped=unreaped, now=now,
+                   blind_cycles=blind_cycles, capacity_window=capacity_window)
+    return {'stalls': found, 'record': {'time': format_time(parse_time(now)), 'blind': blind, 'update_failed': failing}}
+
+
 def reconcile(found, reports, *, now: Any) -> Dict[str, List[Dict[str, Any]]]:
     """What to write: ``{file: [stall], close: [{number, title, comment}], keep: [...], silenced: [...]}``.
 
@@ -253,4 +288,4 @@ def reconcile(found, reports, *, now: Any) -> Dict[str, List[Dict[str, Any]]]:
 
 __all__ = ['TITLE_PREFIX', 'REPORT_LABEL', 'SILENCED_LABEL', 'REPORT_STATUS', 'SILENCED_STATUS', 'NEVER',
            'DEFAULT_BLIND_CYCLES', 'DEFAULT_CAPACITY_WINDOW', 'DEFAULT_CAPACITY_ACCOUNTS', 'account_of',
-           'capacity_deaths', 'capacity_deaths_of', 'track', 'stalls', 'reconcile']
+           'capacity_deaths', 'capacity_deaths_of', 'track', 'stalls', 'cycle', 'reconcile']
