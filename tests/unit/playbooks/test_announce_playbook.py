@@ -50,6 +50,12 @@ def test_a_tombstone_is_one_report_reruns_file_none_and_clearing_closes_it(tmp_p
         sweep(tmp_path, spec, inventory, '-e', 'dispatch_announce_blind_cycles=99')
     found = [r for r in reports(spec) if 'tombstone' in r['title']]
     assert [(r['title'], r['state']) for r in found] == [('[fleet] tombstone: #4', 'open')]
+    status = playbook('status.yml', tmp_path, spec, inventory=inventory)
+    assert status.returncode == 0, status.stdout[-3000:]
+    assert 'announced (open reports): 1' in status.stdout
+    assert 'report #%d [fleet] tombstone: #4' % found[0]['number'] in status.stdout
+    written = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'status.json').read_text())
+    assert [r['number'] for r in written['reports']] == [found[0]['number']]
     with open_board(spec) as b:
         assert [i.number for i in b.read().items] == [1, 4]            # the report is never a candidate
         b.upsert_item(number=4, state='closed')
