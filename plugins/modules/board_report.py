@@ -40,6 +40,13 @@ options:
     type: list
     elements: dict
     default: []
+  unsure:
+    description:
+      - Report titles whose evidence was not read this cycle (a master whose capacity could not be read), as
+        RV(fleet.dispatch.guard#module:unsure) returns them. Their reports are neither filed nor closed - unknown is no change.
+    type: list
+    elements: str
+    default: []
   reconcile:
     description: V(false) only lists the reports (RV(reports)) and writes nothing.
     type: bool
@@ -122,6 +129,7 @@ def main():
         argument_spec=dict(
             board=board_argspec(),
             stalls=dict(type='list', elements='dict', default=[]),
+            unsure=dict(type='list', elements='str', default=[]),
             reconcile=dict(type='bool', default=True),
             now=dict(type='str'),
         ),
@@ -139,7 +147,7 @@ def main():
         with open_board(board_spec(p['board'])) as board:
             if not p['reconcile']:
                 module.exit_json(changed=False, reports=board.reports())
-            out = announce(board, p['stalls'], now=now, dry_run=module.check_mode)
+            out = announce(board, p['stalls'], now=now, dry_run=module.check_mode, unsure=p['unsure'])
     except BoardError as exc:
         module.fail_json(msg='the announcer could not read the reports: %s' % exc)
     for text in out['errors']:

@@ -201,6 +201,12 @@ stalls:
   returned: when O(stage=announce)
   type: list
   elements: dict
+unsure:
+  description: O(stage=announce) - report titles whose evidence was not read this cycle (a master whose capacity was not read);
+    M(fleet.dispatch.board_report) neither files nor closes them.
+  returned: when O(stage=announce)
+  type: list
+  elements: str
 record:
   description: O(stage=announce) - this cycle's record to keep for the next one, C({time, blind, update_failed}), each a map of
     C(worker/master) to C({cycles, since}).

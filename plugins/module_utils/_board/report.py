@@ -24,15 +24,16 @@ def _ref(board, report):
     return report['number']
 
 
-def announce(board, stalls: List[Dict[str, Any]], *, now: Any, dry_run: bool = False) -> Dict[str, Any]:
+def announce(board, stalls: List[Dict[str, Any]], *, now: Any, dry_run: bool = False, unsure=()) -> Dict[str, Any]:
     """File one report per new stall and close the reports whose stall cleared.
 
     Returns ``reconcile``'s answer plus ``filed``/``closed`` (what was written: ``{number, title}``)
     and ``errors`` (a write that failed: the next cycle tries again; nothing else is affected).
-    ``dry_run`` decides against the live reports and writes nothing (plan and check mode).
+    ``dry_run`` decides against the live reports and writes nothing (plan and check mode); titles in
+    ``unsure`` are neither filed nor closed (their evidence was not read this cycle).
     """
     reports = board.reports()
-    plan = reconcile(stalls, reports, now=now)
+    plan = reconcile(stalls, reports, now=now, unsure=unsure)
     by_number = dict((r['number'], r) for r in reports)
     filed, closed, errors = [], [], []
     if not dry_run:

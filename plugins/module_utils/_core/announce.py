@@ -92,6 +92,14 @@ def capacity_deaths_of(item) -> List[Dict[str, Any]]:
     return capacity_deaths(markers_of(item))
 
 
+def revoked_title(account):
+    return defang(TITLE_PREFIX + 'agent account revoked: %s' % account)
+
+
+def update_failed_title(key):
+    return defang(TITLE_PREFIX + 'runner cannot update itself: %s' % key)
+
+
 def _stall(kind, subject, title, lines, since=None):
     return {'kind': kind, 'subject': subject, 'title': defang(TITLE_PREFIX + title),
             'body': defang('\n'.join(lines + ['', 'Filed by the fleet.dispatch announcer (D14). It is closed with a comment '
@@ -174,14 +182,14 @@ def stalls(items, *, masters=None, capacity=None, blind=None, unreaped=None, now
     for (source, subject), found in sorted(by_account.items()):
         where = ', '.join(k for k, _c in found)
         if source == 'revoked':
-            out.append(_stall('revoked', subject, 'agent account revoked: %s' % subject, [
+            out.append(_stall('revoked', subject, revoked_title(subject)[len(TITLE_PREFIX):], [
                 'The agent account %s is dark with "revoked" on %s: %s' % (subject, where, found[0][1].get('why') or ''),
                 '',
                 'A revocation never clears by itself: no master of this account gets work until a human restores the '
                 "entitlement and deletes the masters' capacity state (~/.local/state/fleet-dispatch/capacity.json)."],
                 since=found[0][1].get('written_at')))
         else:
-            out.append(_stall('update_failed', subject, 'runner cannot update itself: %s' % subject, [
+            out.append(_stall('update_failed', subject, update_failed_title(subject)[len(TITLE_PREFIX):], [
                 'The runner on %s failed its self-update for %d consecutive cycles: %s' % (
                     subject, int(found[0][1].get('cycles') or 0), found[0][1].get('why') or ''),
                 '',
@@ -249,15 +257,24 @@ def cycle(items, *, masters, capacity, surveyed, previous=None, unreaped=None, n
             readings[key].update(cycles=seen['cycles'], since=seen['since'])
     found = stalls(items, masters=masters, capacity=readings, blind=blind, unreaped=unreaped, now=now,
                    blind_cycles=blind_cycles, capacity_window=capacity_window)
-    return {'stalls': found, 'record': {'time': format_time(parse_time(now)), 'blind': blind, 'update_failed': failing}}
+    # A master whose capacity was not read this cycle (blind, or the read failed) is unknown, and
+    # unknown neither files nor clears: its reports stay as they are (D5: no evidence, no change).
+    unsure = []
+    for m in masters or []:
+        key = _key(m.get('worker'), m.get('master'))
+        if key not in readings:
+            unsure.extend([revoked_title(account_of(m)), update_failed_title(key)])
+    return {'stalls': found, 'unsure': sorted(set(unsure)),
+            'record': {'time': format_time(parse_time(now)), 'blind': blind, 'update_failed': failing}}
 
 
-def reconcile(found, reports, *, now: Any) -> Dict[str, List[Dict[str, Any]]]:
+def reconcile(found, reports, *, now: Any, unsure=()) -> Dict[str, List[Dict[str, Any]]]:
     """What to write: ``{file: [stall], close: [{number, title, comment}], keep: [...], silenced: [...]}``.
 
     Idempotent by title against the live reports (``{number, title, state, silenced}``): a stall
     whose title has an open report is kept, one whose title a silenced report carries is not
-    filed, an open report of ours whose stall is gone is closed with a comment."""
+    filed, an open report of ours whose stall is gone is closed with a comment. Titles in ``unsure`` (their
+    evidence was not read this cycle) are neither filed nor closed."""
     when = format_time(parse_time(now))
     open_titles, silenced = {}, set()
     for rep in reports or []:
@@ -280,7 +297,7 @@ def reconcile(found, reports, *, now: Any) -> Dict[str, List[Dict[str, Any]]]:
         else:
             out['file'].append(stall)
     for title, rep in sorted(open_titles.items()):
-        if title not in titles:
+        if title not in titles and title not in set(unsure or ()):
             out['close'].append({'number': rep.get('number'), 'title': title, 'comment': defang(
                 'The stall cleared: the sweep at %s no longer finds it. Closed by the fleet.dispatch announcer.' % when)})
     return out
@@ -288,4 +305,5 @@ def reconcile(found, reports, *, now: Any) -> Dict[str, List[Dict[str, Any]]]:
 
 __all__ = ['TITLE_PREFIX', 'REPORT_LABEL', 'SILENCED_LABEL', 'REPORT_STATUS', 'SILENCED_STATUS', 'NEVER',
            'DEFAULT_BLIND_CYCLES', 'DEFAULT_CAPACITY_WINDOW', 'DEFAULT_CAPACITY_ACCOUNTS', 'account_of',
-           'capacity_deaths', 'capacity_deaths_of', 'track', 'stalls', 'cycle', 'reconcile']
+           'capacity_deaths', 'capacity_deaths_of', 'track', 'stalls', 'cycle', 'reconcile', 'revoked_title',
+           'update_failed_title']

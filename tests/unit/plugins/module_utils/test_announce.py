@@ -97,7 +97,7 @@ def test_revoked_is_one_stall_per_account_and_a_rate_limit_is_none():
                 'w2/c': {'source': 'rate_limit', 'dark': True, 'reset_at': None}}
     found = announce.stalls([], masters=MASTERS, capacity=capacity, now=NOW)
     assert [(s['kind'], s['subject']) for s in found] == [('revoked', 'acct-1')]
-    assert 'w1/a, w1/b' in found[0]['body']
+    assert 'w1/a, w1/b' in found[0]['body'] and found[0]['title'] == announce.revoked_title('acct-1')
 
 
 def test_update_failed_only_after_n_consecutive_cycles():
@@ -191,3 +191,18 @@ def test_of_two_rate_limits_on_one_account_the_later_reset_wins():
         {'worker': 'w', 'master': 'b', 'account': 'x', 'dark': True, 'source': 'rate_limit', 'reset_at': early},
         {'worker': 'w', 'master': 'c', 'account': 'x', 'dark': False}])
     assert [m['reset_at'] for m in masters] == [late, late, late]
+
+
+def test_a_master_whose_capacity_was_not_read_neither_files_nor_clears_its_reports():
+    """D5: unknown is no change. A revoked account's report stays open while its masters are blind."""
+    answers = [{'target': {'worker': 'w1', 'master': 'a'}, 'status': 'unreachable'},
+               {'target': {'worker': 'w1', 'master': 'b'}, 'status': 'ok', 'dark': False, 'source': None}]
+    out = announce.cycle([], masters=MASTERS[:2], capacity=answers, surveyed={'masters': {'w1/b': 0},
+                         'blind': [{'worker': 'w1', 'master': 'a', 'why': 'probe failed: unreachable'}]}, now=NOW)
+    assert out['stalls'] == []
+    assert announce.revoked_title('acct-1') in out['unsure']
+    report = {'number': 7, 'title': announce.revoked_title('acct-1'), 'state': 'open'}
+    assert announce.reconcile(out['stalls'], [report], now=NOW, unsure=out['unsure'])['close'] == []
+    assert [c['number'] for c in announce.reconcile(out['stalls'], [report], now=NOW)['close']] == [7]
+    # the record counts the blind master, one cycle so far
+    assert out['record']['blind'] == {'w1/a': {'cycles': 1, 'since': format_time(NOW), 'why': 'probe failed: unreachable'}}
