@@ -15,6 +15,7 @@ from typing import Any, Dict, List
 
 from .protocol import BoardError
 from .._core.announce import reconcile
+from .._core.references import defang
 
 
 def _ref(board, report):
@@ -32,6 +33,9 @@ def announce(board, stalls: List[Dict[str, Any]], *, now: Any, dry_run: bool = F
     ``dry_run`` decides against the live reports and writes nothing (plan and check mode); titles in
     ``unsure`` are neither filed nor closed (their evidence was not read this cycle).
     """
+    # D14: every text defanged, titles too -- before the comparison, so idempotence compares what is stored
+    stalls = [dict(s, title=defang(s.get('title')), body=defang(s.get('body'))) for s in stalls or []]
+    unsure = [defang(t) for t in unsure or ()]
     reports = board.reports()
     plan = reconcile(stalls, reports, now=now, unsure=unsure)
     by_number = dict((r['number'], r) for r in reports)
