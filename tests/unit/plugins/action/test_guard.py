@@ -59,8 +59,8 @@ def test_the_announce_step_reads_registered_capacity_results_and_the_previous_re
     previous = {'blind': {'w2/b': {'cycles': 2, 'since': '2026-12-01T11:50:00.000000Z'}}}
     out = _action({'stage': 'announce', 'items': [], 'now': '2026-12-01T12:00:00Z',
                    'masters': [{'worker': 'w1', 'master': 'a', 'account': 'acct'}, {'worker': 'w2', 'master': 'b'}],
-                   'capacity': capacity, 'survey': {'masters': {'w1/a': 0}, 'blind': [{'worker': 'w2', 'master': 'b',
-                                                                                        'why': 'probe failed: ssh'}]},
+                   'capacity': capacity,
+                   'survey': {'masters': {'w1/a': 0}, 'blind': [{'worker': 'w2', 'master': 'b', 'why': 'probe failed: ssh'}]},
                    'previous': previous, 'blind_cycles': 3}).run(task_vars={})
     assert sorted((s['kind'], s['subject']) for s in out['stalls']) == [('blind', 'w2'), ('revoked', 'acct')]
     assert out['record']['blind']['w2/b']['cycles'] == 3 and out['record']['time'] == '2026-12-01T12:00:00.000000Z'

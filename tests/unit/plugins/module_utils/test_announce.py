@@ -102,8 +102,8 @@ def test_revoked_is_one_stall_per_account_and_a_rate_limit_is_none():
 
 def test_update_failed_only_after_n_consecutive_cycles():
     def once(cycles):
-        return announce.stalls([], masters=MASTERS, capacity={'w2/d': {'source': 'update_failed', 'dark': True,
-                                                                        'cycles': cycles}}, now=NOW, blind_cycles=3)
+        failing = {'w2/d': {'source': 'update_failed', 'dark': True, 'cycles': cycles}}
+        return announce.stalls([], masters=MASTERS, capacity=failing, now=NOW, blind_cycles=3)
     assert once(2) == []
     assert [s['kind'] for s in once(3)] == ['update_failed']
 
