@@ -64,12 +64,12 @@ options:
     type: str
     default: ''
   masters:
-    description: Every configured master as C({worker, master}) (O(stage=place)).
+    description: Every configured master as C({worker, master, account}) (O(stage=place) and O(stage=announce)).
     type: list
     elements: dict
     default: []
   capacity:
-    description: The registered loop results of M(fleet.dispatch.capacity_info), one per master (O(stage=place)).
+    description: The registered loop results of M(fleet.dispatch.capacity_info), one per master (O(stage=place) and O(stage=announce)).
     type: list
     elements: dict
     default: []
