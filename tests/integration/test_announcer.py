@@ -134,9 +134,11 @@ def test_a_worker_unreachable_during_the_sweep_is_announced_once_after_n_sweeps(
     h2 = fleet.bed.hosts[1]
     board = df.ledger_board(tmp_path / 'blind.sqlite3', {81: 'free'})
     fleet.bed.ssh(h2, 'sudo systemctl stop ssh.socket ssh.service 2>/dev/null; true', check=False)
+    # new connections only: a ControlPersist master opened before the stop would still reach the host
+    env = fleet.env(ANSIBLE_SSH_CONTROL_PATH_DIR=str(tmp_path / 'cp'))
     counts = []
     for _cycle in range(3):
-        _res, rec = sweep(fleet, board, tmp_path / 'state', dispatch_announce_blind_cycles=2)
+        _res, rec = sweep(fleet, board, tmp_path / 'state', env=env, dispatch_announce_blind_cycles=2)
         counts.append(len([r for r in reports(board) if r['title'] == '[fleet] worker blind: %s' % h2]))
     assert counts == [0, 1, 1], 'one announcement after N=2 sweeps, and only one'
     assert len(reports(board)) == 1
