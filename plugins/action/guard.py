@@ -15,12 +15,13 @@ import datetime
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.announce import cycle as announce_cycle
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import (
     batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
-STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'report')
+STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'report', 'announce')
 
 ARGUMENT_SPEC = dict(
     stage=dict(type='str', required=True, choices=list(STAGES)),
@@ -36,6 +37,13 @@ ARGUMENT_SPEC = dict(
     command=dict(type='list', elements='str', default=[]),
     setenv=dict(type='dict', default={}),
     launches=dict(type='list', elements='dict', default=[]),
+    # stage=announce (D14)
+    items=dict(type='list', elements='dict', default=[]),
+    previous=dict(type='dict', default={}),
+    unreaped=dict(type='list', elements='dict', default=[]),
+    now=dict(type='str', default=''),
+    blind_cycles=dict(type='int', default=3),
+    capacity_window=dict(type='int', default=21600),
 )
 
 # what Ansible adds to a module's answer; the rest is the module's own return values
@@ -98,6 +106,12 @@ class ActionModule(ActionBase):
         elif stage == 'batch':
             out = batches(cands, answers(args['workspaces']), command=args['command'], setenv=args['setenv'],
                           owner=args['owner'])
+        elif stage == 'announce':
+            now = parse_time(args['now']) if args['now'] else datetime.datetime.now(UTC)
+            out = announce_cycle(args['items'], masters=args['masters'], capacity=answers(args['capacity']),
+                                 surveyed=args['survey'] or None, previous=args['previous'], unreaped=args['unreaped'],
+                                 now=now, blind_cycles=args['blind_cycles'],
+                                 capacity_window=datetime.timedelta(seconds=args['capacity_window']))
         else:
             out = launch_report(answers(args['launches']))
         for ref in out.get('refused', []):

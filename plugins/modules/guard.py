@@ -19,6 +19,9 @@ description:
     dispatcher holds. O(stage=probe) drops the candidates already live on any master and lists the duplicates to repair (oldest
     wins). O(stage=place) reads the capacity answers, leaves dark masters out and places each candidate on the master with
     the most measured headroom, without a cap. O(stage=report) reads the launch results.
+  - O(stage=announce) finds the stalls nobody is coming for (the announcer, C(_core/announce.py)) from the board's items, this
+    cycle's probe survey and capacity answers, and the previous cycle's record of consecutive failed probes; it writes nothing
+    (M(fleet.dispatch.board_report) files the reports).
   - The decisions are the pure functions of C(module_utils/_core/plan.py); this action only calls them and logs.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
@@ -34,7 +37,7 @@ options:
     description: Which step to run.
     type: str
     required: true
-    choices: [name, lease, probe, place, batch, report]
+    choices: [name, lease, probe, place, batch, report, announce]
   candidates:
     description: The candidates still admitted (from RV(fleet.dispatch.board_info#module:candidates), then from the previous step).
     type: list
@@ -61,12 +64,12 @@ options:
     type: str
     default: ''
   masters:
-    description: Every configured master as C({worker, master}) (O(stage=place)).
+    description: Every configured master as C({worker, master, account}) (O(stage=place) and O(stage=announce)).
     type: list
     elements: dict
     default: []
   capacity:
-    description: The registered loop results of M(fleet.dispatch.capacity_info), one per master (O(stage=place)).
+    description: The registered loop results of M(fleet.dispatch.capacity_info), one per master (O(stage=place) and O(stage=announce)).
     type: list
     elements: dict
     default: []
@@ -95,6 +98,32 @@ options:
     type: list
     elements: dict
     default: []
+  items:
+    description: The board's items, RV(fleet.dispatch.board_info#module:items) (O(stage=announce)).
+    type: list
+    elements: dict
+    default: []
+  previous:
+    description: The previous cycle's RV(record) (O(stage=announce)); empty or unreadable restarts every count at one.
+    type: dict
+    default: {}
+  unreaped:
+    description: Orphans the reaper held because a master was blind, each C({number, repo, started_at, why}) (O(stage=announce)).
+    type: list
+    elements: dict
+    default: []
+  now:
+    description: The cycle's time as ISO-8601 (O(stage=announce)); defaults to the clock.
+    type: str
+    default: ''
+  blind_cycles:
+    description: Consecutive cycles of a failed probe (or an C(update_failed) reading) before it is announced (O(stage=announce)).
+    type: int
+    default: 3
+  capacity_window:
+    description: Seconds within which one item's capacity deaths on different accounts are announced (O(stage=announce)).
+    type: int
+    default: 21600
 seealso:
   - module: fleet.dispatch.units_info
   - module: fleet.dispatch.capacity_info
@@ -167,4 +196,20 @@ failed:
   returned: when O(stage=report)
   type: list
   elements: dict
+stalls:
+  description: O(stage=announce) - one entry per stall, C({kind, subject, title, body, since}); titles and bodies are defanged.
+  returned: when O(stage=announce)
+  type: list
+  elements: dict
+unsure:
+  description: O(stage=announce) - report titles whose evidence was not read this cycle (a master whose capacity was not read);
+    M(fleet.dispatch.board_report) neither files nor closes them.
+  returned: when O(stage=announce)
+  type: list
+  elements: str
+record:
+  description: O(stage=announce) - this cycle's record to keep for the next one, C({time, blind, update_failed}), each a map of
+    C(worker/master) to C({cycles, since}).
+  returned: when O(stage=announce)
+  type: dict
 '''

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 
 from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
+from .._core.announce import REPORT_STATUS, SILENCED_STATUS
 from .._core.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
 from .._core.naming import item_number
 from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable, Undecodable
@@ -59,6 +60,18 @@ MIGRATIONS = [
     # not board tables either (_store/lease.py creates fleet_leases itself): do not add them here.
 ]
 """The board's forward migrations, applied in order, each recorded in ``schema_version``."""
+
+REPORT_COMPONENT = 'report'
+"""The ``schema_version.component`` of the announcer's table: its own component, so the board's
+schema version does not move and an older controller still reads the board (D14)."""
+
+REPORT_MIGRATIONS = [
+    (1, 'report items of the announcer (D14)', [
+        "CREATE TABLE reports (item INTEGER PRIMARY KEY REFERENCES items (number), created_at TEXT NOT NULL)",
+    ]),
+]
+"""A report is an ordinary item (title, body, comments, state) with a row here: ``read`` leaves it
+out of the queue, so it is never a dispatch candidate whatever its status says."""
 
 STATES = ('open', 'closed')
 _STATE_ALIASES = {'open': 'open', 'opened': 'open', 'reopened': 'open', 'closed': 'closed'}
@@ -123,6 +136,9 @@ class LedgerBoard(Board):
         self.backend = self._store.dialect.name
         try:
             self.migrated = self._store.migrate(COMPONENT, self._migrations, format_time(self._now()))
+            self._reports, self.migrated_reports = migrations is None, []
+            if self._reports:
+                self.migrated_reports = self._store.migrate(REPORT_COMPONENT, REPORT_MIGRATIONS, format_time(self._now()))
         except SqlError as exc:
             self._store.close()
             raise BoardUnreadable('cannot prepare the ledger schema: %s' % exc)
@@ -205,7 +221,7 @@ class LedgerBoard(Board):
 
         ``now`` is accepted for the protocol and unused: the ledger has no time-dependent read.
         """
-        items = self._tx(lambda tx: self._load(tx, None), unreadable=True)
+        items = self._tx(lambda tx: self._load(tx, None, self._reports), unreadable=True)
         for item in items:
             item.marker_authors = list(self.marker_authors)
         return BoardRead(items=items, cost=None)
@@ -219,14 +235,16 @@ class LedgerBoard(Board):
         return items[0]
 
     @staticmethod
-    def _load(tx, number):
+    def _load(tx, number, reports=True):
         """Fetch each table once (filtered to one item when ``number`` is given) and join in Python."""
         if number is None:
             where, args = '', ()
         else:
             where, args = ' WHERE item = ?', (number,)
+        # the announcer's reports are not work: the queue read leaves them out (a get by number does not)
         rows = tx.all('SELECT number, title, body, status, state, repo, created_at, updated_at FROM items'
-                      + (' WHERE number = ?' if number is not None else '') + ' ORDER BY number', args)
+                      + (' WHERE number = ?' if number is not None
+                         else (' WHERE number NOT IN (SELECT item FROM reports)' if reports else '')) + ' ORDER BY number', args)
         items = {}
         for num, title, body, status, state, repo, created, updated in rows:
             bad = _bad_columns(('title', title), ('body', body), ('status', status), ('state', state), ('repo', repo))
@@ -275,6 +293,40 @@ class LedgerBoard(Board):
                         ref=ref, created_at=parse_time(created), merged=bool(merged), merged_at=parse_time(merged_at),
                         closes=list(closes[aid]), url=url, title=title))
         return [items[k] for k in sorted(items)]
+
+    def reports(self):
+        """The announcer's report items (D14): ``{number, title, state, status, silenced, created_at,
+        updated_at}``, read live from the store (never a cache or an index). A report is silenced
+        when a human closed it with the status ``Silenced``."""
+        def body(tx):
+            return tx.all('SELECT i.number, i.title, i.state, i.status, i.created_at, i.updated_at FROM items i '
+                          'JOIN reports r ON r.item = i.number ORDER BY i.number')
+        rows = self._tx(body, unreadable=True)
+        return [{'number': num, 'title': title, 'state': state, 'status': status,
+                 'silenced': state == 'closed' and status == SILENCED_STATUS, 'created_at': created,
+                 'updated_at': updated, 'url': ''} for num, title, state, status, created, updated in rows]
+
+    def create_report(self, title, body, *, at=None, dry_run=False):
+        """File one report item, unless an open report with this exact title exists (idempotent by
+        title, checked inside the write transaction, under the lock that mints item numbers, so two
+        dispatchers cannot both file it). Returns ``{'number', 'created'}``."""
+        if not title:
+            raise BoardError('a report needs a title')
+        fixed = self._fixed(at)
+
+        def write(tx):
+            tx.lock('items.number')
+            row = tx.one("SELECT i.number FROM items i JOIN reports r ON r.item = i.number "
+                         "WHERE i.title = ? AND i.state = 'open' ORDER BY i.number", (title,))
+            if row is not None:
+                return {'number': row[0], 'created': False}
+            num = tx.one('SELECT COALESCE(MAX(number), 0) + 1 FROM items')[0]
+            when = self._stamp(fixed)
+            tx.run('INSERT INTO items (number, title, body, status, state, repo, created_at, updated_at) '
+                   'VALUES (?, ?, ?, ?, ?, ?, ?, ?)', (num, title, body or '', REPORT_STATUS, 'open', '', when, when))
+            tx.run('INSERT INTO reports (item, created_at) VALUES (?, ?)', (num, when))
+            return {'number': num, 'created': True}
+        return self._tx(write, write=True, dry_run=dry_run)
 
     def mentions(self, number):
         """The ledger has no mention notifications (D19 is a forge feature): always ``[]``."""

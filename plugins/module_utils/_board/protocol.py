@@ -83,7 +83,16 @@ class Board(object):
         """Mark mentions read, *after* they were injected into the brief (at-least-once)."""
         return None
 
+    def reports(self) -> list:
+        """The announcer's report items, live (D14: never a search index): ``{number, title, state,
+        silenced, created_at, updated_at, url}``. Reports are not work: ``read`` never returns them."""
+        raise NotImplementedError
+
     # -- writes -----------------------------------------------------------------------------
+    def create_report(self, title, body) -> Dict[str, Any]:
+        """File one report item unless an open one has this title; ``{number, created}`` (D14)."""
+        raise NotImplementedError
+
     def comment(self, number, body, *, author='') -> Comment:
         """Post one comment (human text or a marker); returns it with its id and time."""
         raise NotImplementedError

@@ -420,3 +420,41 @@ def update_failed_state(existing: Optional[Dict[str, Any]], *, now: Any, message
 def clears_after_update(existing: Optional[Dict[str, Any]]) -> bool:
     """A verified self-update (or install) deletes an ``update_failed`` state, and only that one."""
     return bool(existing) and existing.get('source') == 'update_failed'
+
+
+# --- capacity per account (D8) -----------------------------------------------------------------
+ACCOUNT_SOURCES = ('revoked', 'rate_limit')
+"""Sources that belong to the agent's credential, not to the master: every master sharing the
+account is dark with it. ``update_failed`` is the master's own runner and stays the master's."""
+
+_ACCOUNT_RANK = {'revoked': 2, 'rate_limit': 1}
+
+
+def share_by_account(masters: Any) -> list:
+    """Spread account-wide darkness: each master dict (``worker``, ``master``, ``account``, ``dark``,
+    ``source``, ``reset_at``) comes back with ``dark``/``source``/``reset_at`` of its account's
+    strongest dark state (revoked over a rate limit; of two rate limits the later reset, an unknown
+    reset counting as later) and ``dark_via`` naming the master whose state it took. A master with
+    no ``account`` is its own account. Masters of other accounts are untouched (D8)."""
+    masters = [dict(m) for m in masters or []]
+    worst = {}
+    for m in masters:
+        if not m.get('dark') or m.get('source') not in ACCOUNT_SOURCES:
+            continue
+        account = m.get('account') or '%s/%s' % (m.get('worker'), m.get('master'))
+        reset = parse_time(m.get('reset_at')) if m.get('reset_at') not in (None, '', 'unknown') else None
+        rank = (_ACCOUNT_RANK[m['source']], reset is None, reset or _dt.datetime.min.replace(tzinfo=UTC))
+        if account not in worst or rank > worst[account][0]:
+            worst[account] = (rank, m)
+    for m in masters:
+        account = m.get('account') or '%s/%s' % (m.get('worker'), m.get('master'))
+        if account not in worst:
+            continue
+        src = worst[account][1]
+        if src is m or (m.get('dark') and m.get('source') == src.get('source') and m.get('reset_at') == src.get('reset_at')):
+            continue
+        if m.get('dark') and m.get('source') == 'revoked':
+            continue
+        m.update(dark=True, source=src.get('source'), reset_at=src.get('reset_at'),
+                 dark_via='%s/%s' % (src.get('worker'), src.get('master')))
+    return masters

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from .announce import capacity_deaths
+from .capacity import share_by_account
 from .cost import run_cost
 from .eligibility import evaluate, run_durations
 from .markers import human_markers, markers_of
@@ -64,6 +66,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'human_markers': human_markers(item),
             'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',
+            'capacity_deaths': capacity_deaths(markers_of(item)),
         })
     return out
 
@@ -323,10 +326,17 @@ def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
             head['live_runs'] = counts[key]
         entry = {'worker': m.get('worker'), 'master': m.get('master'), 'dark': bool(res.get('dark')),
                  'source': res.get('source'), 'reset_at': res.get('reset_at'), 'headroom': head}
+        if m.get('account'):
+            entry['account'] = m['account']
+        usable.append(entry)
+    # D8: a provider limit belongs to the account, so every master sharing it is dark with it
+    usable = share_by_account(usable)
+    for entry in usable:
         if entry['dark']:
             entry['why'] = dark_why(entry['source'], entry['reset_at'])
-            warnings.append('%s is dark, %s' % (key, entry['why']))
-        usable.append(entry)
+            if entry.get('dark_via'):
+                entry['why'] += ' (account %s, as on %s)' % (entry.get('account'), entry['dark_via'])
+            warnings.append('%s/%s is dark, %s' % (entry['worker'], entry['master'], entry['why']))
     return {'masters': usable, 'warnings': warnings}
 
 

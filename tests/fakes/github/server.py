@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fake GitHub over HTTP on loopback: ``POST /graphql`` plus the REST endpoints the board uses.
 
-REST: issues (``GET``/``PATCH /repos/O/R/issues/N``), comments (``GET``/``POST .../comments``,
+REST: issues (``GET``/``POST /repos/O/R/issues``, ``GET``/``PATCH /repos/O/R/issues/N``), comments (``GET``/``POST .../comments``,
 ``GET /repos/O/R/issues/comments/ID``), dependencies (``GET``/``POST .../dependencies/blocked_by``,
 ``DELETE .../blocked_by/ID``), notifications (``GET /notifications``,
 ``PATCH /notifications/threads/ID``). Anything else is a 404 with GitHub's JSON error body.
@@ -208,6 +208,9 @@ class FakeGitHub(object):
             if comment.get('__typename') != 'IssueComment':
                 raise KeyError(path)
             return 200, self._rest_comment(comment)
+        m = re.fullmatch(r'/repos/([^/]+/[^/]+)/issues', path)
+        if m and method in ('GET', 'POST'):
+            return self._issues_route(method, m.group(1), query, payload, extra)
         m = re.fullmatch(r'/repos/([^/]+/[^/]+)/issues/(\d+)(/.*)?', path)
         if m:
             repo, number, rest = m.group(1), int(m.group(2)), m.group(3) or ''
@@ -238,6 +241,35 @@ class FakeGitHub(object):
                     return 205, None
             raise KeyError(path)
         raise KeyError(path)
+
+    def _issues_route(self, method, repo, query, payload, extra):
+        """``GET /repos/O/R/issues`` (list: ``state`` open|closed|all, ``labels`` comma-separated, an
+        issue must carry all of them, ``per_page`` at most 100, ``page``; pull requests are issues to
+        this endpoint, but the fake keeps its pull requests apart, so none are listed) and ``POST``
+        (create: ``title`` required, ``body``, ``labels`` as names; unknown labels are created), as
+        docs.github.com/en/rest/issues/issues#list-repository-issues and #create-an-issue describe."""
+        if repo not in self.store.repos:
+            raise KeyError(repo)
+        write = method == 'POST'
+        if not self.grant.can('issues', 'write' if write else 'read', repo):
+            return self._refused(extra, 'issues=write' if write else 'issues=read')
+        if write:
+            body = payload if isinstance(payload, dict) else {}
+            if not isinstance(body.get('title'), str) or not body['title']:
+                return 422, {'message': 'Validation Failed', 'errors': [{'resource': 'Issue', 'field': 'title', 'code': 'missing_field'}],
+                             'status': '422'}
+            labels = [str(x) for x in body.get('labels') or []]
+            issue = self.store.add_issue(repo, body['title'], body=str(body.get('body') or ''), labels=labels,
+                                         author=self.store.viewer)
+            return 201, self._rest_issue(issue)
+        state = query.get('state') or 'open'
+        wanted = [x for x in (query.get('labels') or '').split(',') if x]
+        per_page = min(int(query.get('per_page') or 30), 100)
+        page = int(query.get('page') or 1)
+        found = [i for _n, i in sorted(self.store.repos[repo]['issues'].items())
+                 if (state == 'all' or i['state'].lower() == state) and all(w in i.get('labels', []) for w in wanted)]
+        found.sort(key=lambda i: i['createdAt'], reverse=True)   # GitHub's default: created, desc
+        return 200, [self._rest_issue(i) for i in found[(page - 1) * per_page:page * per_page]]
 
     def _issue_route(self, method, issue, rest, payload):
         store = self.store
@@ -284,7 +316,8 @@ class FakeGitHub(object):
                 'body': issue['body'], 'state': issue['state'].lower(), 'html_url': issue['url'],
                 'url': '%s/repos/%s/issues/%d' % (self._api(), repo, issue['number']),
                 'created_at': issue['createdAt'], 'updated_at': issue['updatedAt'], 'closed_at': issue['closedAt'],
-                'user': {'login': issue['author']['login']}}
+                'user': {'login': issue['author']['login']},
+                'labels': [{'name': name} for name in issue.get('labels', [])]}
 
     def _rest_comment(self, comment):
         issue = comment['issue']

@@ -106,7 +106,8 @@ class Store(object):
         return n
 
     def add_issue(self, repo: str, title: str = '', *, body: str = '', state: str = 'open', project=None,
-                  status: Optional[str] = None, created_at=None, number: Optional[int] = None) -> Dict[str, Any]:
+                  status: Optional[str] = None, created_at=None, number: Optional[int] = None,
+                  labels=(), author: str = 'human') -> Dict[str, Any]:
         """Add an issue (and put it on ``project`` = ``(owner, number)`` with ``status``)."""
         with self.lock:
             r = self.add_repo(repo)
@@ -117,7 +118,7 @@ class Store(object):
                 '__typename': 'Issue', 'number': n, 'title': title or 'issue %d' % n, 'body': body,
                 'state': 'CLOSED' if state == 'closed' else 'OPEN', 'createdAt': when, 'updatedAt': when,
                 'closedAt': None, 'url': 'https://github.com/%s/issues/%d' % (repo, n), 'repository': r,
-                'author': {'__typename': 'User', 'login': 'human'},
+                'author': {'__typename': 'User', 'login': author}, 'labels': list(labels),
                 'comments': [], 'timeline': [], 'closing_prs': [], 'blocked_by': [], 'project_items': []})
             r['issues'][n] = issue
             if project is not None:

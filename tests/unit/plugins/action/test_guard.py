@@ -48,3 +48,19 @@ def test_options_are_validated_by_the_argument_spec(args, words):
 def test_a_name_step_runs_on_validated_options():
     out = _action({'stage': 'name', 'candidates': [{'number': 42}]}).run(task_vars={})
     assert [c['unit'] for c in out['admitted']] == ['task-42'] and out['changed'] is False
+
+
+def test_the_announce_step_reads_registered_capacity_results_and_the_previous_record():
+    """stage=announce: a revoked account from the registered capacity_info results; a blind master counted
+    on from the previous cycle's record; the cycle's time as given."""
+    capacity = [{'_m': {'worker': 'w1', 'master': 'a'}, 'ansible_loop_var': '_m', 'dark': True, 'source': 'revoked',
+                 'why': 'key revoked'},
+                {'_m': {'worker': 'w2', 'master': 'b'}, 'ansible_loop_var': '_m', 'unreachable': True, 'msg': 'ssh'}]
+    previous = {'blind': {'w2/b': {'cycles': 2, 'since': '2026-12-01T11:50:00.000000Z'}}}
+    out = _action({'stage': 'announce', 'items': [], 'now': '2026-12-01T12:00:00Z',
+                   'masters': [{'worker': 'w1', 'master': 'a', 'account': 'acct'}, {'worker': 'w2', 'master': 'b'}],
+                   'capacity': capacity,
+                   'survey': {'masters': {'w1/a': 0}, 'blind': [{'worker': 'w2', 'master': 'b', 'why': 'probe failed: ssh'}]},
+                   'previous': previous, 'blind_cycles': 3}).run(task_vars={})
+    assert sorted((s['kind'], s['subject']) for s in out['stalls']) == [('blind', 'w2'), ('revoked', 'acct')]
+    assert out['record']['blind']['w2/b']['cycles'] == 3 and out['record']['time'] == '2026-12-01T12:00:00.000000Z'

@@ -162,13 +162,13 @@ def test_concurrent_first_open_migrates_exactly_once(pool, ledger_url):
         elif r:
             with LedgerBoard(**url) as board:  # empty the database again
                 board._store.transaction(lambda tx: [tx.run('DROP TABLE %s' % t) for t in (
-                    'artifact_closes', 'artifacts', 'dependencies', 'events', 'comments', 'items', 'schema_version')],
+                    'reports', 'artifact_closes', 'artifacts', 'dependencies', 'events', 'comments', 'items', 'schema_version')],
                     write=True)
         outs = _run(pool, 'first_open', lambda n: (url,), count)
         assert [o for o in outs if o[0] != 'ok'] == []
         migrated = sorted((o[1] for o in outs), key=len)
         assert migrated == [[]] * (count - 1) + [[m[0] for m in MIGRATIONS]]
         with LedgerBoard(**url) as board:
-            recorded = board._store.transaction(lambda tx: tx.all('SELECT version FROM schema_version ORDER BY version'))
+            recorded = board._store.transaction(lambda tx: tx.all("SELECT version FROM schema_version WHERE component = 'board' ORDER BY version"))
             assert [row[0] for row in recorded] == [m[0] for m in MIGRATIONS]
             assert board.read().items == []
