@@ -127,7 +127,8 @@ def decide(due_items: Any, surveyed: Dict[str, Any], masters: Any, *, now: Any, 
             held.append(dict(entry, why='no master is configured: no probe, no evidence'))
             continue
         if blind or missing:
-            held.append(dict(entry, why='not reaped: the probe did not answer on %s (blind is not dead)'
+            # ``blind``: the masters that did not answer (the announcer reports an orphan held this way, D14)
+            held.append(dict(entry, blind=blind + missing, why='not reaped: the probe did not answer on %s (blind is not dead)'
                              % ', '.join(blind + missing)))
             continue
         if lease_enabled:

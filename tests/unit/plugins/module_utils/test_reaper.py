@@ -70,6 +70,7 @@ def test_no_live_unit_on_every_answering_master_reaps_and_names_why():
 def test_a_blind_or_missing_master_holds_the_reset(probes):
     out = _decide(probes)
     assert out['reap'] == [] and 'blind is not dead' in out['held'][0]['why'] and 'w2/a' in out['held'][0]['why']
+    assert out['held'][0]['blind'] == ['w2/a']   # the announcer's input: who did not answer (announce.yml)
 
 
 def test_a_live_unit_anywhere_holds_the_reset():
