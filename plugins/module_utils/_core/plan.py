@@ -161,7 +161,7 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
 
     ``leases`` are the ``fleet.dispatch.mutex`` answers (one per candidate unit, any order).
     ``acquired: false`` is a refusal: another dispatcher holds the item from its probe to its
-    launch. A degraded lease (the store failed open) is admitted and warned about. A candidate
+    launch. A degraded lease (the store failed open) is admitted; the lookup warned about it. A candidate
     with no answer at all is admitted with a warning (no positive evidence of a holder).
     ``enabled=False`` is the test flag of D15's corollary: the production path minus the lease.
     """
@@ -180,9 +180,8 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
             warnings.append('%s: no lease answer; proceeding without one (a guard fails open)' % cand['unit'])
             admitted.append(dict(cand, lease=None))
         elif lease.get('acquired') is True:
-            if lease.get('degraded'):
-                warnings.append('%s: the lease store failed open, so no lock covers this launch: %s'
-                                % (cand['unit'], lease.get('why', '')))
+            # a degraded lease is admitted without a word here: the mutex lookup that answered it
+            # already warned once, with the failure and the fix (one warning per fact)
             admitted.append(dict(cand, lease=dict(lease)))
         else:
             refused.append(_refusal(cand, 'lease', 'another dispatcher holds its lease: %s' % (

@@ -197,3 +197,14 @@ def test_a_sqlite_ledger_with_a_remote_worker_is_refused_before_anything_is_laun
     res = playbook('sweep.yml', tmp_path, board, '-e', 'dispatch_mode=apply', '-e', 'dispatch_lease_path=%s' % leases,
                    '--check', inventory=inventory)
     assert 'a SQLite ledger serves only localhost workers' not in res.stdout
+
+
+def test_a_degraded_lease_is_warned_once_per_item(tmp_path, board):
+    """One warning per fact: the mutex lookup says the store failed open (with the fix); the guard that
+    admits the degraded lease does not say it a second time."""
+    blocker = tmp_path / 'not-a-directory'
+    blocker.write_text('a file where the lease directory would go')
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_lease_path=%s' % (blocker / 'leases'))
+    said = (res.stdout + res.stderr).replace('\n', ' ')
+    assert said.count('proceeding WITHOUT the lock on task-1') == 1, res.stdout + res.stderr
+    assert 'no lock covers' not in said

@@ -98,8 +98,8 @@ LEASE_CASES = [
     ('acquired', [{'name': 'task-1', 'acquired': True, 'degraded': False, 'token': 3}], [1], [], False),
     # D4: a second dispatcher holding the item is a refusal, not an error
     ('held by another', [{'name': 'task-1', 'acquired': False, 'holder': 'sweep-b', 'why': 'held by sweep-b'}], [], ['lease'], False),
-    # D5: an unwritable store fails open, and says so
-    ('degraded store', [{'name': 'task-1', 'acquired': True, 'degraded': True, 'why': 'EACCES'}], [1], [], True),
+    # D5: an unwritable store fails open; the mutex lookup says so, the guard does not say it again
+    ('degraded store', [{'name': 'task-1', 'acquired': True, 'degraded': True, 'why': 'EACCES'}], [1], [], False),
     ('no answer at all', [], [1], [], True),
 ]
 
