@@ -16,11 +16,12 @@ import datetime
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.start import confirm
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import (
     batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
-STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'report')
+STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'report', 'confirm')
 
 ARGUMENT_SPEC = dict(
     stage=dict(type='str', required=True, choices=list(STAGES)),
@@ -36,6 +37,10 @@ ARGUMENT_SPEC = dict(
     command=dict(type='list', elements='str', default=[]),
     setenv=dict(type='dict', default={}),
     launches=dict(type='list', elements='dict', default=[]),
+    launched=dict(type='list', elements='dict', default=[]),
+    starts=dict(type='list', elements='dict', default=[]),
+    items=dict(type='list', elements='dict'),
+    wait=dict(type='float', default=0),
 )
 
 # what Ansible adds to a module's answer; the rest is the module's own return values
@@ -98,6 +103,8 @@ class ActionModule(ActionBase):
         elif stage == 'batch':
             out = batches(cands, answers(args['workspaces']), command=args['command'], setenv=args['setenv'],
                           owner=args['owner'])
+        elif stage == 'confirm':
+            out = confirm(args['launched'], answers(args['starts']), args['items'], wait=args['wait'])
         else:
             out = launch_report(answers(args['launches']))
         for ref in out.get('refused', []):

@@ -18,7 +18,9 @@ description:
   - O(stage=name) gives each candidate its unit name (its lease name). O(stage=lease) keeps the candidates whose lease this
     dispatcher holds. O(stage=probe) drops the candidates already live on any master and lists the duplicates to repair (oldest
     wins). O(stage=place) reads the capacity answers, leaves dark masters out and places each candidate on the master with
-    the most measured headroom, without a cap. O(stage=report) reads the launch results.
+    the most measured headroom, without a cap. O(stage=report) reads the launch results. O(stage=confirm) joins the launched
+    runs with the masters' M(fleet.dispatch.start_info) answers and the board's markers - launched is not started (D20) - and
+    says V(started), V(failed to start: <the runner's reason>) or V(start not confirmed) for each.
   - The decisions are the pure functions of C(module_utils/_core/plan.py); this action only calls them and logs.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
@@ -34,7 +36,7 @@ options:
     description: Which step to run.
     type: str
     required: true
-    choices: [name, lease, probe, place, batch, report]
+    choices: [name, lease, probe, place, batch, report, confirm]
   candidates:
     description: The candidates still admitted (from RV(fleet.dispatch.board_info#module:candidates), then from the previous step).
     type: list
@@ -95,7 +97,30 @@ options:
     type: list
     elements: dict
     default: []
+  launched:
+    description: The RV(launched) rows of O(stage=report) (O(stage=confirm)).
+    type: list
+    elements: dict
+    default: []
+  starts:
+    description: The registered loop results of M(fleet.dispatch.start_info), one per master, loop item a RV(batches) entry
+      (O(stage=confirm)).
+    type: list
+    elements: dict
+    default: []
+  items:
+    description:
+      - The board's items of the started runs, from M(fleet.dispatch.board_info) (O(stage=confirm)); a started run must have a
+        marker of its run id on this board.
+      - Omit it (null) when the board was not read; the board check is then skipped.
+    type: list
+    elements: dict
+  wait:
+    description: The start check's bound in seconds, for the words of an unconfirmed start (O(stage=confirm)).
+    type: float
+    default: 0
 seealso:
+  - module: fleet.dispatch.start_info
   - module: fleet.dispatch.units_info
   - module: fleet.dispatch.capacity_info
   - module: fleet.dispatch.launch
@@ -158,13 +183,33 @@ batches:
   type: list
   elements: dict
 launched:
-  description: O(stage=report) - the units started (would be, in check mode).
-  returned: when O(stage=report)
+  description:
+    - O(stage=report) - the units started (would be, in check mode).
+    - O(stage=confirm) - the same rows, each with C(start) (V(started), V(failed), V(unconfirmed)), C(start_cause),
+      C(start_reason) and C(start_text), the words the sweep output, C(plan.json) and C(status) show.
+  returned: when O(stage) is V(report) or V(confirm)
   type: list
   elements: dict
 failed:
   description: O(stage=report) - the units that failed to launch, with C(why).
   returned: when O(stage=report)
+  type: list
+  elements: dict
+started:
+  description: O(stage=confirm) - the launched runs that started (their start marker is on this board).
+  returned: when O(stage=confirm)
+  type: list
+  elements: dict
+failed_to_start:
+  description:
+    - O(stage=confirm) - the launched runs that did not start, each with C(start_cause) (V(board_unreachable),
+      V(board_unwritable), V(start_marker_lost), V(no_start_record), V(other_board)) and C(start_reason), the runner's words.
+  returned: when O(stage=confirm)
+  type: list
+  elements: dict
+unconfirmed:
+  description: O(stage=confirm) - the launched runs with no start record within the wait (still running) or no answer.
+  returned: when O(stage=confirm)
   type: list
   elements: dict
 '''

@@ -286,6 +286,10 @@ def dark_why(source, reset_at) -> str:
         return 'revoked: gets nothing until a human clears the capacity state (reset time %s)' % (reset_at or 'unknown')
     if source == 'rate_limit':
         return 'rate-limited: gets nothing until %s' % (reset_at or 'unknown')
+    if source == 'board_unreachable':
+        return ('the runner here could not open the board (board_unreachable): gets nothing until %s, then the next '
+                'run that starts cleanly clears it; fix the runner\'s board (worker_runner_board, FLEET_BOARD_DSN)'
+                % (reset_at or 'unknown'))
     if source == 'update_failed':
         return ('runner could not update itself: gets nothing until the cooldown ends or fleet.dispatch.worker '
                 'reinstalls it')
