@@ -19,5 +19,5 @@ board="{\"dispatch_board\": {\"kind\": \"ledger\", \"path\": \"$DEMO/ledger.sqli
 ansible-playbook -i inventory.example playbooks/demo.yml -e "$board"
 ansible-playbook -i inventory.example playbooks/status.yml -e "$board"
 ansible-playbook -i inventory.example playbooks/sweep.yml -e "$board"
-echo "status JSON: $XDG_STATE_HOME/fleet-dispatch/status.json"
-echo "plan JSON:   $XDG_STATE_HOME/fleet-dispatch/plan.json"
+echo "status JSON: $(ls "$XDG_STATE_HOME"/fleet-dispatch/*/status.json)"
+echo "plan JSON:   $(ls "$XDG_STATE_HOME"/fleet-dispatch/*/plan.json)"

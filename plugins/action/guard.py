@@ -37,6 +37,7 @@ ARGUMENT_SPEC = dict(
     command=dict(type='list', elements='str', default=[]),
     setenv=dict(type='dict', default={}),
     launches=dict(type='list', elements='dict', default=[]),
+    board_id=dict(type='str', default=''),
     launched=dict(type='list', elements='dict', default=[]),
     starts=dict(type='list', elements='dict', default=[]),
     items=dict(type='list', elements='dict'),
@@ -84,7 +85,7 @@ class ActionModule(ActionBase):
         _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         stage, cands = args['stage'], args['candidates']
         if stage == 'name':
-            out = name_candidates(cands)
+            out = name_candidates(cands, board_id=args['board_id'])
         elif stage == 'lease':
             out = gate_leases(cands, args['leases'], enabled=args['lease_enabled'])
         elif stage == 'probe':

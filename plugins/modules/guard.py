@@ -97,6 +97,12 @@ options:
     type: list
     elements: dict
     default: []
+  board_id:
+    description:
+      - The board's id (RV(fleet.dispatch.board_info#module:board_id)); O(stage=name) names each candidate's lease
+        C(<unit>@<board_id>), so two boards on one controller never share a lock. Empty - the lease name is the unit name.
+    type: str
+    default: ''
   launched:
     description: The RV(launched) rows of O(stage=report) (O(stage=confirm)).
     type: list

@@ -18,7 +18,7 @@ from .cost import run_cost
 from .eligibility import evaluate
 from .markers import markers_of
 from .model import format_time, to_jsonable
-from .naming import oldest_wins, unit_name
+from .naming import lease_name, oldest_wins, unit_name
 
 
 def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
@@ -141,14 +141,16 @@ def _refusal(cand, stage, why):
             'stage': stage, 'why': why}
 
 
-def name_candidates(cands) -> Dict[str, Any]:
-    """Give each candidate its unit name (``_core.naming.unit_name``, D4: zero entropy); that name is
-    also its lease name. A candidate whose identity does not make a unit name is refused."""
+def name_candidates(cands, board_id='') -> Dict[str, Any]:
+    """Give each candidate its unit name (``_core.naming.unit_name``, D4: zero entropy) and its lease
+    name, the unit name in the board's namespace (``_core.naming.lease_name``: two boards on one
+    controller never share a lock). A candidate whose identity does not make a unit name is refused."""
     admitted, refused = [], []
     for cand in cands or []:
         entry = dict(cand)
         try:
             entry['unit'] = unit_name(cand.get('number'), cand.get('repo', '') or '')
+            entry['lease_name'] = lease_name(entry['unit'], board_id)
         except ValueError as exc:
             refused.append(_refusal(entry, 'name', 'no unit name: %s' % exc))
             continue
@@ -175,7 +177,7 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
     by_name = dict((lease.get('name'), lease) for lease in leases or [] if isinstance(lease, dict))
     admitted, refused = [], []
     for cand in cands or []:
-        lease = by_name.get(cand['unit'])
+        lease = by_name.get(cand.get('lease_name') or cand['unit'])
         if lease is None:
             warnings.append('%s: no lease answer; proceeding without one (a guard fails open)' % cand['unit'])
             admitted.append(dict(cand, lease=None))
