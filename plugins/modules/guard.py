@@ -20,7 +20,7 @@ description:
     wins). O(stage=place) reads the capacity answers, leaves dark masters out and places each candidate on the master with
     the most measured headroom, without a cap. O(stage=report) reads the launch results. O(stage=confirm) joins the launched
     runs with the masters' M(fleet.dispatch.start_info) answers and the board's markers - launched is not started (D20) - and
-    says V(started), V(failed to start: <the runner's reason>) or V(start not confirmed) for each.
+    says V(started), V(failed to start) followed by the runner's reason, or V(start not confirmed) for each.
   - The decisions are the pure functions of C(module_utils/_core/plan.py); this action only calls them and logs.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
