@@ -19,10 +19,11 @@ board="{\"dispatch_board\": {\"kind\": \"ledger\", \"path\": \"$DEMO/ledger.sqli
 ansible-playbook -i inventory.example playbooks/demo.yml -e "$board"
 ansible-playbook -i inventory.example playbooks/status.yml -e "$board"
 ansible-playbook -i inventory.example playbooks/sweep.yml -e "$board"
-echo "status JSON: $XDG_STATE_HOME/fleet-dispatch/status.json"
-echo "plan JSON:   $XDG_STATE_HOME/fleet-dispatch/plan.json"
-echo "status page: $XDG_STATE_HOME/fleet-dispatch/status.html  (python3 -m http.server -d $XDG_STATE_HOME/fleet-dispatch)"
-echo "metrics:     $XDG_STATE_HOME/fleet-dispatch/fleet-dispatch.prom"
+echo "status JSON: $(ls "$XDG_STATE_HOME"/fleet-dispatch/*/status.json)"
+echo "plan JSON:   $(ls "$XDG_STATE_HOME"/fleet-dispatch/*/plan.json)"
+page=$(ls "$XDG_STATE_HOME"/fleet-dispatch/*/status.html)
+echo "status page: $page  (python3 -m http.server -d $(dirname "$page"))"
+echo "metrics:     $(ls "$XDG_STATE_HOME"/fleet-dispatch/*/fleet-dispatch.prom)"
 echo "why not?:    ANSIBLE_COLLECTIONS_PATH=$DEMO/collections $VENV/bin/ansible-playbook -i inventory.example playbooks/explain.yml -e issue=4 -e '$board'"
 # Which machine this is decides whether real runs could be shown here; say which, and why this demo planned only.
 if systemctl --user show-environment >/dev/null 2>&1; then

@@ -17,11 +17,12 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.announce import cycle as announce_cycle
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC, parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.start import confirm
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import (
     batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
-STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'report', 'announce')
+STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'report', 'confirm', 'announce')
 
 ARGUMENT_SPEC = dict(
     stage=dict(type='str', required=True, choices=list(STAGES)),
@@ -38,12 +39,18 @@ ARGUMENT_SPEC = dict(
     setenv=dict(type='dict', default={}),
     launches=dict(type='list', elements='dict', default=[]),
     # stage=announce (D14)
-    items=dict(type='list', elements='dict', default=[]),
+    # stage=announce and stage=confirm (None: confirm skips the board check)
+    items=dict(type='list', elements='dict'),
     previous=dict(type='dict', default={}),
     unreaped=dict(type='list', elements='dict', default=[]),
     now=dict(type='str', default=''),
     blind_cycles=dict(type='int', default=3),
     capacity_window=dict(type='int', default=21600),
+    # stage=confirm (D20)
+    board_id=dict(type='str', default=''),
+    launched=dict(type='list', elements='dict', default=[]),
+    starts=dict(type='list', elements='dict', default=[]),
+    wait=dict(type='float', default=0),
 )
 
 # what Ansible adds to a module's answer; the rest is the module's own return values
@@ -87,7 +94,7 @@ class ActionModule(ActionBase):
         _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         stage, cands = args['stage'], args['candidates']
         if stage == 'name':
-            out = name_candidates(cands)
+            out = name_candidates(cands, board_id=args['board_id'])
         elif stage == 'lease':
             out = gate_leases(cands, args['leases'], enabled=args['lease_enabled'])
         elif stage == 'probe':
@@ -106,9 +113,11 @@ class ActionModule(ActionBase):
         elif stage == 'batch':
             out = batches(cands, answers(args['workspaces']), command=args['command'], setenv=args['setenv'],
                           owner=args['owner'])
+        elif stage == 'confirm':
+            out = confirm(args['launched'], answers(args['starts']), args['items'], wait=args['wait'])
         elif stage == 'announce':
             now = parse_time(args['now']) if args['now'] else datetime.datetime.now(UTC)
-            out = announce_cycle(args['items'], masters=args['masters'], capacity=answers(args['capacity']),
+            out = announce_cycle(args['items'] or [], masters=args['masters'], capacity=answers(args['capacity']),
                                  surveyed=args['survey'] or None, previous=args['previous'], unreaped=args['unreaped'],
                                  now=now, blind_cycles=args['blind_cycles'],
                                  capacity_window=datetime.timedelta(seconds=args['capacity_window']))

@@ -126,7 +126,10 @@ def dispatch_outcome(items, number, mode='apply', launched=None, refused=None, f
         r = mine[0]
         verb = 'launched' if mode == 'apply' else 'would launch'
         unit = r.get('unit') or 'task-%s' % number
-        return {'ok': True, 'text': '#%s %s as %s on %s/%s' % (number, verb, unit, r.get('worker'), r.get('master'))}
+        text = '#%s %s as %s on %s/%s' % (number, verb, unit, r.get('worker'), r.get('master'))
+        if r.get('start') == 'failed':     # launched is not started (D20): a script must see it as a failure
+            return {'ok': False, 'text': text + ', and it ' + r.get('start_text', 'failed to start')}
+        return {'ok': True, 'text': text + (': ' + r['start_text'] if r.get('start_text') else '')}
     for r in failed or []:
         if int(r.get('number') or 0) == number:
             return {'ok': False, 'text': '#%s failed to launch on %s/%s: %s' % (number, r.get('worker'), r.get('master'), r.get('why'))}
@@ -141,6 +144,13 @@ def dispatch_outcome(items, number, mode='apply', launched=None, refused=None, f
     if not entry.get('eligible'):
         return {'ok': False, 'text': '#%s refused: %s' % (number, why_held(entry))}
     return {'ok': False, 'text': '#%s was not launched: no usable master (see the plan above)' % number}
+
+
+def start_line(row):
+    """One launched run and whether it started: ``task-1 on w1/agent1: failed to start: <the runner's reason>``."""
+    if not isinstance(row, dict):
+        raise AnsibleFilterError('start_line expects a launched row of the dispatch report')
+    return '%s on %s/%s: %s' % (row.get('unit'), row.get('worker'), row.get('master'), row.get('start_text') or 'launched')
 
 
 def plan_table(plan, items=None):
@@ -175,4 +185,5 @@ class FilterModule(object):
             'plan_table': plan_table,
             'place': place,
             'dispatch_outcome': dispatch_outcome,
+            'start_line': start_line,
         }

@@ -98,6 +98,14 @@ board:
   returned: always
   type: str
   sample: ledger:/var/lib/fleet-dispatch/ledger.sqlite3
+board_id:
+  description:
+    - The board's short stable id, derived from its address without secrets (SQLite file, PostgreSQL host, port and
+      database, or GitHub owner and project) - for example V(pg-fleet-1a2b3c4d). The dispatch role's lease names and state
+      files carry it, so two boards on one controller never share a lock or a file.
+  returned: always
+  type: str
+  sample: sqlite-ledger-5d41402a
 now:
   description: The time the items were evaluated at.
   returned: always
@@ -213,7 +221,8 @@ except ImportError:  # ansible-core < 2.19, not claimed, runs only the oldest-Py
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity, open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import board_id
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess, candidates
 from ansible_collections.fleet.dispatch.plugins.module_utils._returns import keep_renamed
@@ -256,7 +265,7 @@ def main():
     except ValueError as exc:
         module.fail_json(msg='now: %s; give an ISO-8601 time such as 2026-11-30T01:00:00Z' % exc)
     result = dict(changed=False, readable=True, error='', board='', now=format_time(now),
-                  cost=None, board_items=[], candidates=[])
+                  cost=None, board_items=[], candidates=[], board_id=board_id(*board_identity(spec)))
     keep_renamed(result, 'items', 'board_items', deprecate_value)
     try:
         with open_board(spec) as board:

@@ -13,7 +13,8 @@ description:
   - Reads the master's capacity state file, written by the runner when a run dies on a provider limit, and says whether the
     master is dark, the RV(source) (V(rate_limit) clears by the clock, V(revoked) needs a human, V(update_failed) - the
     runner could not update itself and clears after a cooldown or when the C(fleet.dispatch.worker) role reinstalls the
-    runner), the provider's stated
+    runner), V(board_unreachable) - the runner on this master could not open the board to post a start marker and
+    the master is tried again at RV(reset_at) or as soon as a run starts cleanly), the provider's stated
     RV(reset_at) (null when none was stated - never invented) and why. The meaning of the file is the collection's one
     implementation in C(_core.capacity), shared with the runner that writes it.
   - A missing, empty or unparseable file means B(not dark), and RV(why) says so (a guard fails open; a refusal needs positive
@@ -59,11 +60,13 @@ dark:
   returned: always
   type: bool
 source:
-  description: V(rate_limit), V(revoked), V(update_failed), or null when there is no (readable) state.
+  description: V(rate_limit), V(revoked), V(update_failed), V(board_unreachable), or null when there is no (readable)
+    state.
   returned: always
   type: str
 reset_at:
-  description: The provider's stated reset time as ISO-8601 UTC, or null when none was stated (never invented).
+  description: The provider's stated reset time as ISO-8601 UTC, or null when none was stated (never invented). For
+    V(board_unreachable), the time the dispatcher tries this master again (the runner wrote it; not a provider's).
   returned: always
   type: str
   sample: '2026-11-30T17:00:00.000000Z'

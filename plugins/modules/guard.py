@@ -18,7 +18,9 @@ description:
   - O(stage=name) gives each candidate its unit name (its lease name). O(stage=lease) keeps the candidates whose lease this
     dispatcher holds. O(stage=probe) drops the candidates already live on any master and lists the duplicates to repair (oldest
     wins). O(stage=place) reads the capacity answers, leaves dark masters out and places each candidate on the master with
-    the most measured headroom, without a cap. O(stage=report) reads the launch results.
+    the most measured headroom, without a cap. O(stage=report) reads the launch results. O(stage=confirm) joins the launched
+    runs with the masters' M(fleet.dispatch.start_info) answers and the board's markers - launched is not started (D20) - and
+    says V(started), V(failed to start) followed by the runner's reason, or V(start not confirmed) for each.
   - O(stage=announce) finds the stalls nobody is coming for (the announcer, C(_core/announce.py)) from the board's items, this
     cycle's probe survey and capacity answers, and the previous cycle's record of consecutive failed probes; it writes nothing
     (M(fleet.dispatch.board_report) files the reports).
@@ -37,7 +39,7 @@ options:
     description: Which step to run.
     type: str
     required: true
-    choices: [name, lease, probe, place, batch, report, announce]
+    choices: [name, lease, probe, place, batch, report, confirm, announce]
   candidates:
     description: The candidates still admitted (from RV(fleet.dispatch.board_info#module:candidates), then from the previous step).
     type: list
@@ -98,11 +100,6 @@ options:
     type: list
     elements: dict
     default: []
-  items:
-    description: The board's items, RV(fleet.dispatch.board_info#module:items) (O(stage=announce)).
-    type: list
-    elements: dict
-    default: []
   previous:
     description: The previous cycle's RV(record) (O(stage=announce)); empty or unreadable restarts every count at one.
     type: dict
@@ -124,7 +121,36 @@ options:
     description: Seconds within which one item's capacity deaths on different accounts are announced (O(stage=announce)).
     type: int
     default: 21600
+  board_id:
+    description:
+      - The board's id (RV(fleet.dispatch.board_info#module:board_id)); O(stage=name) names each candidate's lease
+        C(<unit>@<board_id>), so two boards on one controller never share a lock. Empty - the lease name is the unit name.
+    type: str
+    default: ''
+  launched:
+    description: The RV(launched) rows of O(stage=report) (O(stage=confirm)).
+    type: list
+    elements: dict
+    default: []
+  starts:
+    description: The registered loop results of M(fleet.dispatch.start_info), one per master, loop item a RV(batches) entry
+      (O(stage=confirm)).
+    type: list
+    elements: dict
+    default: []
+  items:
+    description:
+      - The board's items, RV(fleet.dispatch.board_info#module:board_items) (O(stage=announce)).
+      - The board's items of the started runs, from M(fleet.dispatch.board_info) (O(stage=confirm)); a started run must have a
+        marker of its run id on this board. Omit it (null) when the board was not read; the board check is then skipped.
+    type: list
+    elements: dict
+  wait:
+    description: The start check's bound in seconds, for the words of an unconfirmed start (O(stage=confirm)).
+    type: float
+    default: 0
 seealso:
+  - module: fleet.dispatch.start_info
   - module: fleet.dispatch.units_info
   - module: fleet.dispatch.capacity_info
   - module: fleet.dispatch.launch
@@ -187,8 +213,11 @@ batches:
   type: list
   elements: dict
 launched:
-  description: O(stage=report) - the units started (would be, in check mode).
-  returned: when O(stage=report)
+  description:
+    - O(stage=report) - the units started (would be, in check mode).
+    - O(stage=confirm) - the same rows, each with C(start) (V(started), V(failed), V(unconfirmed)), C(start_cause),
+      C(start_reason) and C(start_text), the words the sweep output, C(plan.json) and C(status) show.
+  returned: when O(stage) is V(report) or V(confirm)
   type: list
   elements: dict
 failed:
@@ -212,4 +241,21 @@ record:
     C(worker/master) to C({cycles, since}).
   returned: when O(stage=announce)
   type: dict
+started:
+  description: O(stage=confirm) - the launched runs that started (their start marker is on this board).
+  returned: when O(stage=confirm)
+  type: list
+  elements: dict
+failed_to_start:
+  description:
+    - O(stage=confirm) - the launched runs that did not start, each with C(start_cause) (V(board_unreachable),
+      V(board_unwritable), V(start_marker_lost), V(no_start_record), V(other_board)) and C(start_reason), the runner's words.
+  returned: when O(stage=confirm)
+  type: list
+  elements: dict
+unconfirmed:
+  description: O(stage=confirm) - the launched runs with no start record within the wait (still running) or no answer.
+  returned: when O(stage=confirm)
+  type: list
+  elements: dict
 '''

@@ -20,7 +20,7 @@ from .model import format_time, parse_time
 from zoneinfo import ZoneInfo
 
 UTC = _dt.timezone.utc
-SOURCES = ('rate_limit', 'revoked', 'update_failed')
+SOURCES = ('rate_limit', 'revoked', 'update_failed', 'board_unreachable')
 NO_RESET = ('revoked', 'update_failed')     # sources that never carry a provider's reset time
 STATE_FIELDS = ('source', 'reset_at', 'written_at', 'message', 'unit')
 
@@ -32,6 +32,16 @@ STATE_FIELDS = ('source', 'reset_at', 'written_at', 'message', 'unit')
 # (reset_at - written_at) and the unstated ones' time-to-first-clean-run; set the cooldown near
 # the median of the latter and report wasted starts per dark hour next to the number.
 DEFAULT_UNKNOWN_RESET_COOLDOWN = _dt.timedelta(minutes=30)
+
+# How long a master whose runner could not open the board stays dark (source board_unreachable,
+# issue 18): its ``reset_at`` is written as written_at + this, the time the dispatcher tries it
+# again -- our own retry time, not a provider's. UNMEASURED GUESS: too short costs one failed
+# start per master per cooldown (it dies in about a second, posts nothing, spends no attempt);
+# too long idles a master whose board came back (a clean start clears the state at once, so only
+# the first start after the repair waits for it). 15 minutes = four failed starts per broken hour,
+# against the sweep's default 5-minute timer's twelve. Experiment that settles it: over a month of
+# board_unreachable states, the time from written_at to the first clean start on that master.
+BOARD_UNREACHABLE_COOLDOWN = _dt.timedelta(minutes=15)
 
 # Characters of the provider's message kept in the state file. Display only (no decision reads
 # it); unmeasured guess: the provider limit notices in the tests are all under 120 characters.
@@ -389,6 +399,8 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
             return True, source, None, ('the runner could not update itself; re-run fleet.dispatch.worker or fix the '
                                         'runner checkout; tried again after %s (%s)' % (format_time(until), message))
         return False, source, None, 'self-update failure cooled down at %s: the next run tries again' % format_time(until)
+    if source == 'board_unreachable':
+        return _board_unreachable_dark(state, when)
     if source != 'rate_limit':
         return False, None, None, 'unknown capacity source %r ignored' % (source,)
     try:
@@ -458,3 +470,46 @@ def share_by_account(masters: Any) -> list:
         m.update(dark=True, source=src.get('source'), reset_at=src.get('reset_at'),
                  dark_via='%s/%s' % (src.get('worker'), src.get('master')))
     return masters
+
+
+# --- board_unreachable: the runner on this master cannot open the board (issue 18) ----------------
+
+def board_unreachable_state(existing: Optional[Dict[str, Any]], *, now: Any, message: str, unit: str = '',
+                            cooldown: _dt.timedelta = BOARD_UNREACHABLE_COOLDOWN) -> Optional[Dict[str, Any]]:
+    """The ``board_unreachable`` state the runner writes when it could not open the board to post
+    its start marker (D8, D20: "this master cannot start work", not "the work failed"; no attempt
+    is spent, nothing reaches the board). ``reset_at`` is ``now + cooldown``: when the dispatcher
+    tries this master again. None when ``existing`` is stronger evidence still dark at ``now``
+    (``revoked``, a dark ``rate_limit``): overwriting it would clear the master sooner."""
+    if existing and existing.get('source') in ('revoked', 'rate_limit') and is_dark(existing, now)[0]:
+        return None
+    written = parse_time(now)
+    if written is None:
+        raise ValueError('board_unreachable_state needs "now"')
+    state = make_state('board_unreachable', written_at=written, message=message, unit=unit)
+    state['reset_at'] = written + cooldown
+    return state
+
+
+def clears_after_start(existing: Optional[Dict[str, Any]]) -> bool:
+    """A start marker that reached the board deletes a ``board_unreachable`` state, and only that
+    one (a rate limit or a revocation is cleared by its own remedy, not by the board answering)."""
+    return bool(existing) and existing.get('source') == 'board_unreachable'
+
+
+def _board_unreachable_dark(state: Dict[str, Any], when: _dt.datetime):
+    """Dark until ``reset_at`` (written by ``board_unreachable_state``), else written_at + the cooldown."""
+    message = state.get('message') or ''
+    try:
+        until = parse_time(state.get('reset_at'))
+        if until is None:
+            written = parse_time(state.get('written_at'))
+            until = None if written is None else written + BOARD_UNREACHABLE_COOLDOWN
+    except (TypeError, ValueError):
+        until = None
+    if until is None:
+        return False, 'board_unreachable', None, 'board unreachable with no readable time: proceeding'
+    if when < until:
+        return True, 'board_unreachable', until, ('the runner on this master could not open the board; tried again at '
+                                                  '%s; the next run that starts cleanly clears it (%s)' % (format_time(until), message))
+    return False, 'board_unreachable', until, 'board unreachable cooled down at %s: the next run tries again' % format_time(until)

@@ -254,3 +254,24 @@ def claimed_name(successor: Any, host: Any) -> str:
     if topic is None:
         raise ValueError('%r is not a dispatched successor name (any-<topic>)' % (successor,))
     return '%s-%s' % (_host_part(host), topic)
+
+
+# --- a namespace per board (issue 18) --------------------------------------------------------------
+
+def board_id(kind: str, label: str, identity: str) -> str:
+    """The board's short stable id: ``<kind>-<label>-<8 hex of sha256(identity)>``, e.g. ``pg-fleet-1a2b3c4d``.
+
+    ``identity`` is the board's canonical address without secrets (``_board.factory.board_identity``);
+    ``label`` only makes the id readable (a file stem, a database name, an owner and project). The
+    dispatcher's lease names and its state files carry it, so two boards on one controller never
+    share a lock or a file. Zero entropy, like the unit name: the same board always gives the same id.
+    """
+    import hashlib
+    tail = hashlib.sha256(str(identity).encode('utf-8')).hexdigest()[:8]
+    part = re.sub(r'[^a-z0-9]+', '-', str(label or '').lower()).strip('-')[:40]
+    return '-'.join(p for p in (re.sub(r'[^a-z0-9]+', '', str(kind).lower()) or 'board', part, tail) if p)
+
+
+def lease_name(unit: str, board: str = '') -> str:
+    """The lease of a run: its unit name, in the board's namespace (``task-42@pg-fleet-1a2b3c4d``)."""
+    return '%s@%s' % (unit, board) if board else unit

@@ -20,7 +20,7 @@ from .cost import run_cost
 from .eligibility import evaluate, run_durations
 from .markers import human_markers, markers_of
 from .model import format_time, to_jsonable
-from .naming import oldest_wins, unit_name
+from .naming import lease_name, oldest_wins, unit_name
 
 
 def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
@@ -148,14 +148,16 @@ def _refusal(cand, stage, why):
             'stage': stage, 'why': why}
 
 
-def name_candidates(cands) -> Dict[str, Any]:
-    """Give each candidate its unit name (``_core.naming.unit_name``, D4: zero entropy); that name is
-    also its lease name. A candidate whose identity does not make a unit name is refused."""
+def name_candidates(cands, board_id='') -> Dict[str, Any]:
+    """Give each candidate its unit name (``_core.naming.unit_name``, D4: zero entropy) and its lease
+    name, the unit name in the board's namespace (``_core.naming.lease_name``: two boards on one
+    controller never share a lock). A candidate whose identity does not make a unit name is refused."""
     admitted, refused = [], []
     for cand in cands or []:
         entry = dict(cand)
         try:
             entry['unit'] = unit_name(cand.get('number'), cand.get('repo', '') or '')
+            entry['lease_name'] = lease_name(entry['unit'], board_id)
         except ValueError as exc:
             refused.append(_refusal(entry, 'name', 'no unit name: %s' % exc))
             continue
@@ -168,7 +170,7 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
 
     ``leases`` are the ``fleet.dispatch.mutex`` answers (one per candidate unit, any order).
     ``acquired: false`` is a refusal: another dispatcher holds the item from its probe to its
-    launch. A degraded lease (the store failed open) is admitted and warned about. A candidate
+    launch. A degraded lease (the store failed open) is admitted; the lookup warned about it. A candidate
     with no answer at all is admitted with a warning (no positive evidence of a holder).
     ``enabled=False`` is the test flag of D15's corollary: the production path minus the lease.
     """
@@ -182,14 +184,13 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
     by_name = dict((lease.get('name'), lease) for lease in leases or [] if isinstance(lease, dict))
     admitted, refused = [], []
     for cand in cands or []:
-        lease = by_name.get(cand['unit'])
+        lease = by_name.get(cand.get('lease_name') or cand['unit'])
         if lease is None:
             warnings.append('%s: no lease answer; proceeding without one (a guard fails open)' % cand['unit'])
             admitted.append(dict(cand, lease=None))
         elif lease.get('acquired') is True:
-            if lease.get('degraded'):
-                warnings.append('%s: the lease store failed open, so no lock covers this launch: %s'
-                                % (cand['unit'], lease.get('why', '')))
+            # a degraded lease is admitted without a word here: the mutex lookup that answered it
+            # already warned once, with the failure and the fix (one warning per fact)
             admitted.append(dict(cand, lease=dict(lease)))
         else:
             refused.append(_refusal(cand, 'lease', 'another dispatcher holds its lease: %s' % (
@@ -294,6 +295,10 @@ def dark_why(source, reset_at) -> str:
         return 'revoked: gets nothing until a human clears the capacity state (reset time %s)' % (reset_at or 'unknown')
     if source == 'rate_limit':
         return 'rate-limited: gets nothing until %s' % (reset_at or 'unknown')
+    if source == 'board_unreachable':
+        return ('the runner here could not open the board (board_unreachable): gets nothing until %s, then the next '
+                'run that starts cleanly clears it; fix the runner\'s board (worker_runner_board, FLEET_BOARD_DSN)'
+                % (reset_at or 'unknown'))
     if source == 'update_failed':
         return ('runner could not update itself: gets nothing until the cooldown ends or fleet.dispatch.worker '
                 'reinstalls it')

@@ -67,3 +67,23 @@ def clear_capacity_file(path: str) -> str:
     aside = path + '.cleared'
     os.replace(path, aside)
     return aside
+
+
+START_FILE = 'start.json'
+
+
+def default_state_dir(environ=None) -> str:
+    """The master's state directory: ``$XDG_STATE_HOME/fleet-dispatch``, else under ``~/.local/state``."""
+    return os.path.dirname(default_state_path(environ))
+
+
+def read_start_record(state_dir: str, unit: str) -> Optional[Dict[str, Any]]:
+    """The runner's start record of ``unit`` (``<state_dir>/runs/<unit>/start.json``; the runner writes
+    it, ``_runner/program.py`` ``Run._start_record``), or None when it is missing or not a JSON object."""
+    import json
+    try:
+        with open(os.path.join(state_dir, 'runs', unit, START_FILE), encoding='utf-8') as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -16,19 +16,13 @@ import json
 import os
 from typing import Any, Callable, Dict, Optional
 
-from .files import STATE_SUBDIR, home_dir
+from .files import default_state_dir  # noqa: F401  (re-exported: the stop modules' default)
 from .systemd import SystemdError
 
 STOPS_SUBDIR = 'stops'
 NOTE_REASON = 'duplicate'
 # 'duplicate': the dispatch path's repair (D4); 'operator': a human's deliberate stop (run_stop, docs/operator.md)
 NOTE_REASONS = (NOTE_REASON, 'operator')
-
-
-def default_state_dir(environ=None) -> str:
-    """``$XDG_STATE_HOME/fleet-dispatch``, else ``~/.local/state/fleet-dispatch`` of this user."""
-    environ = os.environ if environ is None else environ
-    return os.path.join(environ.get('XDG_STATE_HOME') or os.path.join(home_dir(), '.local', 'state'), STATE_SUBDIR)
 
 
 def _service(unit: str) -> str:

@@ -29,17 +29,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from .._board.factory import open_board
-from .._board.protocol import BoardError
+from .._board.protocol import BoardError, BoardUnreadable
 from .._core.agent_env import BOARD_SECRET_ENV, agent_environment, parse_env_file
 from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
-from .._core.capacity import clears_after_update, update_failed_state
+from .._core.capacity import board_unreachable_state, clears_after_start, clears_after_update, update_failed_state
 from .._core.closeout import Decision, decide
 from .._core.markers import format_marker, parse_marker
 from .._core.model import format_time, parse_time
 from .._core.naming import unit_name
 from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._store.sql import dsn_passwords
-from .._host.files import CAPACITY_FILE, read_capacity_file, write_capacity_file
+from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note
 from .brief import BRIEF_VERSION, render
 from .chain import chain_words, main as chain_main
@@ -60,6 +60,9 @@ ARGV_BRIEF_MAX = 131072 - 1
 execve fail with E2BIG, so a ``{brief}`` argv-mode brief over it is refused before the start marker."""
 DEFAULT_STATE_DIR = '~/.local/state/fleet-dispatch'
 DEFAULT_AGENT = ['claude', '-p', '--output-format', 'json']
+# The run's start record (issue 18, D20 "launched is not started"): ``<run dir>/start.json``, written
+# once per invocation -- after the start marker reached the board, or when the run could not start --
+# and read (``_host/files.py`` ``read_start_record``) by fleet.dispatch.start_info (docs/dispatch.md).
 
 # Seconds between SIGTERM and SIGKILL of the agent's process group when the run is stopped.
 # Unmeasured guess, bounded by the supervisor: systemd's default TimeoutStopSec is 90 s and the
@@ -190,6 +193,7 @@ class Run(object):
         self._stopping = False
         self._old_handlers = {}
         self.result = {}
+        self.last_error = None     # the exception of the last failed board write (what a start failure was)
 
     # -- plumbing -------------------------------------------------------------------------------
     def log(self, message: str) -> None:
@@ -291,6 +295,7 @@ class Run(object):
                 self.board.post_marker(self.ref, body, close=close)
                 return None
             except Exception as exc:  # noqa: BLE001 - every board failure is retried once, then reported
+                self.last_error = exc
                 error = '%s: %s' % (type(exc).__name__, exc)
                 self.log('posting the %s marker failed (attempt %d of 2): %s' % (kind, attempt, error))
         return error
@@ -315,6 +320,39 @@ class Run(object):
             'run': self.run_id, 'unit': self.unit, 'item': self.config.number, 'repo': self.config.repo,
             'started_at': format_time(self.started_at), 'brief_version': BRIEF_VERSION, 'pid': os.getpid(),
             'runner_version': self.config.runner_version, 'host': self.config.host, 'master': self.config.master})
+
+    def _start_record(self, started: bool, cause: str = '', reason: str = '', exit_code: Optional[int] = None) -> None:
+        """``start.json`` for this invocation: did the run start (its start marker is on the board), or why
+        not. Never fatal: the dispatcher falls back to the unit's result when it is missing."""
+        try:
+            os.makedirs(self.run_dir, mode=0o750, exist_ok=True)
+            self._write_json(os.path.join(self.run_dir, START_FILE), {
+                'invocation_id': self.environ.get('INVOCATION_ID', ''), 'run': self.run_id, 'unit': self.unit,
+                'started': bool(started), 'cause': cause, 'reason': reason[:1000], 'exit_code': exit_code,
+                'at': format_time(self.clock()), 'host': self.config.host, 'master': self.config.master})
+        except OSError as exc:
+            self.log('WARNING: the start record %s was not written: %s' % (START_FILE, exc))
+
+    def _note_board(self, reachable: bool, message: str = '') -> None:
+        """D8 for the board: a runner that cannot open the board darkens its master (``board_unreachable``,
+        tried again after a cooldown) so the dispatcher does not relaunch into the same failure; a start
+        marker that landed deletes that state (self-healing). Never fatal."""
+        try:
+            existing, _why, _present = read_capacity_file(self.capacity_path)
+            if reachable:
+                if clears_after_start(existing):
+                    os.unlink(self.capacity_path)
+                    self.log('the board answered: capacity state %s (board_unreachable) deleted' % self.capacity_path)
+                return
+            state = board_unreachable_state(existing, now=self.clock(), message=message, unit=self.unit)
+            if state is None:
+                self.log('the master is already dark (%s): its capacity state is left as it is' % existing['source'])
+                return
+            write_capacity_file(self.capacity_path, state)
+            self.log('capacity state %s written (board_unreachable): the dispatcher places nothing on this master until %s '
+                     'or until a run here starts cleanly' % (self.capacity_path, format_time(state['reset_at'])))
+        except OSError as exc:
+            self.log('WARNING: the capacity state %s could not be updated: %s' % (self.capacity_path, exc))
 
     def _apply_capacity(self, decision: Decision) -> None:
         """Write the capacity state or, after a clean run, delete it. Failures are logged, never fatal."""
@@ -529,6 +567,7 @@ class Run(object):
                 refusal = str(exc)
         if refusal:
             self.log('ERROR: %s; the agent is NOT started and no start marker is posted (no attempt is spent)' % refusal)
+            self._start_record(False, 'board_unwritable', refusal, EXIT_START_LOST)
             return EXIT_START_LOST
         # The start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
@@ -541,9 +580,16 @@ class Run(object):
         if error is not None:
             self.log('ERROR: the start marker could not be posted (retried once): %s; the agent is NOT started '
                      '(a run without a start marker is invisible to the reaper)' % error)
+            unreachable = isinstance(self.last_error, BoardUnreadable)
+            reason = str(self.last_error) if unreachable else 'the start marker could not be posted: %s' % error
+            self._start_record(False, 'board_unreachable' if unreachable else 'start_marker_lost', reason, EXIT_START_LOST)
+            if unreachable:
+                self._note_board(False, reason)
             return EXIT_START_LOST
         try:
             self._prepare_run_dir()
+            self._start_record(True)
+            self._note_board(True)
             mentions = []
             try:
                 mentions = list(self.board.mentions(self.ref) or [])
@@ -855,9 +901,34 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         agent_credentials=_expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
         kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version, agent=agent_name,
         tz=conf.get('tz') or local_zone())
-    run = Run(config, lambda: open_board(spec), started_at=started_at, clock=clock, spawner=spawner, reraise=reraise,
-              environ=environ)
+    run = Run(config, lambda: open_runner_board(spec, config.host, config.master), started_at=started_at, clock=clock,
+              spawner=spawner, reraise=reraise, environ=environ)
     return run.run()
+
+
+def open_runner_board(spec: Dict[str, Any], host: str = '', master: str = ''):
+    """``open_board`` for the runner, whose fix for "cannot open the board" is not a writer's.
+
+    The board's own message tells a writer to create a missing SQLite ledger; on a worker that
+    would make a second queue nobody dispatches from. The runner must reach the dispatcher's
+    board, so the message says which board this master's runner is configured with and how to
+    point it at the dispatcher's."""
+    try:
+        return open_board(spec)
+    except BoardUnreadable as exc:
+        where = '%s/%s' % (host or socket.gethostname(), master or _user())
+        if spec.get('kind', 'ledger') == 'ledger' and spec.get('path') and not spec.get('dsn'):
+            raise BoardUnreadable(
+                'the runner on %s cannot open the board: the SQLite ledger %s is not on this machine (%s). A SQLite '
+                'ledger serves only runners on the controller itself; do not create one here (it would be a second queue '
+                'nobody dispatches from). Use the PostgreSQL ledger (roles/ledger) for remote workers: set the '
+                'dispatcher\'s dispatch_board and the worker role\'s worker_runner_board to it, with its DSN in '
+                'worker_credentials as FLEET_BOARD_DSN, then re-run fleet.dispatch.provision' % (where, spec['path'], exc))
+        raise BoardUnreadable(
+            'the runner on %s cannot open the board (%s): it must reach the dispatcher\'s own board; check '
+            '~/.config/fleet-dispatch/board.json (worker_runner_board) and the secret in the credentials file '
+            '(FLEET_BOARD_DSN or FLEET_GITHUB_TOKEN in worker_credentials), and that this worker can reach the board'
+            % (where, exc))
 
 
 def _unit_or_number(number: int, repo: str) -> str:

@@ -18,7 +18,8 @@ import sys
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity, open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import board_id, lease_name
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
@@ -33,6 +34,13 @@ def playbook(name, tmp_path, board, *extra, inventory=None):
     argv = [str(BIN / 'ansible-playbook'), '-i', str(inventory or REPO / 'inventory.example'), str(REPO / 'playbooks' / name),
             '-e', json.dumps({'dispatch_board': board})] + list(extra)
     return subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+def state_file(state, name):
+    """The one board's ``name`` under ``state``: the dispatch role keeps one subdirectory per board (its id)."""
+    found = list((state / 'fleet-dispatch').glob('*/' + name))
+    assert len(found) == 1, found
+    return found[0]
 
 
 @pytest.fixture
@@ -52,7 +60,7 @@ def board(tmp_path):
 def test_sweep_plans_every_candidate_and_explains_the_rest(tmp_path, board):
     res = playbook('sweep.yml', tmp_path, board)
     assert res.returncode == 0, res.stdout + res.stderr
-    plan = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    plan = json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())
     assert [(a['number'], a['worker'], a['master']) for a in plan['assignments']] == [(1, 'localhost', 'agent1')]
     assert sorted(plan['skipped']) == [2, 3, 4]
     assert 'blocked by #1' in res.stdout and 'tombstone' in res.stdout
@@ -75,7 +83,7 @@ def test_hand_dispatch_of_an_ineligible_item_is_refused_and_fails(tmp_path, boar
     assert '"msg": "#%d refused: %s' % (number, detail) in res.stdout
     assert 'probe failed' not in res.stderr, 'masters skipped on purpose are not blind'
     assert 'launched' not in res.stdout.split('PLAY RECAP')[1]
-    plan = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    plan = json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())
     assert plan['assignments'] == []
     with open_board(board) as b:
         assert [len(b.get(n).comments) for n in (1, 2, 3, 4)] == before
@@ -84,7 +92,7 @@ def test_hand_dispatch_of_an_ineligible_item_is_refused_and_fails(tmp_path, boar
 def test_hand_dispatch_of_an_eligible_item_is_planned(tmp_path, board):
     res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_mode=plan')
     assert res.returncode == 0, res.stdout + res.stderr
-    plan = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    plan = json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())
     assert [a['number'] for a in plan['assignments']] == [1]
     assert 'refused' not in res.stderr
     assert '"msg": "#1 would launch as task-1 on localhost/agent1"' in res.stdout
@@ -116,7 +124,7 @@ def test_make_demo_shows_every_reason_code(tmp_path):
     env = dict(os.environ, FLEET_DEMO_DIR=str(tmp_path / 'demo'), FLEET_VENV=str(BIN.parent))
     res = subprocess.run([str(REPO / 'demo.sh')], env=env, capture_output=True, text=True, check=False, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    status = json.loads((tmp_path / 'demo' / 'state' / 'fleet-dispatch' / 'status.json').read_text())
+    status = json.loads(state_file(tmp_path / 'demo' / 'state', 'status.json').read_text())
     reasons = set(i['reason'] for i in status['items'])
     assert reasons == {'eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked'}
     items = dict((i['number'], i) for i in status['items'])
@@ -124,7 +132,7 @@ def test_make_demo_shows_every_reason_code(tmp_path):
     assert items[12]['attempts'] == 1, 'capacity deaths spend no attempt'
     assert items[13]['reason'] == 'eligible', 'left open stays dispatchable'
     assert items[5]['reason'] == 'eligible', 'a closed blocker does not block'
-    plan = json.loads((tmp_path / 'demo' / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    plan = json.loads(state_file(tmp_path / 'demo' / 'state', 'plan.json').read_text())
     assert sorted(a['number'] for a in plan['assignments']) == [1, 5, 10, 12, 13]
     assert 'launch' in res.stdout and 'parked after 3 attempts' in res.stdout
 
@@ -146,18 +154,19 @@ def test_apply_refuses_an_item_whose_lease_another_dispatcher_holds(tmp_path, bo
     says so on stderr, writes nothing (D6), and leaves the holder's lease alone."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import FileLeaseStore
     store = FileLeaseStore(str(tmp_path / 'leases'))
-    held = store.acquire('task-1', 'sweep-on-the-timer', 600)
+    name = lease_name('task-1', board_id(*board_identity(board)))     # the unit name in the board's namespace
+    held = store.acquire(name, 'sweep-on-the-timer', 600)
     assert held.acquired
     before = [len(open_board(board).get(n).comments) for n in (1, 2, 3, 4)]
     res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_lease_path=%s' % (tmp_path / 'leases'))
     assert res.returncode != 0, res.stdout + res.stderr
     assert '#1 refused (lease): another dispatcher holds its lease' in res.stderr and 'sweep-on-the-timer' in res.stderr
     assert '"msg": "#1 refused (lease): another dispatcher holds its lease' in res.stdout
-    record = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'plan.json').read_text())
+    record = json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())
     assert record['launched'] == [] and record['batches'] == [] and record['duplicates'] == []
     probe = res.stdout.split('Probe every master on every worker')[1].split('TASK [')[0]
     assert 'skipping: [localhost]' in probe and '->' not in probe, 'the refused dispatcher probes nothing'
-    after = store.get('task-1')
+    after = store.get(name)
     assert after.holder == 'sweep-on-the-timer' and after.token == held.token
     with open_board(board) as b:
         assert [len(b.get(n).comments) for n in (1, 2, 3, 4)] == before
@@ -197,3 +206,40 @@ def test_a_sqlite_ledger_with_a_remote_worker_is_refused_before_anything_is_laun
     res = playbook('sweep.yml', tmp_path, board, '-e', 'dispatch_mode=apply', '-e', 'dispatch_lease_path=%s' % leases,
                    '--check', inventory=inventory)
     assert 'a SQLite ledger serves only localhost workers' not in res.stdout
+
+
+def test_a_degraded_lease_is_warned_once_per_item(tmp_path, board):
+    """One warning per fact: the mutex lookup says the store failed open (with the fix); the guard that
+    admits the degraded lease does not say it a second time."""
+    blocker = tmp_path / 'not-a-directory'
+    blocker.write_text('a file where the lease directory would go')
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_lease_path=%s' % (blocker / 'leases'))
+    said = (res.stdout + res.stderr).replace('\n', ' ')
+    assert said.count('proceeding WITHOUT the lock on task-1') == 1, res.stdout + res.stderr
+    assert 'no lock covers' not in said
+
+
+def test_two_boards_on_one_controller_share_no_lock_and_no_file(tmp_path, board):
+    """A namespace per board: the same item number on two boards has two leases (a holder on one board
+    does not refuse the other) and each board writes its own plan.json and status.json."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import FileLeaseStore
+    other = {'kind': 'ledger', 'path': str(tmp_path / 'other.sqlite3')}
+    with open_board(dict(other, create=True)) as b:
+        b.upsert_item(number=1, title='the other board\'s #1', status='Ready')
+    leases = tmp_path / 'leases'
+    store = FileLeaseStore(str(leases))
+    held = store.acquire(lease_name('task-1', board_id(*board_identity(board))), 'sweep-of-board-a', 600)
+    assert held.acquired
+    res = playbook('dispatch.yml', tmp_path, other, '-e', 'issue=1', '-e', 'dispatch_lease_path=%s' % leases)
+    assert 'another dispatcher holds its lease' not in res.stdout + res.stderr, 'board B is not refused by board A\'s lease'
+    for spec in (board, other):
+        assert playbook('status.yml', tmp_path, spec).returncode == 0
+    state = tmp_path / 'state' / 'fleet-dispatch'
+    ids = sorted(board_id(*board_identity(spec)) for spec in (board, other))
+    assert sorted(p.parent.name for p in state.glob('*/status.json')) == ids
+    assert [p.parent.name for p in state.glob('*/plan.json')] == [board_id(*board_identity(other))]
+    id_a, id_b = board_id(*board_identity(board)), board_id(*board_identity(other))
+    assert id_a != id_b
+    assert sorted(p.name for p in leases.glob('*.json')) == sorted(
+        ['task-1@%s.json' % id_a, 'task-1@%s.json' % id_b]), 'one lease file per board for the same unit name'
+    assert store.get('task-1@' + id_a).holder == 'sweep-of-board-a', 'board B left board A\'s lease alone'

@@ -28,7 +28,9 @@ def status(tmp_path, extra):
             '-e', json.dumps(extra)]
     res = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
-    return res.stdout, json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'status.json').read_text())
+    found = list((tmp_path / 'state' / 'fleet-dispatch').glob('*/status.json'))    # one subdirectory per board
+    assert len(found) == 1, found
+    return res.stdout, json.loads(found[0].read_text())
 
 
 def test_the_file_backed_defaults_are_named_single_controller_only(tmp_path):

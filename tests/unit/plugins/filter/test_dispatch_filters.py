@@ -62,3 +62,15 @@ def test_status_table_shows_glyph_comments_by_humans_as_human_comments():
     lines = filt('status_table')(items).splitlines()
     assert 'human glyphs' in lines[0]
     assert 'mallory:success +1' in lines[2] and 'mallory' not in lines[3]
+
+
+def test_a_hand_dispatch_whose_run_failed_to_start_is_not_ok():
+    """Launched is not started (D20): a script must see a failed start as a failure, with the runner's reason."""
+    from ansible_collections.fleet.dispatch.plugins.filter.dispatch import dispatch_outcome, start_line
+    row = {'number': 5, 'unit': 'task-5', 'worker': 'w1', 'master': 'd1', 'start': 'failed',
+           'start_text': 'failed to start: the runner on w1/d1 cannot open the board'}
+    out = dispatch_outcome([], 5, launched=[row])
+    assert out['ok'] is False and 'failed to start: the runner on w1/d1 cannot open the board' in out['text']
+    ok = dispatch_outcome([], 5, launched=[dict(row, start='started', start_text='started')])
+    assert ok['ok'] is True and ok['text'].endswith(': started')
+    assert start_line(row) == 'task-5 on w1/d1: failed to start: the runner on w1/d1 cannot open the board'

@@ -160,3 +160,35 @@ def test_d20_story_every_name_we_mint_is_extracted():
     extracted = [item_of_unit(name + '.service') for name in minted]
     assert None not in extracted
     assert len(set((e['repo'], e['number']) for e in extracted)) == 22
+
+
+# --- a namespace per board (issue 18) -------------------------------------------------------------
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import board_id, lease_name  # noqa: E402
+
+
+def _id(spec):
+    return board_id(*board_identity(spec))
+
+
+def test_a_board_id_is_stable_short_and_carries_no_secret():
+    pg = {'kind': 'ledger', 'dsn': 'postgresql://fleet:s3cret@db.example:5432/fleet'}
+    assert _id(pg) == _id({'kind': 'ledger', 'dsn': 'postgresql://other:pw2@DB.example/fleet'}), 'user, password, case, default port'
+    assert _id(pg) == _id({'kind': 'ledger', 'dsn': "host=db.example dbname=fleet user=x password='s3cret'"}), 'key=value form'
+    assert _id(pg) != _id({'kind': 'ledger', 'dsn': 'postgresql://fleet@db.example:5432/fleet2'})
+    assert _id(pg).startswith('pg-fleet-') and 's3cret' not in _id(pg) and len(_id(pg)) <= 60
+    gh = {'kind': 'github', 'owner': 'Acme', 'project': 7, 'token': 'ghp_secret'}
+    assert _id(gh) == _id(dict(gh, owner='acme', token='other')) and _id(gh).startswith('github-acme-7-')
+    assert _id(gh) != _id(dict(gh, project=8))
+
+
+def test_two_sqlite_files_are_two_boards(tmp_path):
+    a, b = {'kind': 'ledger', 'path': str(tmp_path / 'a.sqlite3')}, {'kind': 'ledger', 'path': str(tmp_path / 'b.sqlite3')}
+    assert _id(a) != _id(b) and _id(a) == _id({'kind': 'ledger', 'path': str(tmp_path / '.' / 'a.sqlite3')})
+    assert _id(a).startswith('sqlite-a-')
+
+
+def test_the_lease_name_is_the_unit_name_in_the_boards_namespace():
+    assert lease_name('task-42', 'pg-fleet-1a2b3c4d') == 'task-42@pg-fleet-1a2b3c4d'
+    assert lease_name('task-42') == 'task-42'

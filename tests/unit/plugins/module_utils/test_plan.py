@@ -90,6 +90,13 @@ def unit(number, start_us, wall_us, inv):
 def test_names_are_the_unit_names_and_a_bad_identity_is_refused():
     out = name_candidates([{'number': 42}, {'number': 7, 'repo': 'Acme/Widgets'}, {'number': 0}, {'number': 9, 'repo': 'noslash'}])
     assert [c['unit'] for c in out['admitted']] == ['task-42', 'task-acme-widgets-7']
+    assert [c['lease_name'] for c in out['admitted']] == ['task-42', 'task-acme-widgets-7']
+    named_b = name_candidates([{'number': 42}], board_id='pg-fleet-1a2b3c4d')['admitted']
+    assert named_b[0]['unit'] == 'task-42' and named_b[0]['lease_name'] == 'task-42@pg-fleet-1a2b3c4d'
+    # the lease gate matches the lease name, not the bare unit name
+    held = gate_leases(named_b, [{'name': 'task-42', 'acquired': False, 'holder': 'other board'},
+                                 {'name': 'task-42@pg-fleet-1a2b3c4d', 'acquired': True, 'token': 1}])
+    assert [c['number'] for c in held['admitted']] == [42] and held['refused'] == []
     assert [(r['number'], r['stage']) for r in out['refused']] == [(0, 'name'), (9, 'name')]
 
 
@@ -98,8 +105,8 @@ LEASE_CASES = [
     ('acquired', [{'name': 'task-1', 'acquired': True, 'degraded': False, 'token': 3}], [1], [], False),
     # D4: a second dispatcher holding the item is a refusal, not an error
     ('held by another', [{'name': 'task-1', 'acquired': False, 'holder': 'sweep-b', 'why': 'held by sweep-b'}], [], ['lease'], False),
-    # D5: an unwritable store fails open, and says so
-    ('degraded store', [{'name': 'task-1', 'acquired': True, 'degraded': True, 'why': 'EACCES'}], [1], [], True),
+    # D5: an unwritable store fails open; the mutex lookup says so, the guard does not say it again
+    ('degraded store', [{'name': 'task-1', 'acquired': True, 'degraded': True, 'why': 'EACCES'}], [1], [], False),
     ('no answer at all', [], [1], [], True),
 ]
 

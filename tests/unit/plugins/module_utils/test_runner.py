@@ -362,6 +362,36 @@ def test_an_unreadable_board_at_start_starts_no_agent(world, tmp_path):
     assert not (tmp_path / 'agent.log').exists()
 
 
+def test_a_board_the_runner_cannot_open_darkens_the_master_and_a_clean_start_clears_it(world, tmp_path):
+    """Issue 18 (D8, D20): a runner that cannot open the board records why in its start record, says the
+    worker's fix (not "create the ledger"), darkens its master (board_unreachable, a retry time, no
+    attempt spent); the next run that posts its start marker deletes that state and records its start."""
+    missing = tmp_path / 'missing-board.json'
+    missing.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'nope.sqlite3')}))
+    argv = [sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(missing), '--state-dir',
+            str(world.state), '--no-self-update', '--config', str(world.tmp / 'runner.json'),
+            '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
+    env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='merge', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'),
+               INVOCATION_ID='inv-broken')
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == _runner.EXIT_START_LOST
+    assert 'is not on this machine' in proc.stderr and 'do not create one here' in proc.stderr
+    assert 'PostgreSQL ledger' in proc.stderr and 'FLEET_BOARD_DSN' in proc.stderr
+    record = json.loads((world.state / 'runs' / 'task-7' / _runner.START_FILE).read_text())
+    assert record['started'] is False and record['cause'] == 'board_unreachable' and record['invocation_id'] == 'inv-broken'
+    assert 'nope.sqlite3' in record['reason']
+    state, why = load_state(world.capacity.read_text())
+    assert why == '' and state['source'] == 'board_unreachable' and state['reset_at'] > state['written_at']
+    assert world.kinds() == [], 'nothing reached the board, no attempt spent'
+    # the board is right again: the start marker lands, the dark state goes, the start is recorded
+    proc = world.run('merge', INVOCATION_ID='inv-clean')
+    assert proc.returncode == 0, proc.stderr
+    assert not world.capacity.exists()
+    record = json.loads((world.state / 'runs' / 'task-7' / _runner.START_FILE).read_text())
+    assert record['started'] is True and record['invocation_id'] == 'inv-clean' and record['cause'] == ''
+    assert [m.fields.get('run') for m in markers_of(world.item())] == [record['run']] * 2
+
+
 def test_usage_errors_post_nothing(world):
     env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT))
     proc = subprocess.run([sys.executable, '-m', _update.MODULE, '--board-spec', str(world.spec_file)], env=env,

@@ -35,7 +35,7 @@ HOME = '/var/lib/fleet-sweeper'
 STATE = HOME + '/.local/state/fleet-dispatch'
 ENV_FILE = HOME + '/.config/fleet-dispatch/sweeper.env'
 HEARTBEAT = STATE + '/heartbeat.json'
-PLAN = STATE + '/plan.json'
+PLAN = STATE + '/*/plan.json'     # one subdirectory per board (its id: dispatch_board_id)
 INVENTORY = HOME + '/inventory'
 SCRIPT = '/usr/local/libexec/fleet-dispatch/fleet-sweeper-heartbeat'
 SERVICE = 'fleet-sweeper.service'
@@ -194,7 +194,9 @@ def test_a_cycle_runs_the_sweep_and_writes_the_plan(host):
     print('successful cycle: %.1f s' % took)
     assert rc == 0, _journal(host)
     assert beat['result'] == 'success' and beat['exit_code'] == 'exited' and beat['exit_status'] == '0', beat
-    plan_file = host.file(PLAN)
+    found = host.run('ls %s' % PLAN).stdout.split()
+    assert len(found) == 1, 'one board, one plan: %r' % found + _journal(host)
+    plan_file = host.file(found[0])
     assert plan_file.is_file and plan_file.user == USER, 'the sweep wrote no plan' + _journal(host)
     plan = json.loads(plan_file.content_string)
     assert plan['mode'] == 'plan' and plan['readable'] is True and plan['board'] == BOARD['path'], plan
