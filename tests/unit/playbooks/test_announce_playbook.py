@@ -18,6 +18,13 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers impor
 from test_playbooks import playbook  # noqa: E402 - the same runner as the other playbook tests
 
 
+
+def _board_file(tmp_path, name):
+    """The one file of that name in the board's own state directory (<state>/fleet-dispatch/<board id>/, issue 18)."""
+    found = sorted((tmp_path / 'state' / 'fleet-dispatch').glob('*/' + name))
+    assert len(found) == 1, 'expected one %s under one board directory, found %s' % (name, found)
+    return found[0]
+
 @pytest.fixture
 def setup(tmp_path):
     spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
@@ -54,7 +61,7 @@ def test_a_tombstone_is_one_report_reruns_file_none_and_clearing_closes_it(tmp_p
     assert status.returncode == 0, status.stdout[-3000:]
     assert 'announced (open reports): 1' in status.stdout
     assert 'report #%d [fleet] tombstone: #4' % found[0]['number'] in status.stdout
-    written = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'status.json').read_text())
+    written = json.loads(_board_file(tmp_path, 'status.json').read_text())
     assert [r['number'] for r in written['reports']] == [found[0]['number']]
     with open_board(spec) as b:
         assert [i.number for i in b.read().items] == [1, 4]            # the report is never a candidate
@@ -74,7 +81,7 @@ def test_a_worker_blind_for_n_sweeps_is_announced_once(tmp_path, setup):
         sweep(tmp_path, spec, inventory, '-e', 'dispatch_announce_blind_cycles=2')
         counts.append(len([r for r in reports(spec) if r['title'] == '[fleet] worker blind: w9']))
     assert counts == [0, 1, 1]
-    record = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'announce.json').read_text())
+    record = json.loads(_board_file(tmp_path, 'announce.json').read_text())
     assert record['blind']['w9/agent1']['cycles'] == 3
 
 

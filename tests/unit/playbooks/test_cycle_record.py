@@ -21,8 +21,15 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory impo
 board = test_playbooks.board      # the shared board fixture, under its own name here
 
 
+
+def _board_file(tmp_path, name):
+    """The one file of that name in the board's own state directory (<state>/fleet-dispatch/<board id>/, issue 18)."""
+    found = sorted((tmp_path / 'state' / 'fleet-dispatch').glob('*/' + name))
+    assert len(found) == 1, 'expected one %s under one board directory, found %s' % (name, found)
+    return found[0]
+
 def record(tmp_path):
-    return json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'last_cycle.json').read_text())
+    return json.loads(_board_file(tmp_path, 'last_cycle.json').read_text())
 
 
 def test_a_failed_apply_on_an_unreadable_board_records_the_failure_not_the_last_success(tmp_path, board):
@@ -41,7 +48,7 @@ def test_a_failed_apply_on_an_unreadable_board_records_the_failure_not_the_last_
     status = playbook('status.yml', tmp_path, board)
     assert status.returncode == 0, status.stdout + status.stderr
     assert 'last cycle: failed at ' + rec['at'] in status.stdout
-    assert json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'status.json').read_text())['last_cycle']['result'] == 'failed'
+    assert json.loads(_board_file(tmp_path, 'status.json').read_text())['last_cycle']['result'] == 'failed'
 
 
 def test_a_hand_dispatch_records_its_cycle_too(tmp_path, board):
