@@ -254,5 +254,13 @@ def test_the_ledger_stopped_launches_nothing_and_every_tick_says_why(fleet):
         after = tick_log(bed, host, master)[count:]
         assert after, '%s/%s did not tick while the ledger was stopped' % (host, master)
         assert all('LEDGER UNREACHABLE, nothing launched' in line for line in after), after
-        status = bed.ssh(host, 'systemctl --user show fleet-chain.service -p ExecMainStatus --value', user=master).stdout.strip()
+        # read between ticks: a tick starting resets ExecMainStatus to 0 (the bed read 0 once, mid-tick)
+        status = ''
+        for _attempt in range(20):
+            out = bed.ssh(host, 'systemctl --user show fleet-chain.service -p ActiveState -p ExecMainStatus', user=master).stdout
+            props = dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
+            status = props.get('ExecMainStatus')
+            if props.get('ActiveState') in ('inactive', 'failed'):
+                break
+            time.sleep(0.5)
         assert status == '8', (host, master, status)

@@ -250,7 +250,8 @@ class Tick(object):
         self.results = []
 
     def log(self, message):
-        line = 'fleet-runner chain[%s/%s]: %s' % (self.host, self.master, message)
+        # one line per event, whatever the message quotes (psycopg's errors span lines)
+        line = 'fleet-runner chain[%s/%s]: %s' % (self.host, self.master, ' '.join(str(message).split()))
         self._log(line)
         self.record.append('%s %s' % (format_time(self.clock()), line))
 

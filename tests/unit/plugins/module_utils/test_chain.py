@@ -276,6 +276,8 @@ def test_unreachable_ledger_launches_nothing_and_says_why(tmp_path):
     assert code == runner_chain.EXIT_LEDGER_UNREACHABLE != 0
     assert read_launches(str(tmp_path / 'l')) == []
     assert len(lines) == 1 and 'LEDGER UNREACHABLE, nothing launched' in lines[0]
+    recorded = open(os.path.join(conf['state_dir'], 'chain', 'tick.log')).read().splitlines()
+    assert len(recorded) == 1 and 'LEDGER UNREACHABLE, nothing launched' in recorded[0], 'one line per tick (the bed found two)'
 
 
 HOSTS = ('desk-1', 'desk-2', 'desk-3')
