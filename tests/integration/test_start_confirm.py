@@ -74,7 +74,7 @@ def world(bed_factory, fresh_database, tmp_path_factory):
         argv = [df._tool('ansible-playbook'), '-i', w.inventory, str(REPO / 'playbooks' / name), '-e', json.dumps(extra_vars)]
         env = dict(bed.env, ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
         import subprocess
-        return subprocess.run(argv, capture_output=True, text=True, check=False, env=env, timeout=1200)
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False, env=env, timeout=1200)
 
     def provision(runner_board, credentials=None):
         role_vars = {'worker_packages_install': False, 'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}],

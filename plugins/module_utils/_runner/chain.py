@@ -27,7 +27,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 
 from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile
@@ -44,6 +43,7 @@ from .._host.headroom import measure
 from .._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
 from .._store.handoff import ClaimUnproven, HandoffStore
 from .._store.sessions import LedgerUnreachable, SessionError, SessionStore
+from .spawn import KILL_GRACE, PopenSpawner, stop_group
 
 SUBCOMMANDS = ('chain', 'session', 'handoff')
 
@@ -55,7 +55,6 @@ EXIT_LEDGER_UNREACHABLE = 8    # the ledger could not be read or written: nothin
 
 DEFAULT_CHAIN_CONFIG = 'chain.json'   # beside the runner config
 DEFAULT_RUNNER_CONFIG = '~/.config/fleet-dispatch/runner.json'   # program.DEFAULT_CONFIG (no import: program imports this)
-KILL_GRACE = 10.0   # seconds SIGTERM -> SIGKILL of the agent's group; unmeasured guess, program.KILL_GRACE's experiment settles it
 LEDGER_DSN_ENV = ('FLEET_LEDGER_DSN', 'FLEET_BOARD_DSN')
 
 CHAIN_BRIEF_VERSION = '2026.12.01.1'
@@ -366,19 +365,6 @@ class Tick(object):
         return EXIT_OK
 
 
-class _Spawner(object):
-    """The agent in its own process group (a stop takes the whole tree), output to one file."""
-
-    def spawn(self, argv, *, stdin_path, capture_path, env, cwd):
-        stdin = open(stdin_path, 'rb') if stdin_path else open(os.devnull, 'rb')
-        try:
-            with open(capture_path, 'ab') as out:
-                return subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,
-                                        start_new_session=True, close_fds=True)
-        finally:
-            stdin.close()
-
-
 # --- the successor session --------------------------------------------------------------------------
 
 class SessionRun(object):
@@ -416,16 +402,7 @@ class SessionRun(object):
 
     def _on_signal(self, signum, _frame):
         self.stopped = signum
-        if self.proc is not None:
-            for sig, wait in ((signal.SIGTERM, float(self.conf.get('kill_grace', KILL_GRACE))), (signal.SIGKILL, 5.0)):
-                try:
-                    os.killpg(self.proc.pid, sig)
-                    self.proc.wait(timeout=wait)
-                    break
-                except (ProcessLookupError, PermissionError):
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+        stop_group(self.proc, float(self.conf.get('kill_grace', KILL_GRACE)))
 
     def run(self):
         import shutil
@@ -465,7 +442,7 @@ class SessionRun(object):
         try:
             self.log('starting the agent: %s (chain brief %s)' % (argv[0], CHAIN_BRIEF_VERSION))
             try:
-                spawner = self.spawner or _Spawner()
+                spawner = self.spawner or PopenSpawner()
                 self.proc = spawner.spawn(argv, stdin_path=None if uses else self.brief_path, capture_path=self.capture_path,
                                           env=env, cwd=os.getcwd())
                 rc = self.proc.wait()

@@ -41,6 +41,7 @@ from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note
+from .spawn import KILL_GRACE, PopenSpawner, stop_group  # noqa: F401  (PopenSpawner: main()'s default, tests)
 from .brief import BRIEF_VERSION, render
 from .chain import chain_words, main as chain_main
 from .check import main as check_board_main
@@ -64,12 +65,6 @@ DEFAULT_AGENT = ['claude', '-p', '--output-format', 'json']
 # once per invocation -- after the start marker reached the board, or when the run could not start --
 # and read (``_host/files.py`` ``read_start_record``) by fleet.dispatch.start_info (docs/dispatch.md).
 
-# Seconds between SIGTERM and SIGKILL of the agent's process group when the run is stopped.
-# Unmeasured guess, bounded by the supervisor: systemd's default TimeoutStopSec is 90 s and the
-# close-out must be posted inside it, so this must stay well below 90 s minus the close-out's
-# time (two board writes). Experiment that settles it: time `claude -p` from SIGTERM to exit
-# mid-tool-call over 20 stops and take 3x the maximum.
-KILL_GRACE = 10.0
 
 # Board secrets come from the unit's EnvironmentFile, never from argv: env name -> spec key.
 SECRET_ENV = (('FLEET_BOARD_DSN', 'dsn'), ('FLEET_GITHUB_TOKEN', 'token'), ('GITHUB_TOKEN', 'token'))
@@ -87,39 +82,7 @@ class _Signalled(BaseException):
         self.signum = signum
 
 
-# --- the process spawner (injected) ---------------------------------------------------------------
-
-class PopenSpawner(object):
-    """Start the agent in its own process group (so a stop takes the whole tree), output to one file."""
-
-    def spawn(self, argv, *, stdin_path, capture_path, env, cwd):
-        stdin = open(stdin_path, 'rb') if stdin_path else open(os.devnull, 'rb')
-        try:
-            with open(capture_path, 'ab') as out:
-                # the runner is not a module (no AnsibleModule, no run_command) and must own the agent's
-                # process group to stop it, which run_command cannot give
-                return subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,  # pylint: disable=ansible-bad-function
-                                        start_new_session=True, close_fds=True)
-        finally:
-            stdin.close()
-
-
-def stop_group(proc, grace: float = KILL_GRACE, log: Optional[Callable[[str], None]] = None) -> Optional[int]:
-    """SIGTERM the agent's process group, SIGKILL it after ``grace`` seconds; returns its exit code."""
-    if proc is None:
-        return None
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            return proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            if log:
-                log('the agent (pgid %d) outlived %s; escalating' % (proc.pid, signal.Signals(sig).name))
-    return proc.poll()
-
+# --- the process spawner (injected): _runner/spawn.py, shared with the chain runner ------------
 
 # --- the run -------------------------------------------------------------------------------------
 

@@ -319,7 +319,12 @@ def test_race_three_hosts_two_masters_each_handoff_launched_once(ledger_url, tmp
             if res['action'] == 'lost':
                 assert res['holder'].split(' ')[0] == winner[res['parent']].split('/')[0], (res, winner[res['parent']])
     losses = sum(1 for r in reports for res in r['results'] if res['action'] == 'lost')
-    assert losses == HANDOFFS * (len(who) - 1), 'every other master considered each handoff and logged the winner'
+    # A master that read the ledger after a handoff was claimed never sees it as work, so it has no loss
+    # to log: how many losses there are depends on the interleaving (99 of 100 under load once). What
+    # cannot vary: the contest happened, no master lost one handoff twice, and every loss named the winner.
+    assert 0 < losses <= HANDOFFS * (len(who) - 1), 'the masters contended for the handoffs'
+    lost = [(r['who'], res['parent']) for r in reports for res in r['results'] if res['action'] == 'lost']
+    assert len(lost) == len(set(lost)), 'a master asked for a handoff it had already lost'
     print('\nchain race (%s): %d launches, %d losses, by %s' % (
         'sqlite' if 'path' in ledger_url else 'postgres', len(units), losses,
         sorted((w, sum(1 for g in got if g['who'] == w)) for w in set(g['who'] for g in got))))

@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The agent's process: started in its own process group, output to one file, stopped as a group.
+
+One implementation for both runners (the item runner, ``program.py``, and the chain runner's
+successor session, ``chain.py``; D15). The runner is not a module: it owns the agent's process
+group to stop it, which ``run_command`` cannot give.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Callable, Optional
+
+# Seconds between SIGTERM and SIGKILL of the agent's process group when the run is stopped.
+# Unmeasured guess, bounded by the supervisor: systemd's default TimeoutStopSec is 90 s and the
+# close-out must be posted inside it, so this must stay well below 90 s minus the close-out's
+# time (two board writes). Experiment that settles it: time `claude -p` from SIGTERM to exit
+# mid-tool-call over 20 stops and take 3x the maximum.
+KILL_GRACE = 10.0
+
+
+class PopenSpawner(object):
+    """Start the agent in its own process group (so a stop takes the whole tree), output to one file."""
+
+    def spawn(self, argv, *, stdin_path, capture_path, env, cwd):
+        stdin = open(stdin_path, 'rb') if stdin_path else open(os.devnull, 'rb')
+        try:
+            with open(capture_path, 'ab') as out:
+                # the runner is not a module (no AnsibleModule, no run_command) and must own the agent's
+                # process group to stop it, which run_command cannot give
+                return subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,  # pylint: disable=ansible-bad-function
+                                        start_new_session=True, close_fds=True)
+        finally:
+            stdin.close()
+
+
+def stop_group(proc, grace: float = KILL_GRACE, log: Optional[Callable[[str], None]] = None) -> Optional[int]:
+    """SIGTERM the agent's process group, SIGKILL it after ``grace`` seconds; returns its exit code."""
+    if proc is None:
+        return None
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            return proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            if log:
+                log('the agent (pgid %d) outlived %s; escalating' % (proc.pid, signal.Signals(sig).name))
+    return proc.poll()
