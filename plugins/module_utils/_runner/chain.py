@@ -44,6 +44,7 @@ from .._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
 from .._store.handoff import ClaimUnproven, HandoffStore
 from .._store.sessions import LedgerUnreachable, SessionError, SessionStore
 from .spawn import KILL_GRACE, PopenSpawner, stop_group
+from .words import subcommand_words
 
 SUBCOMMANDS = ('chain', 'session', 'handoff')
 
@@ -114,26 +115,8 @@ def _user():
 
 def chain_words(args):
     """``(subcommand, words)`` when the first positional word of ``args`` is one of ``SUBCOMMANDS``
-    (the wrapper puts ``--code-dir``/``--config``/``--branch`` first; ``--config`` is carried over);
-    None otherwise."""
-    valued = ('--item', '--repo', '--config', '--board-spec', '--state-dir', '--agent-command', '--workdir', '--timeout',
-              '--code-dir', '--branch')
-    index = 0
-    while index < len(args):
-        word = args[index]
-        if word in SUBCOMMANDS:
-            before, after = args[:index], list(args[index + 1:])
-            for opt in ('--config', '--branch'):
-                if opt in before and opt not in after and before.index(opt) + 1 < len(before):
-                    after = [opt, before[before.index(opt) + 1]] + after
-            return word, after
-        if word in valued:
-            index += 2
-        elif word.startswith('-'):
-            index += 1
-        else:
-            return None
-    return None
+    (the wrapper's ``--config`` and ``--branch`` carried over, ``_runner/words.py``); None otherwise."""
+    return subcommand_words(args, SUBCOMMANDS, carry=('--config', '--branch'))
 
 
 def render_brief(values):

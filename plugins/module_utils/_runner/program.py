@@ -41,6 +41,7 @@ from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note
+from .words import subcommand_words
 from .spawn import KILL_GRACE, PopenSpawner, stop_group  # noqa: F401  (PopenSpawner: main()'s default, tests)
 from .brief import BRIEF_VERSION, render
 from .chain import chain_words, main as chain_main
@@ -712,50 +713,17 @@ def _parser():
     return p
 
 
-# The runner's options that take a value: a word after one of them is its value, not a subcommand.
-_VALUED = frozenset(['--item', '--repo', '--config', '--board-spec', '--state-dir', '--agent-command', '--workdir',
-                     '--timeout', '--code-dir', '--branch'])
-
-
 def _classify_words(args) -> Optional[List[str]]:
-    """The arguments of ``classify`` when it is the first positional word (the ``fleet-runner`` wrapper puts
-    ``--code-dir``/``--config``/``--branch`` before the caller's words), with the wrapper's ``--config``
-    carried over; None when this is not ``fleet-runner classify``."""
-    index = 0
-    while index < len(args):
-        word = args[index]
-        if word == 'classify':
-            before, after = args[:index], list(args[index + 1:])
-            if '--config' in before and '--config' not in after and before.index('--config') + 1 < len(before):
-                after = ['--config', before[before.index('--config') + 1]] + after
-            return after
-        if word in _VALUED:
-            index += 2
-        elif word.startswith('-'):
-            index += 1
-        else:
-            return None
-    return None
+    """The arguments of ``classify`` when it is the first positional word (with the wrapper's ``--config``
+    carried over); None when this is not ``fleet-runner classify`` (``_runner/words.py``)."""
+    found = subcommand_words(args, ('classify',))
+    return found[1] if found else None
 
 
 def _check_board_words(args) -> Optional[List[str]]:
-    """The arguments of ``check-board`` when it is the first positional word (after the wrapper's options, whose
-    ``--config`` is carried over), else None -- the same reading as ``classify``'s."""
-    index = 0
-    while index < len(args):
-        word = args[index]
-        if word == 'check-board':
-            before, after = args[:index], list(args[index + 1:])
-            if '--config' in before and '--config' not in after and before.index('--config') + 1 < len(before):
-                after = ['--config', before[before.index('--config') + 1]] + after
-            return after
-        if word in _VALUED:
-            index += 2
-        elif word.startswith('-'):
-            index += 1
-        else:
-            return None
-    return None
+    """The arguments of ``check-board`` when it is the first positional word, else None (the same reading)."""
+    found = subcommand_words(args, ('check-board',))
+    return found[1] if found else None
 
 
 def run_cost(reading) -> Dict[str, Any]:
