@@ -44,5 +44,6 @@ def test_handoff_then_status_shows_the_waiting_chain(tmp_path, board):
     shown = status.stdout.split('Show the chains, one line per hop')[1].split('TASK [')[0]
     assert 'chain lap-7 hop 0: lap-7 (lap-7) on ' in shown and '-> handoff any-docs' in shown
     assert 'waiting: lap-7 -> any-docs since ' in shown
-    chains = json.loads((tmp_path / 'state' / 'fleet-dispatch' / 'chains.json').read_text())
+    written, = (tmp_path / 'state' / 'fleet-dispatch').glob('*/chains.json')    # beside status.json, in the board's directory
+    chains = json.loads(written.read_text())
     assert chains['waiting'][0]['successor'] == 'any-docs'

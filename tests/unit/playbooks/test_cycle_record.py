@@ -37,10 +37,13 @@ def test_a_failed_apply_on_an_unreadable_board_records_the_failure_not_the_last_
     assert ok.returncode == 0, ok.stdout + ok.stderr
     first = record(tmp_path)
     assert first['result'] == 'ok' and first['mode'] == 'plan' and first['dispatcher'] == 'sweep' and first['reason'] == ''
-    broken = tmp_path / 'moved-away.sqlite3'
-    broken.write_bytes(b'this is not an SQLite database' * 100)
-    res = playbook('sweep.yml', tmp_path, {'kind': 'ledger', 'path': str(broken)}, '-e', 'dispatch_mode=apply')
+    # the SAME board becomes unreadable (its file replaced), so its record stays in its own directory
+    ledger = pathlib.Path(board['path'])
+    good = ledger.read_bytes()
+    ledger.write_bytes(b'this is not an SQLite database' * 100)
+    res = playbook('sweep.yml', tmp_path, board, '-e', 'dispatch_mode=apply')
     assert res.returncode != 0
+    ledger.write_bytes(good)
     rec = record(tmp_path)
     assert rec['result'] == 'failed' and rec['mode'] == 'apply' and rec['launched'] == []
     assert rec['failed_task'].startswith('Read the board') and rec['reason'], rec

@@ -63,7 +63,9 @@ def test_explain_places_an_eligible_item_and_refuses_a_missing_one(tmp_path, boa
 def test_status_and_sweep_write_the_page_and_the_metrics_beside_status_json(tmp_path, board, book):
     res = playbook(book, tmp_path, board)
     assert res.returncode == 0, res.stdout + res.stderr
-    state = tmp_path / 'state' / 'fleet-dispatch'
+    # the board's own state directory (<state>/fleet-dispatch/<board id>/, issue 18)
+    state, = (tmp_path / 'state' / 'fleet-dispatch').glob('*/status.html')   # a sweep writes no status.json
+    state = state.parent
     page = (state / 'status.html').read_text(encoding='utf-8')
     assert 'id="item-1"' in page and 'id="item-2"' in page
     assert '<script>' not in page and '&lt;script&gt;alert(1)&lt;/script&gt;' in page
