@@ -74,7 +74,7 @@ explanation:
   type: dict
   contains:
     reason:
-      description: The deciding reason code (as RV(fleet.dispatch.board_info#module:items[].reason)).
+      description: The deciding reason code (as RV(fleet.dispatch.board_info#module:board_items[].reason)).
       type: str
     holds:
       description: Every hold that applies, highest precedence first, each C(reason) and C(why).

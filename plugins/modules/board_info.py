@@ -155,7 +155,7 @@ board_items:
       sample: tombstone
     holds:
       description:
-        - Every reason that holds the item, highest precedence first; the first is RV(items[].reason). Empty when eligible.
+        - Every reason that holds the item, highest precedence first; the first is RV(board_items[].reason). Empty when eligible.
         - Lifting the first hold shows the next one, so an operator sees all of them at once (see the C(explain) playbook).
       type: list
       elements: str

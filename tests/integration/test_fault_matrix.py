@@ -88,8 +88,8 @@ def matrix(bed_factory, tmp_path_factory, fresh_database):
         'worker_credentials': {'FLEET_BOARD_DSN': worker_dsn}, 'worker_runner_board': {'kind': 'ledger'}}))
     os.chmod(str(secrets), 0o600)
     env = dict(bed.env, ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
-    proc = subprocess.run(stdin=subprocess.DEVNULL, args=[df._tool('ansible-playbook'), '-i', str(inventory), str(REPO / 'playbooks' / 'provision.yml'),
-                           '-e', '@' + str(secrets)], capture_output=True, text=True, env=env, timeout=1800, check=False)
+    proc = subprocess.run([df._tool('ansible-playbook'), '-i', str(inventory), str(REPO / 'playbooks' / 'provision.yml'),
+                           '-e', '@' + str(secrets)], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     m = Matrix(bed, work, inventory, env, board, local_dsn)
     try:
@@ -176,8 +176,8 @@ class Matrix(object):
         os.chmod(handle.name, 0o600)
         book = REPO / 'playbooks' / ('dispatch.yml' if issue is not None else 'sweep.yml')
         try:
-            res = subprocess.run(stdin=subprocess.DEVNULL, args=[df._tool('ansible-playbook'), '-i', str(inventory or self.inventory), str(book),
-                                  '-e', '@' + handle.name], capture_output=True, text=True, env=self.env, timeout=900,
+            res = subprocess.run([df._tool('ansible-playbook'), '-i', str(inventory or self.inventory), str(book),
+                                  '-e', '@' + handle.name], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=self.env, timeout=900,
                                  check=False)
         finally:
             os.unlink(handle.name)

@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any, Callable, Dict, Optional
 
-from .files import default_state_dir  # noqa: F401  (re-exported: the stop modules' default)
+from .files import default_state_dir
 from .systemd import SystemdError
 
 STOPS_SUBDIR = 'stops'
@@ -113,3 +113,6 @@ def stop_duplicate(sd, state_dir: str, unit: str, invocation_id: str, note: Dict
         raise
     res.update(stopped=True, changed=True, reason='stopped')
     return res
+
+
+__all__ = ['NOTE_REASON', 'NOTE_REASONS', 'default_state_dir', 'stop_duplicate', 'stop_note_path', 'take_stop_note', 'write_stop_note']

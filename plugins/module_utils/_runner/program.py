@@ -26,7 +26,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from .._board.factory import open_board
 from .._board.protocol import BoardError, BoardUnreadable

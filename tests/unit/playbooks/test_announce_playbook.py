@@ -18,12 +18,12 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers impor
 from test_playbooks import playbook  # noqa: E402 - the same runner as the other playbook tests
 
 
-
 def _board_file(tmp_path, name):
     """The one file of that name in the board's own state directory (<state>/fleet-dispatch/<board id>/, issue 18)."""
     found = sorted((tmp_path / 'state' / 'fleet-dispatch').glob('*/' + name))
     assert len(found) == 1, 'expected one %s under one board directory, found %s' % (name, found)
     return found[0]
+
 
 @pytest.fixture
 def setup(tmp_path):

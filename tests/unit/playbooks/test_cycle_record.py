@@ -21,12 +21,12 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory impo
 board = test_playbooks.board      # the shared board fixture, under its own name here
 
 
-
 def _board_file(tmp_path, name):
     """The one file of that name in the board's own state directory (<state>/fleet-dispatch/<board id>/, issue 18)."""
     found = sorted((tmp_path / 'state' / 'fleet-dispatch').glob('*/' + name))
     assert len(found) == 1, 'expected one %s under one board directory, found %s' % (name, found)
     return found[0]
+
 
 def record(tmp_path):
     return json.loads(_board_file(tmp_path, 'last_cycle.json').read_text())

@@ -42,7 +42,7 @@ def test_started_failed_and_a_unit_gone_without_a_record(run_module, tmp_path):
 
 def test_a_run_still_without_a_record_is_pending_when_the_wait_ends(run_module, tmp_path):
     active = 'LoadState=loaded\nActiveState=active\nResult=success\nExecMainStatus=0\nInvocationID=i1\n'
-    r = ScriptedRunner([show('task-1', active) for _ in range(50)])
+    r = ScriptedRunner([show('task-1', active)] * 50)
     kind, res, _w = run_module(mod, {'runs': [{'unit': 'task-1', 'invocation_id': 'i1'}], 'wait': 0.2, 'interval': 0.1,
                                      'state_dir': str(tmp_path)}, runner=r)
     assert kind == 'exit' and res['runs'][0]['state'] == 'pending' and len(r.calls) >= 2
