@@ -96,6 +96,9 @@ def fleet(bed_factory, tmp_path_factory, fresh_database):
         'worker_runner_install': True,
         'worker_runner_self_update': False,
         'worker_runner_source': '/srv/fleet-dispatch.git',
+        # the chain reads its ledger (FLEET_LEDGER_DSN); these masters serve no board, so the provision-time
+        # board check (issue 18) has nothing to open
+        'worker_runner_check_board': False,
         'worker_runner_version': VERSION,
         'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py'],
         'worker_runner_agent_env': {'FAKE_AGENT_MODE': 'claim', 'FAKE_AGENT_LOG': AGENT_LOG},
