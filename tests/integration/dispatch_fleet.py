@@ -147,6 +147,9 @@ class Fleet(object):
         state = pathlib.Path(state_dir or tempfile.mkdtemp(prefix='state-', dir=str(self.workdir)))
         extra_vars = {'dispatch_board': board, 'dispatch_run_command': ['fleet-race-run', '{number}'],
                       'dispatch_plan_json': str(state / 'plan.json'), 'dispatch_state_dir': str(state),
+                      # each dispatcher run here has a state directory of its own: its files flat in it
+                      # (the per-board subdirectory is tested by tests/unit/playbooks)
+                      'dispatch_board_dir': str(state),
                       'dispatch_lease_path': str(self.workdir / 'leases')}
         if mode:
             extra_vars['dispatch_mode'] = mode

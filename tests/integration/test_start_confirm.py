@@ -80,7 +80,10 @@ def world(bed_factory, fresh_database, tmp_path_factory):
         role_vars = {'worker_packages_install': False, 'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}],
                      'worker_runner_install': True, 'worker_runner_source': HOME + '/src/fleet-dispatch.git',
                      'worker_runner_version': VERSION, 'worker_runner_board': runner_board,
-                     'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py']}
+                     'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py'],
+                     # the provision-time board check (issue 18 item 2) would refuse the broken runner this
+                     # test provisions on purpose: what it tests is the dispatch path's own confirmation
+                     'worker_runner_check_board': False}
         if credentials:
             role_vars['worker_credentials'] = credentials
         res = playbook('provision.yml', role_vars)
