@@ -77,3 +77,11 @@ def resolve_now(value) -> _dt.datetime:
     if value:
         return parse_time(value)
     return _dt.datetime.now(UTC)
+
+
+def module_now(module) -> _dt.datetime:
+    """``resolve_now`` of the module's ``now`` option; a bad one fails the module with the fix."""
+    try:
+        return resolve_now(module.params['now'])
+    except ValueError as exc:
+        module.fail_json(msg='now: %s; give an ISO-8601 time such as 2026-11-30T01:00:00Z' % exc)

@@ -114,7 +114,7 @@ lines:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
+from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.explain import explain, explain_lines
@@ -133,10 +133,7 @@ def main():
         supports_check_mode=True,
     )
     spec = board_spec(module.params['board'])
-    try:
-        now = resolve_now(module.params['now'])
-    except ValueError as exc:
-        module.fail_json(msg='now: %s; give an ISO-8601 time such as 2026-11-30T01:00:00Z' % exc)
+    now = module_now(module)
     number = module.params['number']
     result = dict(changed=False, board='', now=format_time(now))
     try:

@@ -219,7 +219,7 @@ except ImportError:  # ansible-core < 2.19, not claimed, runs only the oldest-Py
     def deprecate_value(value, *args, **kwargs):  # pylint: disable=unused-argument
         return value
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
+from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity, open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import board_id
@@ -260,10 +260,7 @@ def main():
         supports_check_mode=True,
     )
     spec = board_spec(module.params['board'])
-    try:
-        now = resolve_now(module.params['now'])
-    except ValueError as exc:
-        module.fail_json(msg='now: %s; give an ISO-8601 time such as 2026-11-30T01:00:00Z' % exc)
+    now = module_now(module)
     result = dict(changed=False, readable=True, error='', board='', now=format_time(now),
                   cost=None, board_items=[], candidates=[], board_id=board_id(*board_identity(spec)))
     keep_renamed(result, 'items', 'board_items', deprecate_value)

@@ -118,7 +118,7 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
+from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.report import announce
@@ -136,10 +136,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    try:
-        now = resolve_now(p['now'])
-    except ValueError as exc:
-        module.fail_json(msg='now: %s; give an ISO-8601 time such as 2026-11-30T01:00:00Z' % exc)
+    now = module_now(module)
     for stall in p['stalls']:
         if not stall.get('title') or not stall.get('kind'):
             module.fail_json(msg='every stall needs a kind and a title (from fleet.dispatch.guard stage=announce), got %r' % (stall,))
