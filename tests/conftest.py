@@ -26,7 +26,11 @@ SHARED = REPO.parent / 'shared'
 COLLECTIONS_ROOT = collection_root(REPO)
 if str(COLLECTIONS_ROOT) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS_ROOT))
-os.environ['ANSIBLE_COLLECTIONS_PATH'] = str(COLLECTIONS_ROOT)
+# Ours first; a path the caller set stays after it (the cores smoke brings ansible.posix that way:
+# no `ansible` package pairs with the newest core).
+os.environ['ANSIBLE_COLLECTIONS_PATH'] = os.pathsep.join(
+    [str(COLLECTIONS_ROOT)] + [p for p in os.environ.get('ANSIBLE_COLLECTIONS_PATH', '').split(os.pathsep)
+                               if p and p != str(COLLECTIONS_ROOT)])
 os.environ.setdefault('ANSIBLE_COLLECTIONS_SCAN_SYS_PATH', 'false')
 
 # Ansible's own collection finder serves every ``ansible_collections.*`` import from here on, as
