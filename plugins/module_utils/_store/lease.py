@@ -181,9 +181,9 @@ class SqlLeaseStore(LeaseStore):
 
     def _fix(self) -> str:
         if self.path:
-            return ('make %s a directory this user can write (the dispatch role\'s tasks/read.yml and the sweeper role create '
-                    'it), or point the lease elsewhere: dispatch_lease_path, the lookup\'s path=, FLEET_DISPATCH_LEASE_PATH'
-                    % os.path.dirname(self.path))
+            return ('the lease store is the SQLite file %s: make %s a directory this user can write (the dispatch role\'s '
+                    'tasks/read.yml and the sweeper role create it), or point the lease elsewhere: dispatch_lease_path, the '
+                    'lookup\'s path=, FLEET_DISPATCH_LEASE_PATH' % (self.path, os.path.dirname(self.path)))
         return ('check that PostgreSQL answers at %s and that this role may create and write the tables leases and '
                 'schema_version (grant CREATE on its schema, or run the ledger role first)' % self.store)
 
