@@ -267,6 +267,13 @@ def test_the_default_lease_store_of_a_ledger_board_is_the_ledger_file(tmp_path, 
     assert record['lease_store']['backend'] == 'sqlite' and record['lease_store']['where'] == board['path']
     assert record['lease_store']['shared'] is False
     assert 'lease store: sqlite at %s, single-controller only' % board['path'] in status.stdout
+    cycle = json.loads(state_file(tmp_path / 'state', 'last_cycle.json').read_text())
+    assert cycle['lease_store']['where'] == board['path'], 'the cycle record names the store that dispatcher used'
+    assert "last cycle's lease store: sqlite at %s" % board['path'] in status.stdout
+    assert 'NOT the store this dispatcher uses' not in status.stdout
+    other = playbook('status.yml', tmp_path, board, '-e', 'dispatch_lease_path=%s' % (tmp_path / 'elsewhere.sqlite3'))
+    assert other.returncode == 0, other.stdout + other.stderr
+    assert 'NOT the store this dispatcher uses' in other.stdout, 'status says when two dispatchers use two stores'
 
 
 def test_status_names_a_postgresql_lease_store_as_shared_without_its_password(tmp_path, board):
