@@ -8,7 +8,7 @@ Seed 000 D4 measured 26-27 s between two dispatchers' "no live unit" pre-flight 
 launches -- the window the lease now covers. This prints our own figure: for repeated hand
 dispatches (playbooks/dispatch.yml in apply mode, the production path) of a fresh item on the test
 bed, the time from the lease's acquisition (its ``expires_at`` minus its ``ttl``, stamped by the
-controller's clock in the file lease store) to the run's first instruction (the ``start`` record
+controller's clock in the SQLite lease store) to the run's first instruction (the ``start`` record
 ``fleet-race-run`` writes with the worker's clock; test-bed hosts are containers sharing the
 controller's kernel clock, so the two clocks are one). With ``Type=exec`` the unit is active when
 its program runs, so this is lease-acquired -> unit active.

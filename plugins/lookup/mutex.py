@@ -62,38 +62,47 @@ options:
       - name: fleet_dispatch_lease_ttl
   backend:
     description:
-      - V(file) keeps leases in a directory on this controller; it covers the sweeper's timer and the hand
-        dispatch on one controller.
-      - V(postgres) keeps them in PostgreSQL and judges expiry by the database clock; use it when dispatchers run
-        on several machines.
+      - V(sqlite) keeps leases in a SQLite file on this controller (table C(leases), its own migration component in
+        C(schema_version)); it covers the sweeper's timer and the hand dispatches of ONE controller - single-controller
+        only. A dispatcher on another controller, or in an AWX job whose container is thrown away, does not see them.
+      - V(postgres) (or V(postgresql)) keeps them in PostgreSQL - the same table and statements - and judges expiry by
+        the database clock; use it when dispatchers run on several machines or in AWX.
+      - V(file) is a deprecated alias of V(sqlite), kept for one release with a deprecation warning; the flock and JSON
+        file store it named is retired. An O(path) that names a directory (what V(file) took) means the file
+        C(leases.sqlite3) in it.
     type: str
-    choices: [file, postgres]
-    default: file
+    choices: [sqlite, postgres, postgresql, file]
+    default: sqlite
     env:
       - name: FLEET_DISPATCH_LEASE_BACKEND
     vars:
       - name: fleet_dispatch_lease_backend
   path:
     description:
-      - Directory of the V(file) backend, on the controller. Created if missing.
-      - The default is a system path rather than one under the home directory because the sweeper's timer and an
-        operator's hand dispatch usually run as different users, and two lease directories are no lock at all.
-        Make it group-writable for every user that dispatches (the sweeper's and the operators').
+      - The SQLite file of the V(sqlite) backend, on the controller; when it names an existing directory, the file
+        C(leases.sqlite3) in it. The file and its directory (mode 0700) are created if missing.
+      - Unset - C(leases.sqlite3) in the dispatcher's state directory, C($XDG_STATE_HOME/fleet-dispatch) or
+        C(~/.local/state/fleet-dispatch). The C(fleet.dispatch.dispatch) role passes the ledger file when the board is
+        a SQLite ledger and a file in the board's state directory otherwise.
+      - Every dispatcher of one controller (the sweeper's user and an operator's) must name the SAME file - two files
+        are two locks, which is no lock; a directory they share must be writable by all of them.
     type: path
-    default: /var/lib/fleet-dispatch/leases
     env:
+      - name: FLEET_DISPATCH_LEASE_PATH
       - name: FLEET_DISPATCH_LEASE_DIR
     vars:
+      - name: fleet_dispatch_lease_path
       - name: fleet_dispatch_lease_dir
   dsn:
     description:
       - PostgreSQL connection string of the V(postgres) backend (URL or key=value form). Required with
         O(backend=postgres).
       - It carries a credential, so treat it as C(no_log) - a lookup has no argument spec to mark it, so the lookup itself
-        never echoes the password in results, warnings or errors (it is replaced by V(********)), and the dispatch tasks
-        that call it set C(no_log) when the DSN comes from O(dsn), C(fleet_dispatch_lease_dsn) or the environment variable.
+        never echoes the password in results (RV(_raw[].store) and RV(_raw[].why)), warnings or errors (it is replaced by
+        V(********)), and the dispatch tasks that call it set C(no_log) when the DSN comes from O(dsn),
+        C(fleet_dispatch_lease_dsn) or the environment variable. It is the only option that can carry a secret.
         Prefer the environment variable over a literal in a playbook.
-      - The table C(fleet_leases) and the sequence C(fleet_lease_token_seq) are created if missing.
+      - The table C(leases) (migration component C(lease) in C(schema_version)) is created if missing.
     type: str
     env:
       - name: FLEET_DISPATCH_LEASE_DSN
@@ -109,8 +118,8 @@ options:
 notes:
   - Requires C(psycopg) (version 3) on the controller for O(backend=postgres). Without it the lease is degraded, not
     failed.
-  - The file backend serialises access with C(flock) held only for the read-modify-write of one lease file, and
-    writes through a temporary file and a rename. The directory must be on a local filesystem of the controller.
+  - Each acquisition or release is one write transaction of the store - SQLite C(BEGIN IMMEDIATE), PostgreSQL a row
+    lock - so two dispatchers racing for one name never both win. The SQLite file must be on a local filesystem.
 """
 
 EXAMPLES = r"""
@@ -189,13 +198,13 @@ _raw:
       type: str
       sample: '2026-01-01T12:10:00.000000Z'
     backend:
-      description: The backend that answered.
+      description: The backend that answered - V(sqlite) (also for the deprecated V(file)) or V(postgres).
       type: str
-      sample: file
+      sample: sqlite
     store:
-      description: Where the lease lives - the directory, or the DSN with its password replaced by C(********).
+      description: Where the lease lives - the SQLite file, or the DSN with its password replaced by C(********).
       type: str
-      sample: /var/lib/fleet-dispatch/leases
+      sample: /home/fleet/.local/state/fleet-dispatch/leases.sqlite3
     degraded:
       description: True when the store could not be used and the answer fails open; a warning says why.
       type: bool
@@ -233,6 +242,10 @@ class LookupModule(LookupBase):
 
         if not owner or not str(owner).strip():
             raise AnsibleLookupError('fleet.dispatch.mutex needs owner= (a token naming this dispatcher run)')
+        if backend == 'file':
+            display.deprecated('fleet.dispatch.mutex backend=file is an alias of backend=sqlite (the flock and JSON file '
+                               'store is retired); set backend=sqlite (dispatch_lease_backend: sqlite), with the same path',
+                               version='1.0.0', collection_name='fleet.dispatch')  # literal: the sanity test reads only literals
         try:
             store = open_store(backend, path=path, dsn=dsn)
         except LeaseError as exc:
@@ -251,7 +264,7 @@ class LookupModule(LookupBase):
                 result = lease.as_dict()
                 # Never echo the credential, whatever path a message took.
                 result['why'] = scrub(result['why'], dsn)
-                result['store'] = redact_dsn(dsn) if backend == 'postgres' else result['store']
+                result['store'] = redact_dsn(dsn) if dsn and result['backend'] == 'postgres' else result['store']
                 if result['degraded']:
                     display.warning('fleet.dispatch.mutex %s: %s' % (term, result['why']))
                 ret.append(result)

@@ -57,7 +57,7 @@ MIGRATIONS = [
     # Room for later board migrations (version 4+). Seed 003's handoff claims are NOT board
     # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
     # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
-    # not board tables either (_store/lease.py creates fleet_leases itself): do not add them here.
+    # not board tables either (component 'lease', _store.lease.MIGRATIONS): do not add them here.
 ]
 """The board's forward migrations, applied in order, each recorded in ``schema_version``."""
 

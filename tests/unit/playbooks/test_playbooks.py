@@ -152,8 +152,8 @@ def test_apply_mode_fails_on_an_unreadable_queue(tmp_path):
 def test_apply_refuses_an_item_whose_lease_another_dispatcher_holds(tmp_path, board):
     """D4: the lease is held from the probe to the launch; a second dispatcher is refused before it probes,
     says so on stderr, writes nothing (D6), and leaves the holder's lease alone."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import FileLeaseStore
-    store = FileLeaseStore(str(tmp_path / 'leases'))
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import SqlLeaseStore
+    store = SqlLeaseStore(path=str(tmp_path / 'leases'))
     name = lease_name('task-1', board_id(*board_identity(board)))     # the unit name in the board's namespace
     held = store.acquire(name, 'sweep-on-the-timer', 600)
     assert held.acquired
@@ -196,7 +196,7 @@ def test_a_sqlite_ledger_with_a_remote_worker_is_refused_before_anything_is_laun
     assert res.returncode != 0
     assert 'a SQLite ledger serves only localhost workers: use PostgreSQL (roles/ledger) for remote workers' in res.stdout
     assert 'the runner on w2 could not open it' in res.stdout and 'localhost,' not in res.stdout
-    assert not leases.exists() or not list(leases.iterdir()), 'refused before any lease'
+    assert not leases.exists(), 'refused before any lease'
     assert '192.0.2.10' not in res.stdout.split('Refuse a SQLite ledger')[1], 'no worker was contacted'
     with open_board(board) as b:
         assert [len(b.get(n).comments) for n in (1, 2, 3, 4)] == before
@@ -222,12 +222,12 @@ def test_a_degraded_lease_is_warned_once_per_item(tmp_path, board):
 def test_two_boards_on_one_controller_share_no_lock_and_no_file(tmp_path, board):
     """A namespace per board: the same item number on two boards has two leases (a holder on one board
     does not refuse the other) and each board writes its own plan.json and status.json."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import FileLeaseStore
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import SqlLeaseStore
     other = {'kind': 'ledger', 'path': str(tmp_path / 'other.sqlite3')}
     with open_board(dict(other, create=True)) as b:
         b.upsert_item(number=1, title='the other board\'s #1', status='Ready')
     leases = tmp_path / 'leases'
-    store = FileLeaseStore(str(leases))
+    store = SqlLeaseStore(path=str(leases))
     held = store.acquire(lease_name('task-1', board_id(*board_identity(board))), 'sweep-of-board-a', 600)
     assert held.acquired
     res = playbook('dispatch.yml', tmp_path, other, '-e', 'issue=1', '-e', 'dispatch_lease_path=%s' % leases)
@@ -240,6 +240,72 @@ def test_two_boards_on_one_controller_share_no_lock_and_no_file(tmp_path, board)
     assert [p.parent.name for p in state.glob('*/plan.json')] == [board_id(*board_identity(other))]
     id_a, id_b = board_id(*board_identity(board)), board_id(*board_identity(other))
     assert id_a != id_b
-    assert sorted(p.name for p in leases.glob('*.json')) == sorted(
-        ['task-1@%s.json' % id_a, 'task-1@%s.json' % id_b]), 'one lease file per board for the same unit name'
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import SqlStore
+    sql = SqlStore(path=str(leases))
+    try:
+        names = [r[0] for r in sql.transaction(lambda tx: tx.all('SELECT name FROM leases ORDER BY name'))]
+    finally:
+        sql.close()
+    assert names == sorted(['task-1@%s' % id_a, 'task-1@%s' % id_b]), 'one lease per board for the same unit name'
     assert store.get('task-1@' + id_a).holder == 'sweep-of-board-a', 'board B left board A\'s lease alone'
+
+
+def test_the_default_lease_store_of_a_ledger_board_is_the_ledger_file(tmp_path, board):
+    """No dispatch_lease_path: the lease lives in the ledger itself (its own migration component), so a
+    lease another dispatcher of this ledger holds refuses this one; nothing is written anywhere else."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import SqlLeaseStore
+    with SqlLeaseStore(path=board['path']) as store:
+        name = lease_name('task-1', board_id(*board_identity(board)))
+        assert store.acquire(name, 'sweep-on-the-timer', 600).acquired
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1')
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert '#1 refused (lease): another dispatcher holds its lease' in res.stderr and 'sweep-on-the-timer' in res.stderr
+    assert not list((tmp_path / 'state').rglob('leases.sqlite3')), 'no second lease store beside the ledger'
+    status = playbook('status.yml', tmp_path, board)
+    assert status.returncode == 0, status.stdout + status.stderr
+    record = json.loads(state_file(tmp_path / 'state', 'status.json').read_text())
+    assert record['lease_store']['backend'] == 'sqlite' and record['lease_store']['where'] == board['path']
+    assert record['lease_store']['shared'] is False
+    assert 'lease store: sqlite at %s, single-controller only' % board['path'] in status.stdout
+    cycle = json.loads(state_file(tmp_path / 'state', 'last_cycle.json').read_text())
+    assert cycle['lease_store']['where'] == board['path'], 'the cycle record names the store that dispatcher used'
+    assert "last cycle's lease store: sqlite at %s" % board['path'] in status.stdout
+    assert 'NOT the store this dispatcher uses' not in status.stdout
+    other = playbook('status.yml', tmp_path, board, '-e', 'dispatch_lease_path=%s' % (tmp_path / 'elsewhere.sqlite3'))
+    assert other.returncode == 0, other.stdout + other.stderr
+    assert 'NOT the store this dispatcher uses' in other.stdout, 'status says when two dispatchers use two stores'
+
+
+def test_status_names_a_postgresql_lease_store_as_shared_without_its_password(tmp_path, board):
+    """Issue 16: status says which lease store the dispatcher uses and whether it is shared; a DSN is shown redacted."""
+    dsn = 'postgresql://fleet:Pw-7status@db.example:5432/ledger'
+    res = playbook('status.yml', tmp_path, board, '-e', 'dispatch_lease_backend=postgres', '-e', 'dispatch_lease_dsn=%s' % dsn)
+    assert res.returncode == 0, res.stdout + res.stderr
+    record = json.loads(state_file(tmp_path / 'state', 'status.json').read_text())
+    assert record['lease_store'] == dict(record['lease_store'], backend='postgres', shared=True,
+                                         where='postgresql://fleet:********@db.example:5432/ledger')
+    assert 'lease store: postgres at postgresql://fleet:********@db.example:5432/ledger, shared' in res.stdout
+    assert 'Pw-7status' not in res.stdout + res.stderr + json.dumps(record)
+    assert [s['what'] for s in record['single_controller']] == ['board'], 'the lease is no longer single-controller state'
+
+
+def test_the_default_lease_store_off_a_sqlite_ledger_is_in_the_board_state_dir(tmp_path, pg_dsn):
+    """A board that is not a SQLite ledger (here a PostgreSQL ledger) keeps its default lease in
+    leases.sqlite3 of the board's state directory, which the role creates (a fresh non-root sweeper
+    has nothing there yet); status names it single-controller only."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import SqlLeaseStore
+    spec = {'kind': 'ledger', 'dsn': pg_dsn}
+    with open_board(spec) as b:
+        b.upsert_item(number=1, title='free', status='Ready')
+    ident = board_id(*board_identity(spec))
+    where = tmp_path / 'state' / 'fleet-dispatch' / ident / 'leases.sqlite3'
+    with SqlLeaseStore(path=str(where)) as store:      # what the timer's dispatcher of this controller holds
+        assert store.acquire(lease_name('task-1', ident), 'sweep-on-the-timer', 600).acquired
+    res = playbook('dispatch.yml', tmp_path, spec, '-e', 'issue=1')
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert '#1 refused (lease): another dispatcher holds its lease' in res.stderr and 'sweep-on-the-timer' in res.stderr
+    status = playbook('status.yml', tmp_path, spec)
+    assert status.returncode == 0, status.stdout + status.stderr
+    record = json.loads((where.parent / 'status.json').read_text())
+    assert record['lease_store'] == dict(record['lease_store'], backend='sqlite', where=str(where), shared=False)
+    assert [s['what'] for s in record['single_controller']] == ['lease']

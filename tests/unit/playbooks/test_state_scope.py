@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 """Status names the stores that are single-controller only (issue 16, docs/execution-environment.md).
 
-A dispatcher whose board is the SQLite ledger file, or whose leases are the file backend, keeps its
-queue or its lock in files on one controller: an AWX job (its container is thrown away) or a second
+A dispatcher whose board is the SQLite ledger file, or whose leases are in SQLite (the default: the
+ledger file itself on a SQLite ledger board), keeps its queue or its lock in files on one controller: an AWX job (its container is thrown away) or a second
 controller does not share them. ``status.yml`` says so on stdout and in status.json
 (``single_controller``); with the board on GitHub or PostgreSQL and the leases on PostgreSQL it
 lists nothing.
@@ -40,10 +40,24 @@ def test_the_file_backed_defaults_are_named_single_controller_only(tmp_path):
     out, doc = status(tmp_path, {'dispatch_board': spec})
     assert doc['single_controller'] == [
         {'what': 'board', 'backend': 'sqlite', 'where': spec['path']},
-        {'what': 'lease', 'backend': 'file', 'where': '/var/lib/fleet-dispatch/leases'},
+        {'what': 'lease', 'backend': 'sqlite', 'where': spec['path']},
     ]
     assert 'single-controller only: the board store is sqlite at %s' % spec['path'] in out
-    assert 'single-controller only: the lease store is file at /var/lib/fleet-dispatch/leases' in out
+    assert 'single-controller only: the lease store is sqlite at %s' % spec['path'] in out
+    assert doc['lease_store']['shared'] is False and doc['lease_store']['where'] == spec['path']
+
+
+def test_the_deprecated_file_backend_is_named_as_sqlite(tmp_path):
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=1, title='free', status='Ready')
+    (tmp_path / 'old-leases').mkdir()
+    out, doc = status(tmp_path, {'dispatch_board': spec, 'dispatch_lease_backend': 'file',
+                                 'dispatch_lease_path': str(tmp_path / 'old-leases')})
+    where = str(tmp_path / 'old-leases' / 'leases.sqlite3')
+    assert doc['single_controller'][1] == {'what': 'lease', 'backend': 'sqlite', 'where': where}
+    assert doc['lease_store']['deprecated'] is True
+    assert 'backend file is a deprecated alias of sqlite' in out
 
 
 def test_shared_stores_are_not_named(tmp_path):
@@ -51,6 +65,10 @@ def test_shared_stores_are_not_named(tmp_path):
     The board here is a GitHub board nobody can reach: status reports it unreadable (plan mode
     reports, D5) and still writes the JSON."""
     board = {'kind': 'github', 'owner': 'fleet', 'project': 1, 'token': 'x', 'api_url': 'http://127.0.0.1:9/graphql'}
-    out, doc = status(tmp_path, {'dispatch_board': board, 'dispatch_lease_backend': 'postgres'})
+    out, doc = status(tmp_path, {'dispatch_board': board, 'dispatch_lease_backend': 'postgres',
+                                 'dispatch_lease_dsn': 'host=db.example user=fleet password=Pw-5scope dbname=ledger'})
     assert doc['single_controller'] == []
     assert 'single-controller only: the' not in out
+    assert doc['lease_store'] == dict(doc['lease_store'], backend='postgres', shared=True,
+                                      where='host=db.example user=fleet password=******** dbname=ledger')
+    assert 'Pw-5scope' not in out + json.dumps(doc)

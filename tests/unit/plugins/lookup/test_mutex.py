@@ -18,10 +18,11 @@ import pytest
 from ansible.errors import AnsibleError
 from ansible.plugins.loader import lookup_loader
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import DEFAULT_LEASE_DIR, DEFAULT_TTL, FileLeaseStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import (
+    DEFAULT_TTL, FILE_ALIAS_REMOVED_IN, LEASE_FILE, SqlLeaseStore)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
 
-ENV_VARS = ('FLEET_DISPATCH_LEASE_DIR', 'FLEET_DISPATCH_LEASE_TTL', 'FLEET_DISPATCH_LEASE_BACKEND', 'FLEET_DISPATCH_LEASE_DSN')
+ENV_VARS = ('FLEET_DISPATCH_LEASE_DIR', 'FLEET_DISPATCH_LEASE_PATH', 'FLEET_DISPATCH_LEASE_TTL', 'FLEET_DISPATCH_LEASE_BACKEND', 'FLEET_DISPATCH_LEASE_DSN')
 
 
 @pytest.fixture(autouse=True)
@@ -35,6 +36,15 @@ def mutex():
     plugin = lookup_loader.get('fleet.dispatch.mutex')
     assert plugin is not None, 'fleet.dispatch.mutex did not load through the plugin loader'
     return plugin
+
+
+@pytest.fixture
+def deprecations(monkeypatch):
+    """Capture Display().deprecated calls of the lookup module (Ansible's deprecation warning)."""
+    from ansible_collections.fleet.dispatch.plugins.lookup import mutex as mod
+    seen = []
+    monkeypatch.setattr(mod.display, 'deprecated', lambda msg, *a, **k: seen.append((msg, k)))
+    return seen
 
 
 @pytest.fixture
@@ -54,6 +64,7 @@ def test_acquire_refuse_release_roundtrip(mutex, tmp_path, warnings):
     path = str(tmp_path)
     [a] = mutex.run(['task-42'], {}, owner='sweep-a', path=path)
     assert a['acquired'] is True and a['holder'] == 'sweep-a' and a['token'] == 1
+    assert a['backend'] == 'sqlite' and a['store'] == str(tmp_path / LEASE_FILE), 'a directory means its leases.sqlite3'
     assert set(a) == {'name', 'acquired', 'owner', 'holder', 'token', 'expires_at', 'backend', 'store',
                       'degraded', 'released', 'why'}, 'the keys RETURN documents'
     [b] = mutex.run(['task-42'], {}, owner='hand-b', path=path)
@@ -83,19 +94,45 @@ def test_terms_give_one_lease_each_in_order(mutex, tmp_path):
 
 def test_documented_defaults_apply(mutex, tmp_path, monkeypatch):
     """No ttl, no backend given: the documented defaults are used (set_options was called)."""
-    monkeypatch.setenv('FLEET_DISPATCH_LEASE_DIR', str(tmp_path / 'from-env'))
+    monkeypatch.setenv('FLEET_DISPATCH_LEASE_PATH', str(tmp_path / 'from-env.sqlite3'))
     [lease] = mutex.run(['task-42'], {}, owner='sweep-a')
-    assert lease['backend'] == 'file'
-    assert lease['store'] == str(tmp_path / 'from-env')
+    assert lease['backend'] == 'sqlite'
+    assert lease['store'] == str(tmp_path / 'from-env.sqlite3')
     assert DEFAULT_TTL - 30 < _left(lease) <= DEFAULT_TTL
-    assert mutex.get_option('path') == str(tmp_path / 'from-env')
+    assert mutex.get_option('path') == str(tmp_path / 'from-env.sqlite3')
     assert mutex.get_option('state') == 'acquired'
 
 
-def test_default_path_is_the_documented_one(mutex):
-    mutex.set_options(var_options={}, direct={'owner': 'x'})
-    assert mutex.get_option('path') == DEFAULT_LEASE_DIR
+def test_default_store_is_the_state_dir_file(mutex, tmp_path, monkeypatch):
+    """No path anywhere: leases.sqlite3 in the user's state dir, created with its directory."""
+    monkeypatch.setenv('XDG_STATE_HOME', str(tmp_path / 'state'))
+    [lease] = mutex.run(['task-42'], {}, owner='sweep-a')
+    assert lease['store'] == str(tmp_path / 'state' / 'fleet-dispatch' / LEASE_FILE)
+    assert lease['acquired'] and not lease['degraded'], lease['why']
+    assert mutex.get_option('path') is None
     assert mutex.get_option('ttl') == DEFAULT_TTL
+    assert mutex.get_option('backend') == 'sqlite'
+
+
+def test_backend_file_is_a_deprecated_alias_of_sqlite(mutex, tmp_path, deprecations, warnings):
+    old_dir = tmp_path / 'leases'
+    old_dir.mkdir()
+    [a] = mutex.run(['task-42'], {}, owner='sweep-a', backend='file', path=str(old_dir))
+    assert a['acquired'] and not a['degraded'] and a['backend'] == 'sqlite'
+    assert a['store'] == str(old_dir / LEASE_FILE), "the old directory's leases.sqlite3"
+    [b] = mutex.run(['task-42'], {}, owner='hand-b', backend='sqlite', path=str(old_dir))
+    assert b['acquired'] is False and b['holder'] == 'sweep-a', 'the alias and sqlite are one store'
+    assert len(deprecations) == 1, 'only backend=file warns'
+    msg, kwargs = deprecations[0]
+    assert 'backend=sqlite' in msg, 'the warning names the fix'
+    assert kwargs == {'version': FILE_ALIAS_REMOVED_IN, 'collection_name': 'fleet.dispatch'}
+    assert warnings == []
+
+
+def test_backend_file_deprecation_reaches_stderr(mutex, tmp_path, capsys):
+    mutex.run(['task-42'], {}, owner='sweep-a', backend='file', path=str(tmp_path))
+    err = capsys.readouterr().err
+    assert 'DEPRECATION' in err.upper() and 'backend=file' in err
 
 
 @pytest.mark.parametrize('source', ['env', 'vars', 'direct'])
@@ -103,16 +140,16 @@ def test_option_sources(mutex, tmp_path, monkeypatch, source):
     where = str(tmp_path / source)
     variables, direct = {}, {'owner': 'sweep-a'}
     if source == 'env':
-        monkeypatch.setenv('FLEET_DISPATCH_LEASE_DIR', where)
+        monkeypatch.setenv('FLEET_DISPATCH_LEASE_PATH', where)
         monkeypatch.setenv('FLEET_DISPATCH_LEASE_TTL', '45')
     elif source == 'vars':
-        variables = {'fleet_dispatch_lease_dir': where, 'fleet_dispatch_lease_ttl': 45}
+        variables = {'fleet_dispatch_lease_path': where, 'fleet_dispatch_lease_ttl': 45}
     else:
         direct.update(path=where, ttl='45')
     [lease] = mutex.run(['task-42'], variables, **direct)
     assert lease['store'] == where
     assert 15 < _left(lease) <= 45
-    assert FileLeaseStore(where).get('task-42').holder == 'sweep-a'
+    assert SqlLeaseStore(path=where).get('task-42').holder == 'sweep-a'
 
 
 def test_owner_from_vars(mutex, tmp_path):
@@ -172,6 +209,14 @@ def test_dsn_password_never_echoed(mutex, warnings, dsn, monkeypatch):
     assert warnings and all('Pw-9s3cret' not in w for w in warnings)
 
 
+def test_old_env_name_still_names_the_store(mutex, tmp_path, monkeypatch):
+    """FLEET_DISPATCH_LEASE_DIR (the retired file backend's directory) means its leases.sqlite3."""
+    (tmp_path / 'old').mkdir()
+    monkeypatch.setenv('FLEET_DISPATCH_LEASE_DIR', str(tmp_path / 'old'))
+    [lease] = mutex.run(['task-42'], {}, owner='sweep-a')
+    assert lease['store'] == str(tmp_path / 'old' / LEASE_FILE)
+
+
 def test_postgres_backend_through_the_lookup(mutex, pg_dsn, warnings):
     [a] = mutex.run(['task-42'], {}, owner='sweep-a', backend='postgres', dsn=pg_dsn, ttl=60)
     [b] = mutex.run(['task-42'], {}, owner='hand-b', backend='postgres', dsn=pg_dsn, ttl=60)
@@ -179,7 +224,7 @@ def test_postgres_backend_through_the_lookup(mutex, pg_dsn, warnings):
     assert a['acquired'] and not a['degraded'] and a['backend'] == 'postgres'
     assert not b['acquired'] and b['holder'] == 'sweep-a'
     assert again['acquired'] and again['token'] == a['token']
-    [rel] = mutex.run(['task-42'], {}, owner='sweep-a', backend='postgres', dsn=pg_dsn, state='released')
-    assert rel['released'] is True
+    [rel] = mutex.run(['task-42'], {}, owner='sweep-a', backend='postgresql', dsn=pg_dsn, state='released')
+    assert rel['released'] is True, 'postgresql is a spelling of postgres: one store'
     assert 'fleet:fleet@' not in json.dumps([a, b, again, rel]), 'the store is shown without its password'
     assert warnings == []

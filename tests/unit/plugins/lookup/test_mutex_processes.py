@@ -3,15 +3,17 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Races that COUNT: many processes, one lease name, exactly one winner per round (D4).
 
-* ``test_one_winner_per_round``: N spawned processes x M rounds. In each round they wait on a
-  barrier and then all acquire ``task-race`` at once; every attempt is recorded. Between rounds
-  the lease is either released by its winner (odd rounds) or left to expire (even rounds: the
-  file store is handed a ``now`` 1000 s later; on PostgreSQL the lease's expiry is moved into the
-  past, since the database clock cannot be handed a time) -- so every round after the first is a
-  release-then-acquire or a takeover. Asserts: duplicate winners == 0, rounds without a winner
-  == 0, every loser names the round's winner as holder, tokens strictly increase.
-* The negative control runs the same harness against a store with the flock removed and the
-  check-then-act window widened: it MUST produce duplicates, or the harness proves nothing.
+* ``test_one_winner_per_round``: N spawned processes x M rounds on real SQLite and real
+  PostgreSQL. In each round they wait on a barrier and then all acquire ``task-race`` at once;
+  every attempt is recorded. Between rounds the lease is either released by its winner (odd
+  rounds) or left to expire (even rounds: every store is handed a ``now`` 1000 s later) -- so
+  every round after the first is a release-then-acquire or a takeover. Asserts: duplicate
+  winners == 0, rounds without a winner == 0, every loser names the round's winner as holder,
+  tokens strictly increase. The ``-slow`` kinds widen the read-to-write window inside the
+  transaction: the transaction's lock alone must keep it to one winner.
+* The negative control runs the same harness against a store that reads and writes in two
+  transactions with the widened window between (check-then-act): it MUST produce duplicates, or
+  the harness proves nothing.
 * ``test_playbooks_*``: the seed's own story end to end. Two ``ansible-playbook`` processes
   dispatch ``task-42`` at once; each probes for a live unit, waits (the probe-to-launch window
   D4 measured at 26-27 s, here 3 s), then launches if the probe saw nothing. Without the lease
@@ -34,7 +36,9 @@ import pytest
 
 from racing import run_contenders
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import FileLeaseStore, PostgresLeaseStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.lease import decide_acquire
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import SqlLeaseStore
 
 PROCS = 8
 ROUNDS = 20
@@ -43,40 +47,36 @@ WINDOW = 0.02  # s of sleep between read and write in the slowed stores: widens 
 BARRIER_TIMEOUT = 120  # seconds; only bounds a hung child so the test fails instead of hanging
 
 
-class UnlockedSlowStore(FileLeaseStore):
-    """Negative control: no flock, and a WINDOW-long pause between read and write (check-then-act)."""
+class SlowStore(SqlLeaseStore):
+    """The real transaction, with a WINDOW-long pause between its read and its write."""
 
-    @staticmethod
-    def _no_lock():
-        from contextlib import contextmanager
-
-        @contextmanager
-        def nothing():
-            yield
-        return nothing()
-
-    def _locked(self, lock_path):
-        return self._no_lock()
-
-    def _read(self, data_path):
-        record = FileLeaseStore._read(self, data_path)
+    def _read(self, tx, name, lock=True):
+        record = SqlLeaseStore._read(self, tx, name, lock)
         time.sleep(WINDOW)
         return record
 
 
-class SlowStore(FileLeaseStore):
-    """The real flock, with the same widened window: the lock alone must keep it to one winner."""
+class UnlockedSlowStore(SqlLeaseStore):
+    """Negative control: the read and the write in two transactions, the same pause between them."""
 
-    def _read(self, data_path):
-        record = FileLeaseStore._read(self, data_path)
+    def acquire(self, name, owner, ttl, now=None):
+        when = parse_time(now)
+        sql = self._open(when)
+        record = sql.transaction(lambda tx: self._read(tx, name, lock=False))
         time.sleep(WINDOW)
-        return record
+        new, lease = decide_acquire(record, name, owner, ttl, when, self.backend)
+        if new is not None:
+            def write(tx):
+                tx.run('INSERT INTO leases (name, owner, token) VALUES (?, NULL, 0) ON CONFLICT (name) DO NOTHING', (name,))
+                self._write(tx, name, new)
+            sql.transaction(write, write=True)
+        return lease
 
 
 def _make_store(kind, where):
-    if kind == 'postgres':
-        return PostgresLeaseStore(where)
-    return {'file': FileLeaseStore, 'file-slow': SlowStore, 'unlocked-slow': UnlockedSlowStore}[kind](where)
+    cls = {'sqlite': SqlLeaseStore, 'postgres': SqlLeaseStore, 'sqlite-slow': SlowStore, 'postgres-slow': SlowStore,
+           'unlocked-slow': UnlockedSlowStore}[kind]
+    return cls(dsn=where) if kind.startswith('postgres') else cls(path=where)
 
 
 def _contender(kind, where, idx, rounds, barrier, results):
@@ -94,10 +94,6 @@ def _contender(kind, where, idx, rounds, barrier, results):
             barrier.wait(BARRIER_TIMEOUT)
             if lease.acquired and rnd % 2 == 1:
                 store.release('task-race', owner, now=now)
-            if kind == 'postgres' and idx == 0 and rnd % 2 == 0:
-                # Time passes on the database clock: the round's lease is now expired.
-                store._connect().execute("UPDATE fleet_leases SET expires_at = now() - interval '1 second' "
-                                         "WHERE name = 'task-race' AND owner IS NOT NULL")
             barrier.wait(BARRIER_TIMEOUT)
     finally:
         store.close()
@@ -127,9 +123,9 @@ def _figures(label, rows):
         label, len(took), statistics.median(took), took[int(len(took) * 0.9) - 1], took[-1]))
 
 
-@pytest.mark.parametrize('kind', ['file', 'file-slow', 'postgres'])
+@pytest.mark.parametrize('kind', ['sqlite', 'sqlite-slow', 'postgres', 'postgres-slow'])
 def test_one_winner_per_round(kind, tmp_path, request):
-    where = request.getfixturevalue('pg_dsn') if kind == 'postgres' else str(tmp_path / 'leases')
+    where = request.getfixturevalue('pg_dsn') if kind.startswith('postgres') else str(tmp_path / 'leases.sqlite3')
     rows = _race(kind, where)
     _figures(kind, rows)
     winners, duplicates, empty = _tally(rows, ROUNDS)
@@ -147,9 +143,9 @@ def test_one_winner_per_round(kind, tmp_path, request):
 
 
 def test_negative_control_unlocked_store_duplicates(tmp_path):
-    """Without the flock the harness must SEE the race -- otherwise its zeros above mean nothing."""
+    """Without the transaction's lock the harness must SEE the race -- otherwise its zeros above mean nothing."""
     rounds = 5
-    rows = _race('unlocked-slow', str(tmp_path / 'leases'), rounds=rounds)
+    rows = _race('unlocked-slow', str(tmp_path / 'leases.sqlite3'), rounds=rounds)
     winners, duplicates, empty = _tally(rows, rounds)
     print('\nunlocked control: %d duplicate winners over %d rounds' % (duplicates, rounds))
     assert duplicates > 0
@@ -207,7 +203,7 @@ def _two_dispatchers(tmp_path, use_lease):
     units = tmp_path / 'units'
     units.mkdir()
     launches = tmp_path / 'launches.log'
-    lease_dir = tmp_path / 'leases'
+    lease_dir = tmp_path / 'leases.sqlite3'
     play = tmp_path / 'dispatch.yml'
     play.write_text(PLAYBOOK)
     exe = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
@@ -234,5 +230,5 @@ def test_playbooks_with_the_lease_launch_once_and_release(tmp_path):
     lines, rcs, outs, lease_dir = _two_dispatchers(tmp_path, True)
     assert len(lines) == 1, (lines, outs)
     assert sorted(rcs) == [0, 2], 'the winner failed on purpose after its launch; the other did not launch: %s' % outs
-    state = FileLeaseStore(lease_dir).get('task-42')
+    state = SqlLeaseStore(path=lease_dir).get('task-42')
     assert state.holder == '' and not state.degraded, 'released in always: although the block failed'

@@ -1,37 +1,43 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The lease store (D4's third layer, D5's fail-open), on both backends.
+"""The lease store (D4's third layer, D5's fail-open) on the SQL store: real SQLite and real PostgreSQL.
 
-Every behaviour test runs on the file backend (``tmp_path``) and on the PostgreSQL backend (the
-real server behind ``pg_dsn``). Time passes differently on each: the file store is handed
-``now``; the PostgreSQL store reads the database clock, so the test moves the *leases* back in
-time instead (``UPDATE ... expires_at - interval``), which is the same thing seen from ``now()``.
+Every behaviour test runs on both dialects (``ledger_url``: a new SQLite file or a new PostgreSQL
+database per test) with ``now`` handed in, so time passes the same way on both. Without ``now``
+the PostgreSQL store reads the database clock (``test_pg_expiry_uses_the_database_clock``).
 """
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
+import sqlite3
 
 import pytest
 
+from racing import free_port
+
 from ansible_collections.fleet.dispatch.plugins.module_utils._store import lease as _lease
+from ansible_collections.fleet.dispatch.plugins.module_utils._store import sql as _sql
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import (
-    FileLeaseStore, LeaseError, PostgresLeaseStore, decide_acquire, decide_release, open_store, redact_dsn,
-    safe_name, scrub,
+    COMPONENT, LEASE_FILE, LeaseError, SqlLeaseStore, decide_acquire, decide_release, open_store, redact_dsn, scrub,
+    sqlite_path, store_info,
 )
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import SqlStore
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time, parse_time
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+SECRET = 's3cret-pw'
 
 
-class FileBed(object):
-    backend = 'file'
+class Bed(object):
+    """One store on ``ledger_url`` and a clock the test moves."""
 
-    def __init__(self, tmp_path):
-        self.dir = str(tmp_path / 'leases')
-        self.store = FileLeaseStore(self.dir)
+    def __init__(self, ledger_url):
+        self.url = ledger_url
+        self.store = SqlLeaseStore(**ledger_url)
+        self.backend = 'sqlite' if 'path' in ledger_url else 'postgres'
         self.now = T0
 
     def acquire(self, name, owner, ttl=60):
@@ -49,55 +55,26 @@ class FileBed(object):
     def expires(self, lease):
         return parse_time(lease.expires_at) - self.now
 
-    def close(self):
-        self.store.close()
-
-
-class PgBed(object):
-    backend = 'postgres'
-
-    def __init__(self, dsn):
-        import psycopg
-        self.store = PostgresLeaseStore(dsn)
-        self.admin = psycopg.connect(dsn, autocommit=True)
-        # A store creates its table on first use; make one exist, then start each test empty.
-        self.store.get('warm-up')
-        self.admin.execute('TRUNCATE fleet_leases')
-
-    def acquire(self, name, owner, ttl=60):
-        return self.store.acquire(name, owner, ttl)
-
-    def release(self, name, owner):
-        return self.store.release(name, owner)
-
-    def get(self, name):
-        return self.store.get(name)
-
-    def advance(self, seconds):
-        """Time passes: every lease's expiry moves ``seconds`` closer to the database's now()."""
-        self.admin.execute('UPDATE fleet_leases SET expires_at = expires_at - make_interval(secs => %s)', (float(seconds),))
-
-    def expires(self, lease):
-        db_now = self.admin.execute('SELECT now()').fetchone()[0]
-        return parse_time(lease.expires_at) - db_now
+    def rows(self):
+        sql = SqlStore(**self.url)
+        try:
+            return sql.transaction(lambda tx: tx.all('SELECT name, owner, token, expires_at FROM leases ORDER BY name'))
+        finally:
+            sql.close()
 
     def close(self):
         self.store.close()
-        self.admin.close()
 
 
-@pytest.fixture(params=['file', 'postgres'])
-def bed(request, tmp_path):
-    if request.param == 'file':
-        b = FileBed(tmp_path)
-    else:
-        b = PgBed(request.getfixturevalue('pg_dsn'))
+@pytest.fixture
+def bed(ledger_url):
+    b = Bed(ledger_url)
     yield b
     b.close()
 
 
 # ------------------------------------------------------------------------------------------
-# behaviour, both backends
+# behaviour, both dialects
 
 
 def test_acquire_new_lease(bed):
@@ -105,11 +82,11 @@ def test_acquire_new_lease(bed):
     assert lease.acquired is True
     assert lease.degraded is False
     assert lease.holder == 'sweep-a' and lease.owner == 'sweep-a'
-    assert isinstance(lease.token, int) and lease.token >= 1
+    assert lease.token == 1
     assert lease.backend == bed.backend
-    left = bed.expires(lease).total_seconds()
-    assert 50 < left <= 60
+    assert bed.expires(lease).total_seconds() == 60
     assert bed.get('task-42').holder == 'sweep-a'
+    assert bed.rows() == [('task-42', 'sweep-a', 1, format_time(T0 + dt.timedelta(seconds=60)))]
 
 
 def test_same_owner_reacquire_is_idempotent_and_extends(bed):
@@ -119,7 +96,7 @@ def test_same_owner_reacquire_is_idempotent_and_extends(bed):
     assert again.acquired is True
     assert again.token == first.token, 'a renewal keeps the token'
     assert 'already held by this owner' in again.why
-    assert bed.expires(again).total_seconds() > 50, 'the expiry moved to now + ttl'
+    assert bed.expires(again).total_seconds() == 60, 'the expiry moved to now + ttl'
     # The extension is real: 40 s later the first lease would have expired, the renewed one has not.
     bed.advance(40)
     assert bed.acquire('task-42', 'hand-b').acquired is False
@@ -135,8 +112,7 @@ def test_second_owner_refused_with_holder(bed):
     assert other.token is None
     assert other.expires_at == first.expires_at
     assert 'held by sweep-a' in other.why
-    # the refusal changed nothing
-    assert bed.get('task-42').token == first.token
+    assert bed.get('task-42').token == first.token, 'the refusal changed nothing'
 
 
 def test_expired_lease_taken_over_with_larger_token(bed):
@@ -147,9 +123,8 @@ def test_expired_lease_taken_over_with_larger_token(bed):
     assert taken.holder == 'hand-b'
     assert taken.token > first.token
     assert 'took over the expired lease of sweep-a' in taken.why
-    # and the previous owner, back from the dead, is now refused
     late = bed.acquire('task-42', 'sweep-a', ttl=30)
-    assert late.acquired is False and late.holder == 'hand-b'
+    assert late.acquired is False and late.holder == 'hand-b', 'the previous owner, back from the dead, is refused'
 
 
 def test_same_owner_after_expiry_gets_a_new_token(bed):
@@ -167,6 +142,7 @@ def test_release_by_owner_frees_it(bed):
     assert rel.token == first.token
     assert rel.holder == ''
     assert bed.get('task-42').holder == ''
+    assert bed.rows()[0][1] is None, 'a released row has no owner; it keeps its token'
     nxt = bed.acquire('task-42', 'hand-b')
     assert nxt.acquired is True and nxt.token > first.token
     assert 'after release' in nxt.why
@@ -187,6 +163,7 @@ def test_release_of_free_lease_is_a_noop(bed):
     rel = bed.release('task-7', 'sweep-a')
     assert rel.released is False and rel.degraded is False
     assert 'holds no lease' in rel.why
+    assert bed.rows() == [], 'a release writes no row for a name nobody took'
 
 
 def test_release_twice_second_is_noop(bed):
@@ -198,8 +175,7 @@ def test_release_twice_second_is_noop(bed):
 
 def test_tokens_strictly_increase_across_takeovers_and_releases(bed):
     tokens = []
-    owners = ['a', 'b', 'c', 'a', 'b']
-    for i, owner in enumerate(owners):
+    for i, owner in enumerate(['a', 'b', 'c', 'a', 'b', 'c', 'a']):
         lease = bed.acquire('task-9', owner, ttl=10)
         assert lease.acquired is True
         tokens.append(lease.token)
@@ -207,21 +183,29 @@ def test_tokens_strictly_increase_across_takeovers_and_releases(bed):
             bed.release('task-9', owner)
         else:
             bed.advance(11)
-    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens), tokens
+    assert tokens == list(range(1, 8)), tokens
 
 
 def test_names_are_independent(bed):
     a = bed.acquire('task-1', 'sweep-a')
     b = bed.acquire('task-2', 'hand-b')
-    assert a.acquired and b.acquired
+    c = bed.acquire('task-42@pg-fleet-1a2b3c4d', 'hand-c')
+    assert a.acquired and b.acquired and c.acquired
+    assert (a.token, b.token, c.token) == (1, 1, 1), 'tokens count per name'
+
+
+def test_names_are_data_never_sql(bed):
+    """A lease name comes from board text (the unit name); it is a bound parameter, never SQL."""
+    evil = "task-1'; DROP TABLE leases; --"
+    assert bed.acquire(evil, 'a').acquired
+    assert bed.get(evil).holder == 'a'
+    assert [r[0] for r in bed.rows()] == [evil]
 
 
 def test_seed_story_lock_held_across_probe_and_launch(bed):
     """D4's duplicate: two dispatchers both passed a 'no live unit' probe, then both launched.
-
-    With the probe inside the lease, the loser either is refused or, once the winner released,
-    probes again and sees the winner's unit. Exactly one launch.
-    """
+    With the probe inside the lease, the loser is refused or, once the winner released, probes
+    again and sees the winner's unit. Exactly one launch."""
     live_units = set()
     launches = []
 
@@ -230,23 +214,20 @@ def test_seed_story_lock_held_across_probe_and_launch(bed):
         if not lease.acquired:
             return 'refused'
         try:
-            if 'task-42' in live_units:          # the probe, inside the lock
+            if 'task-42' in live_units:
                 return 'already running'
-            live_units.add('task-42')            # the launch, still inside the lock
+            live_units.add('task-42')
             launches.append(owner)
             return 'launched'
         finally:
             bed.release('task-42', owner)
 
-    # Interleave by hand: B arrives while A holds the lease between its probe and its launch.
-    lease_a = bed.acquire('task-42', 'sweep-a', ttl=60)
-    assert lease_a.acquired
-    assert 'task-42' not in live_units              # A's probe: nothing live
-    assert dispatch('hand-b') == 'refused'           # B cannot even probe
+    assert bed.acquire('task-42', 'sweep-a', ttl=60).acquired
+    assert dispatch('hand-b') == 'refused'
     live_units.add('task-42')
-    launches.append('sweep-a')                       # A's launch
+    launches.append('sweep-a')
     bed.release('task-42', 'sweep-a')
-    assert dispatch('hand-b') == 'already running'   # B's probe now sees A's unit
+    assert dispatch('hand-b') == 'already running'
     assert launches == ['sweep-a']
 
 
@@ -258,268 +239,236 @@ def test_ttl_and_names_are_caller_errors(bed):
             bed.acquire(name, owner, ttl)
 
 
+def test_the_lease_has_its_own_migration_component(bed):
+    bed.acquire('task-1', 'a')
+    sql = SqlStore(**bed.url)
+    try:
+        assert sql.schema_versions(COMPONENT) == [1]
+        assert sql.schema_versions('board') == [], 'a lease store alone is no board'
+    finally:
+        sql.close()
+    # a second store on the same database finds the migration done and works
+    with SqlLeaseStore(**bed.url) as again:
+        assert again.acquire('task-1', 'b', 60, now=T0).holder == 'a'
+
+
+def test_migration_into_an_existing_ledger(ledger_url, tmp_path):
+    """The default on a ledger board: the lease lives in the ledger. Opening it there adds the
+    ``lease`` component beside the board's, and the board reads exactly as before."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import COMPONENT as BOARD
+    with LedgerBoard(create=True, clock=lambda: T0, **ledger_url) as board:
+        item = board.upsert_item(title='first item', body='its body', status='Ready')['number']
+        before = board.read(now=T0).items
+    sql = SqlStore(**ledger_url)
+    try:
+        board_versions = sql.schema_versions(BOARD)
+    finally:
+        sql.close()
+    with SqlLeaseStore(**ledger_url) as store:
+        lease = store.acquire('task-%s' % item, 'sweep-a', 60, now=T0)
+        assert lease.acquired and not lease.degraded and lease.token == 1
+        assert lease.store == (ledger_url.get('path') or redact_dsn(ledger_url['dsn']))
+    sql = SqlStore(**ledger_url)
+    try:
+        assert sql.schema_versions(BOARD) == board_versions, "the board's schema version did not move"
+        assert sql.schema_versions(COMPONENT) == [1]
+    finally:
+        sql.close()
+    with LedgerBoard(clock=lambda: T0, **ledger_url) as board:
+        after = board.read(now=T0).items
+    assert [(i.number, i.title, i.status) for i in after] == [(i.number, i.title, i.status) for i in before]
+
+
+def test_a_newer_lease_schema_fails_open_naming_the_upgrade(ledger_url):
+    with SqlLeaseStore(**ledger_url) as store:
+        store.acquire('task-1', 'a', 60, now=T0)
+    sql = SqlStore(**ledger_url)
+    try:
+        sql.transaction(lambda tx: tx.run("INSERT INTO schema_version (component, version, name, applied_at) "
+                                          "VALUES ('lease', 99, 'from the future', 'x')"), write=True)
+    finally:
+        sql.close()
+    with SqlLeaseStore(**ledger_url) as store:
+        lease = store.acquire('task-1', 'b', 60, now=T0)
+    assert lease.acquired is True and lease.degraded is True
+    assert 'upgrade the collection' in lease.why
+
+
 # ------------------------------------------------------------------------------------------
-# file backend
+# SQLite
 
 
-def test_file_layout_one_json_per_name(tmp_path):
-    bed = FileBed(tmp_path)
-    bed.acquire('task-42', 'sweep-a', ttl=60)
-    with open(os.path.join(bed.dir, 'task-42.json')) as handle:
-        record = json.load(handle)
-    assert record['owner'] == 'sweep-a'
-    assert record['token'] == 1
-    assert record['expires_at'] == format_time(T0 + dt.timedelta(seconds=60))
-    # no temporary file is left behind by the atomic write
-    assert not [f for f in os.listdir(bed.dir) if f.endswith('.tmp')]
+def test_sqlite_default_store_and_its_directory_are_created(tmp_path, monkeypatch):
+    """The default cannot be missing: a fresh user (no state dir yet) gets the file and its directory."""
+    monkeypatch.setenv('XDG_STATE_HOME', str(tmp_path / 'state'))
+    store = open_store('sqlite')
+    assert store.path == str(tmp_path / 'state' / 'fleet-dispatch' / LEASE_FILE)
+    lease = store.acquire('task-42', 'sweep-a', 60, now=T0)
+    store.close()
+    assert lease.acquired and not lease.degraded, lease.why
+    assert os.path.isfile(store.path)
+    assert oct(os.stat(os.path.dirname(store.path)).st_mode & 0o777) == '0o700'
 
 
-@pytest.mark.parametrize('name, expected', [
-    ('task-42', 'task-42'),
-    ('task-owner@repo', 'task-owner@repo'),
-])
-def test_safe_name_keeps_plain_names(name, expected):
-    assert safe_name(name) == expected
+def test_sqlite_path_naming_a_directory_means_the_file_in_it(tmp_path):
+    """What the retired file backend's path was (a directory): its leases.sqlite3."""
+    old = tmp_path / 'leases'
+    old.mkdir()
+    assert sqlite_path(str(old)) == str(old / LEASE_FILE)
+    assert sqlite_path(str(tmp_path / 'l.sqlite3')) == str(tmp_path / 'l.sqlite3')
+    with open_store('file', path=str(old)) as store:
+        assert store.acquire('task-1', 'a', 60, now=T0).acquired
+    assert sorted(os.listdir(str(old)))[0] == LEASE_FILE
 
 
-@pytest.mark.parametrize('name', ['../../etc/passwd', 'a/b', '.', '..', '.hidden', 'task 42', 'x' * 300, 'tâche-1'])
-def test_safe_name_never_leaves_the_directory(name):
-    safe = safe_name(name)
-    assert '/' not in safe and safe not in ('.', '..') and not safe.startswith('.')
-    assert len(safe) <= 100
-
-
-def test_sanitised_names_do_not_collide(tmp_path):
-    bed = FileBed(tmp_path)
-    assert bed.acquire('a/b', 'one').acquired
-    assert bed.acquire('a_b', 'two').acquired, 'a/b and a_b are two leases'
-    assert bed.acquire('../escape', 'three').acquired
-    assert sorted(os.listdir(str(tmp_path))) == ['leases'], 'nothing written outside the lease directory'
-
-
-def test_file_unwritable_directory_fails_open(tmp_path):
+def test_sqlite_unwritable_directory_fails_open_naming_the_fix(tmp_path):
     blocker = tmp_path / 'not-a-dir'
     blocker.write_text('a file where the lease directory should be')
-    store = FileLeaseStore(str(blocker / 'leases'))
+    store = SqlLeaseStore(path=str(blocker / 'leases.sqlite3'))
     lease = store.acquire('task-42', 'sweep-a', 60, now=T0)
     assert lease.acquired is True, 'fail OPEN (D5)'
     assert lease.degraded is True
     assert lease.token is None
     assert 'WITHOUT the lock' in lease.why
-    assert str(blocker / 'leases') in lease.why, 'the why names the path'
-    assert 'FLEET_DISPATCH_LEASE_DIR' in lease.why, 'and the fix'
+    assert str(blocker) in lease.why, 'the why names the place'
+    assert 'dispatch_lease_path' in lease.why and 'FLEET_DISPATCH_LEASE_PATH' in lease.why, 'and the fix'
     rel = store.release('task-42', 'sweep-a', now=T0)
-    assert rel.released is False
+    assert rel.released is False and rel.degraded is True
+    assert 'expires by itself' in rel.why
+    assert store.get('task-42').degraded is True
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason='root writes through mode bits; the not-a-directory case covers it')
-def test_file_read_only_directory_fails_open(tmp_path):
-    d = tmp_path / 'leases'
+def test_sqlite_read_only_directory_fails_open(tmp_path):
+    d = tmp_path / 'ro'
     d.mkdir()
     d.chmod(0o555)
     try:
-        lease = FileLeaseStore(str(d)).acquire('task-42', 'sweep-a', 60, now=T0)
+        lease = SqlLeaseStore(path=str(d / 'leases.sqlite3')).acquire('task-42', 'sweep-a', 60, now=T0)
     finally:
         d.chmod(0o755)
     assert lease.acquired is True and lease.degraded is True
-    assert 'PermissionError' in lease.why
+    assert str(d) in lease.why and 'dispatch_lease_path' in lease.why
 
 
-@pytest.mark.parametrize('content', [
-    '{"owner": "sweep-a", "tok',                                  # torn/garbage
-    '["not", "a", "lease"]',                                      # JSON of the wrong type (D5's type check)
-    '{"message": "Not Found", "token": "abc"}',                   # an error body where a lease should be
-    '{"owner": "sweep-a", "token": 3, "expires_at": "soon"}',      # an expiry that is not a time
-    '{"owner": ["x"], "token": 3, "expires_at": null}',            # an owner that is not a string
-])
-def test_file_corrupt_lease_is_replaced_not_a_blocker(tmp_path, content):
-    bed = FileBed(tmp_path)
-    os.makedirs(bed.dir)
-    with open(os.path.join(bed.dir, 'task-42.json'), 'w') as handle:
-        handle.write(content)
-    lease = bed.acquire('task-42', 'sweep-a')
-    assert lease.acquired is True
-    assert lease.degraded is True, 'the previous holder is unknown: say so'
-    assert 'unreadable' in lease.why
-    # ... and it healed itself: the next caller sees a normal live lease
-    other = bed.acquire('task-42', 'hand-b')
-    assert other.acquired is False and other.degraded is False and other.holder == 'sweep-a'
+def test_sqlite_not_a_database_fails_open(tmp_path):
+    junk = tmp_path / 'leases.sqlite3'
+    junk.write_bytes(b'this is not a SQLite database, it is garbage' * 100)
+    lease = SqlLeaseStore(path=str(junk)).acquire('task-42', 'sweep-a', 60, now=T0)
+    assert lease.acquired is True and lease.degraded is True
+    assert 'not a readable SQLite database' in lease.why
+    assert junk.read_bytes().startswith(b'this is not'), 'the file was not overwritten'
 
 
-def test_file_lock_file_holds_no_data_and_never_blocks_after_a_crash(tmp_path):
-    """A crashed holder leaves a lock file behind; it must not need a human (STYLE.md anti-pattern)."""
-    bed = FileBed(tmp_path)
-    bed.acquire('task-42', 'crashed')
-    lock = os.path.join(bed.dir, '.task-42.lock')
-    assert os.path.exists(lock) and os.path.getsize(lock) == 0
-    bed.advance(61)
-    assert bed.acquire('task-42', 'next').acquired is True
-
-
-_AS_OTHER_USER = '''
-import json, sys
-sys.path.insert(0, sys.argv[1])
-from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import FileLeaseStore
-store = FileLeaseStore(sys.argv[2])
-print(json.dumps(store.acquire('task-42', sys.argv[3], 60).as_dict()))
-'''
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists('/usr/bin/python3'),
-                    reason='needs root to act as a second unix user, and a system python that user can run')
-def test_file_two_unix_users_share_one_directory():
-    """The sweeper's user and an operator share the controller's lease directory (why the default is
-    a system path). A lock file created by one user under umask 022 must still lock for the other --
-    not degrade, which would silently let both dispatch (D20)."""
-    import shutil
-    import subprocess
-    import sys
-    import tempfile
-
-    root = [p for p in sys.path if p.startswith(os.environ.get('FLEET_COLLECTIONS_ROOT', '/tmp/fleet-dispatch-collections'))]
-    if not root:
-        pytest.skip('the collection root is not on sys.path')
-    shared = tempfile.mkdtemp(prefix='fleet-lease-users-')
-    os.chmod(shared, 0o777)  # production: group-writable, set by the sweeper role
-
-    def as_nobody(owner):
-        def drop():
-            os.setgid(65534)
-            os.setuid(65534)
-        out = subprocess.run(['/usr/bin/python3', '-c', _AS_OTHER_USER, root[0], shared, owner], cwd='/', preexec_fn=drop,
-                             env={'PATH': '/usr/bin:/bin'}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                             check=False)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout)
-
-    old_umask = os.umask(0o022)
+def test_sqlite_locked_store_degrades_instead_of_hanging(tmp_path):
+    """A writer that sits on the SQLite write lock bounds the wait (timeout), then fails open."""
+    path = str(tmp_path / 'leases.sqlite3')
+    with SqlLeaseStore(path=path) as store:
+        assert store.acquire('task-1', 'a', 60, now=T0).acquired
+    stuck = sqlite3.connect(path, isolation_level=None)
+    stuck.execute('BEGIN IMMEDIATE')
     try:
-        store = FileLeaseStore(shared)
-        assert store.acquire('task-42', 'sweep-root', 60).acquired
-        refused = as_nobody('hand-nobody')
-        assert refused['degraded'] is False, refused['why']
-        assert refused['acquired'] is False and refused['holder'] == 'sweep-root'
-        assert store.release('task-42', 'sweep-root').released
-        won = as_nobody('hand-nobody')
-        assert won['acquired'] is True and won['degraded'] is False, won['why']
-        back = store.acquire('task-42', 'sweep-root', 60)
-        assert back.acquired is False and back.holder == 'hand-nobody'
+        lease = SqlLeaseStore(path=path, timeout=0.3).acquire('task-1', 'b', 60, now=T0)
     finally:
-        os.umask(old_umask)
-        shutil.rmtree(shared, ignore_errors=True)
-
-
-def test_file_store_is_the_flock_not_the_lock_file_existence(tmp_path):
-    """An exclusive flock held by someone else blocks the critical section; without it, no wait."""
-    import fcntl
-    import threading
-    bed = FileBed(tmp_path)
-    bed.acquire('task-42', 'a')
-    fd = os.open(os.path.join(bed.dir, '.task-42.lock'), os.O_RDWR)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    result = {}
-    worker = threading.Thread(target=lambda: result.setdefault('lease', bed.store.release('task-42', 'a', now=T0)))
-    worker.start()
-    worker.join(0.3)
-    blocked = worker.is_alive()
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
-    worker.join(5)
-    assert blocked, 'the release waited for the critical section'
-    assert result['lease'].released is True
+        stuck.execute('ROLLBACK')
+        stuck.close()
+    assert lease.acquired is True and lease.degraded is True
+    assert 'locked' in lease.why
+    with SqlLeaseStore(path=path) as store:
+        assert store.acquire('task-1', 'b', 60, now=T0).holder == 'a', 'once unlocked, a still holds it'
 
 
 # ------------------------------------------------------------------------------------------
-# PostgreSQL backend
+# PostgreSQL
 
 
-def test_pg_expiry_is_judged_by_the_database_clock(pg_dsn):
-    """Controllers with skewed clocks must agree: the store ignores the caller's ``now``."""
-    bed = PgBed(pg_dsn)
-    try:
-        bed.acquire('task-42', 'sweep-a', ttl=60)
-        far_future = dt.datetime(2099, 1, 1, tzinfo=dt.timezone.utc)
-        skewed = bed.store.acquire('task-42', 'hand-b', 60, now=far_future)
-        assert skewed.acquired is False and skewed.holder == 'sweep-a'
-    finally:
-        bed.close()
+def test_pg_expiry_uses_the_database_clock(pg_dsn, monkeypatch, tmp_path):
+    """Controllers with skewed clocks must agree: without ``now`` the PostgreSQL store reads the
+    database's clock, so a controller whose clock runs 70 years ahead still sees a live lease."""
+    import psycopg
+    with SqlLeaseStore(dsn=pg_dsn) as store:
+        held = store.acquire('task-42', 'sweep-a', 60)
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        db_now = admin.execute('SELECT now()').fetchone()[0]
+    assert abs((parse_time(held.expires_at) - db_now).total_seconds() - 60) < 30
+
+    monkeypatch.setattr(_lease, '_clock', lambda: dt.datetime(2099, 1, 1, tzinfo=dt.timezone.utc))
+    path_store = SqlLeaseStore(path=str(tmp_path / 'l.sqlite3'))
+    path_store.acquire('task-42', 'sweep-a', 60)
+    assert path_store.get('task-42', now=dt.datetime(2098, 12, 31, 23, 59, 30, tzinfo=dt.timezone.utc)).holder == 'sweep-a', \
+        'the control: SQLite (one controller) reads the clock the test skewed'
+    path_store.close()
+    with SqlLeaseStore(dsn=pg_dsn) as store:
+        skewed = store.acquire('task-42', 'hand-b', 60)
+    assert skewed.acquired is False and skewed.holder == 'sweep-a'
 
 
-def test_pg_table_creation_is_idempotent(pg_dsn):
-    stores = [PostgresLeaseStore(pg_dsn) for dummy in range(3)]
-    try:
-        for i, store in enumerate(stores):
-            lease = store.acquire('ddl-%d' % i, 'o', 30)
-            assert lease.acquired and not lease.degraded
-    finally:
-        for store in stores:
-            store.close()
-
-
-@pytest.mark.parametrize('dsn', [
-    'postgresql://fleet:s3cret-pw@127.0.0.1:1/fleet',
-    "host=127.0.0.1 port=1 user=fleet password=s3cret-pw dbname=fleet",
-    "host=127.0.0.1 port=1 user=fleet password='s3cret-pw' dbname=fleet",
-])
-def test_pg_unreachable_fails_open_without_echoing_the_password(dsn):
+@pytest.mark.parametrize('form', ['url', 'kv', 'kv-quoted'])
+def test_pg_unreachable_fails_open_without_echoing_the_password(form):
     pytest.importorskip('psycopg')
-    store = PostgresLeaseStore(dsn)
+    port = free_port()
+    dsn = {'url': 'postgresql://fleet:%s@127.0.0.1:%d/fleet' % (SECRET, port),
+           'kv': 'host=127.0.0.1 port=%d user=fleet password=%s dbname=fleet' % (port, SECRET),
+           'kv-quoted': "host=127.0.0.1 port=%d user=fleet password='%s' dbname=fleet" % (port, SECRET)}[form]
+    store = SqlLeaseStore(dsn=dsn)
     lease = store.acquire('task-42', 'sweep-a', 60)
     assert lease.acquired is True and lease.degraded is True
     assert 'WITHOUT the lock' in lease.why
-    assert 's3cret-pw' not in json.dumps(lease.as_dict())
-    assert '127.0.0.1' in lease.store, 'the store is still named, without its password'
+    assert 'check that PostgreSQL answers' in lease.why, 'the fix'
+    assert SECRET not in json.dumps(lease.as_dict())
+    assert '127.0.0.1' in lease.store and '********' in lease.store, 'the store is named, its password masked'
     rel = store.release('task-42', 'sweep-a')
     assert rel.degraded is True and rel.released is False
-    assert 's3cret-pw' not in json.dumps(rel.as_dict())
+    assert SECRET not in json.dumps(rel.as_dict())
     got = store.get('task-42')
-    assert got.degraded is True and 's3cret-pw' not in json.dumps(got.as_dict())
+    assert got.degraded is True and SECRET not in json.dumps(got.as_dict())
 
 
 def test_pg_stuck_row_lock_degrades_instead_of_hanging(pg_dsn):
     """A transaction that sits on the lease row must not hang the dispatcher (D5: fail open)."""
     import psycopg
-    store = PostgresLeaseStore(pg_dsn, statement_timeout_ms=300)
+    store = SqlLeaseStore(dsn=pg_dsn, statement_timeout_ms=300)
     try:
-        assert store.acquire('task-60', 'a', 60).acquired
+        assert store.acquire('task-60', 'a', 60, now=T0).acquired
         with psycopg.connect(pg_dsn) as stuck:   # not autocommit: the lock is held until rollback
-            stuck.execute("SELECT 1 FROM fleet_leases WHERE name = 'task-60' FOR UPDATE")
-            lease = store.acquire('task-60', 'b', 60)
+            stuck.execute("SELECT 1 FROM leases WHERE name = 'task-60' FOR UPDATE")
+            lease = store.acquire('task-60', 'b', 60, now=T0)
             stuck.rollback()
         assert lease.acquired is True and lease.degraded is True
         assert 'statement timeout' in lease.why or 'QueryCanceled' in lease.why, lease.why
-        # once the lock is gone the store answers normally again: 'a' still holds it
-        assert store.acquire('task-60', 'b', 60).acquired is False
+        assert store.acquire('task-60', 'b', 60, now=T0).acquired is False, "once unlocked: 'a' still holds it"
     finally:
         store.close()
 
 
 def test_pg_without_psycopg_fails_open(monkeypatch):
-    monkeypatch.setattr(_lease, 'HAS_PSYCOPG', False)
-    lease = PostgresLeaseStore('postgresql://fleet:pw@127.0.0.1/x').acquire('task-42', 'a', 60)
+    monkeypatch.setattr(_sql, 'HAS_PSYCOPG', False)
+    lease = SqlLeaseStore(dsn='postgresql://fleet:%s@127.0.0.1/x' % SECRET).acquire('task-42', 'a', 60)
     assert lease.acquired is True and lease.degraded is True
     assert 'psycopg' in lease.why and 'pip install' in lease.why
+    assert SECRET not in lease.why
 
 
 def test_pg_reconnects_after_a_dropped_connection(pg_dsn):
     """A store whose connection died degrades once, then works again on the next call."""
     import psycopg
-    store = PostgresLeaseStore(pg_dsn)
+    store = SqlLeaseStore(dsn=pg_dsn)
     try:
-        assert store.acquire('task-50', 'a', 60).acquired
-        pid = store._conn.info.backend_pid
+        assert store.acquire('task-50', 'a', 60, now=T0).acquired
+        pid = store._sql._conn.info.backend_pid
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute('SELECT pg_terminate_backend(%s)', (pid,))
-        dropped = store.acquire('task-50', 'a', 60)
+        dropped = store.acquire('task-50', 'a', 60, now=T0)
         assert dropped.acquired is True and dropped.degraded is True
-        back = store.acquire('task-50', 'a', 60)
-        assert back.acquired is True and back.degraded is False
+        back = store.acquire('task-50', 'a', 60, now=T0)
+        assert back.acquired is True and back.degraded is False and back.token == 1
     finally:
         store.close()
 
 
 # ------------------------------------------------------------------------------------------
-# pure rule and helpers
+# the pure rule, the factory, what status says
 
 
 def _rec(owner, token, expires):
@@ -580,24 +529,46 @@ def test_scrub_removes_password_from_any_text():
     assert scrub('failed for postgresql://fleet:p%40ss@h/d and p@ss', dsn) == 'failed for postgresql://fleet:********@h/d and ********'
 
 
-@pytest.mark.parametrize('backend, kwargs, kind', [
-    ('file', {'path': '/x'}, FileLeaseStore),
-    ('postgres', {'dsn': 'postgresql://h/d'}, PostgresLeaseStore),
+@pytest.mark.parametrize('backend, kwargs, dialect', [
+    ('sqlite', {'path': '/x/l.sqlite3'}, 'sqlite'),
+    ('file', {'path': '/x/l.sqlite3'}, 'sqlite'),
+    ('postgres', {'dsn': 'postgresql://h/d'}, 'postgres'),
+    ('postgresql', {'dsn': 'postgresql://h/d'}, 'postgres'),
 ])
-def test_open_store(backend, kwargs, kind):
-    assert isinstance(open_store(backend, **kwargs), kind)
+def test_open_store(backend, kwargs, dialect):
+    store = open_store(backend, **kwargs)
+    assert isinstance(store, SqlLeaseStore) and store.backend == dialect
 
 
-@pytest.mark.parametrize('backend, kwargs', [('postgres', {}), ('redis', {})])
+@pytest.mark.parametrize('backend, kwargs', [('postgres', {}), ('postgresql', {}), ('redis', {})])
 def test_open_store_rejects(backend, kwargs):
     with pytest.raises(LeaseError):
         open_store(backend, **kwargs)
 
 
+def test_store_info_says_where_and_whether_shared(tmp_path):
+    pg = store_info('postgres', dsn='postgresql://fleet:%s@db.example/ledger' % SECRET)
+    assert pg['shared'] is True and pg['backend'] == 'postgres'
+    assert pg['where'] == 'postgresql://fleet:********@db.example/ledger'
+    assert SECRET not in json.dumps(pg)
+    lite = store_info('sqlite', path=str(tmp_path / 'l.sqlite3'))
+    assert lite == {'backend': 'sqlite', 'where': str(tmp_path / 'l.sqlite3'), 'shared': False, 'deprecated': False,
+                    'note': lite['note']}
+    assert 'single-controller only' in lite['note'] and 'postgres' in lite['note']
+    old = store_info('file', path=str(tmp_path))
+    assert old['where'] == str(tmp_path / LEASE_FILE) and old['deprecated'] is True and 'deprecated' in old['note']
+    assert not os.path.exists(str(tmp_path / LEASE_FILE)), 'store_info opens nothing'
+    with pytest.raises(LeaseError):
+        store_info('redis')
+
+
 def test_default_constants_are_documented_in_the_lookup():
-    """The lookup's documented defaults are the store's constants (one source, two readers)."""
+    """The lookup's documented defaults are the store's (one source, two readers)."""
     from ansible_collections.fleet.dispatch.plugins.lookup import mutex
     import yaml
     doc = yaml.safe_load(mutex.DOCUMENTATION)
-    assert doc['options']['path']['default'] == _lease.DEFAULT_LEASE_DIR
     assert doc['options']['ttl']['default'] == _lease.DEFAULT_TTL
+    assert doc['options']['backend']['default'] == 'sqlite'
+    assert set(doc['options']['backend']['choices']) == set(_lease.BACKENDS)
+    assert 'fleet-dispatch' in ' '.join(doc['options']['path']['description']) and LEASE_FILE in ' '.join(
+        doc['options']['path']['description'])

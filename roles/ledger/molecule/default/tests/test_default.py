@@ -26,7 +26,7 @@ import yaml
 from psycopg.conninfo import make_conninfo
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardUnreadable
-from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import PostgresLeaseStore
+from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import SqlLeaseStore
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 
 SCENARIO = pathlib.Path(__file__).resolve().parent.parent
@@ -142,7 +142,7 @@ def test_the_ledger_board_connects_migrates_and_round_trips_an_item(host):
 
 
 def test_the_postgres_lease_store_grants_one_owner_and_refuses_a_second(host):
-    first, second = PostgresLeaseStore(_dsn()), PostgresLeaseStore(_dsn())
+    first, second = SqlLeaseStore(dsn=_dsn()), SqlLeaseStore(dsn=_dsn())
     try:
         # ttl: any value longer than this test works; 60 s is not a tuning
         won = first.acquire('fleet-ledger-role-probe', 'dispatcher-a', 60)
