@@ -40,7 +40,7 @@ from .._core.chain import (
 from .._core.model import format_time, parse_time
 from .._core.naming import DISPATCH_TAG, claimed_name
 from .._host.cmd import SubprocessRunner
-from .._host.files import CAPACITY_FILE, read_capacity_file
+from .._host.files import CAPACITY_FILE, CHAIN_LOSSES, read_capacity_file, read_chain_losses
 from .._host.git import Git, GitError, Workspace
 from .._host.headroom import measure
 from .._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
@@ -181,17 +181,13 @@ class LocalRecord(object):
     """``<state_dir>/chain/``: ``losses.json`` (claims this runner lost: never asked again) and ``tick.log``."""
 
     def __init__(self, state_dir):
+        self.state_dir = state_dir
         self.dir = os.path.join(state_dir, 'chain')
-        self.losses_path = os.path.join(self.dir, 'losses.json')
+        self.losses_path = os.path.join(state_dir, CHAIN_LOSSES)
         self.log_path = os.path.join(self.dir, 'tick.log')
 
     def losses(self):
-        try:
-            with open(self.losses_path, encoding='utf-8') as handle:
-                data = json.load(handle)
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
+        return read_chain_losses(self.state_dir)
 
     def lose(self, parent, successor, holder, when):
         data = self.losses()
