@@ -377,9 +377,9 @@ def handoff_marker(fields, ident, handoff):
     """The ``handoff`` marker body: posted on the item after the close-out of a session that handed off
     (seed 003); the item is held (``chained``) while its chain lives, docs/chains.md."""
     more = dict(fields, **handoff_fields(ident, handoff))
-    return format_marker('handoff', more, 'handed off to %s (session %s): a session chain carries this item on; it is '
-                                           'not dispatched while the chain lives (reopen the item to take it back)'
-                         % (handoff['successor'], more['successor_session']))
+    text = ('handed off to %s (session %s): a session chain carries this item on; it is not dispatched while the chain '
+            'lives (reopen the item to take it back)' % (handoff['successor'], more['successor_session']))
+    return format_marker('handoff', more, text)
 
 
 def item_chain_config(config_path, environ, log=_log_line):

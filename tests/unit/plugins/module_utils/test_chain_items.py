@@ -114,8 +114,8 @@ def test_the_successors_own_marker_and_a_reopen_end_the_hold():
 
 
 def test_explain_says_why_a_chain_holds_the_item():
-    rows = [row('task-7.r1', handoff='docs'), row('s1', 'task-7.r1', state='refused', depth=1, at=1,
-                                                   reason='chain depth 13 is above the limit 12')]
+    refused = row('s1', 'task-7.r1', state='refused', depth=1, at=1, reason='chain depth 13 is above the limit 12')
+    rows = [row('task-7.r1', handoff='docs'), refused]
     ex = explain(item_with(['start', 'noop', 'handoff'], sessions=rows), now=NOW)
     assert ex['reason'] == 'chain_stopped'
     assert 'chain depth 13 is above the limit 12' in ex['holds'][0]['why'] and 'reopen' in ex['holds'][0]['why']
