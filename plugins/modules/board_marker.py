@@ -40,10 +40,11 @@ options:
   kind:
     description:
       - The marker kind. V(stopped) is for an external stop and makes no claim about the work; V(capacity) is excluded from
-        the attempt count; V(retry) must carry C(not_before) in O(fields); V(left_open) keeps the item dispatchable.
+        the attempt count; V(retry) must carry C(not_before) in O(fields); V(left_open) keeps the item dispatchable;
+        V(handoff) holds it while the session chain it names lives (seed 003, docs/chains.md).
     type: str
     required: true
-    choices: [start, success, noop, failure, stopped, capacity, retry, reset, left_open]
+    choices: [start, success, noop, failure, stopped, capacity, retry, reset, left_open, handoff]
   fields:
     description: Machine-readable fields carried by the marker (for example C(unit), C(worker), C(not_before), C(reset_at)).
     type: dict

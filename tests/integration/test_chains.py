@@ -12,6 +12,11 @@ the bridge forwarder; the DSN only in each master's credentials file).
 * a dark master (revoked capacity state) claims nothing and says so;
 * a chain whose first hop is ``any-`` lands on one host, its untagged successors stay there, and
   the hop past the depth limit is stopped with its reason in the ledger and the tick log;
+* an item's run (a ``task-*`` unit, the installed runner, the fake agent) hands off: its session
+  and handoff land in the ledger, a ``handoff`` marker holds the item (``board_info``: not a
+  candidate, ``chained``) while the successor waits, the chain tick of the item's host launches
+  the successor, and the successor's close-out marker lands on the same item (then it is a
+  candidate again: the chain ended);
 * the ledger stopped (forwarder closed) → nobody launches, and every tick says why (exit 8).
 """
 from __future__ import annotations
@@ -25,7 +30,9 @@ import pytest
 
 from test_runner_units import BRIDGE, FAKE_AGENT, VERSION, Forwarder, _bare_repo_tarball
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.chain import parse_handoff
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.chain import parse_handoff, successor_session_id
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import SessionStore
 
 pytestmark = pytest.mark.testbed
@@ -99,10 +106,12 @@ def fleet(bed_factory, tmp_path_factory, fresh_database):
         # the chain reads its ledger (FLEET_LEDGER_DSN); these masters serve no board, so the provision-time
         # board check (issue 18) has nothing to open
         'worker_runner_check_board': False,
+        # ... but an item run hands off too: the runner's board is the ledger board in the same database
+        'worker_runner_board': {'kind': 'ledger'},
         'worker_runner_version': VERSION,
         'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py'],
         'worker_runner_agent_env': {'FAKE_AGENT_MODE': 'claim', 'FAKE_AGENT_LOG': AGENT_LOG},
-        'worker_credentials': {'FLEET_LEDGER_DSN': worker_dsn},
+        'worker_credentials': {'FLEET_LEDGER_DSN': worker_dsn, 'FLEET_BOARD_DSN': worker_dsn},
         'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-dispatch.git'}],
         'worker_chain_enabled': True,
         'worker_chain_period': PERIOD,
@@ -122,6 +131,7 @@ def fleet(bed_factory, tmp_path_factory, fresh_database):
 
     f = Fleet()
     f.bed, f.local_dsn, f.forwarder, f.dark = bed, local_dsn, forwarder, (dark_host, MASTERS[0])
+    f.worker_dsn = worker_dsn
     try:
         yield f
     finally:
@@ -240,6 +250,94 @@ def test_a_chain_stays_on_its_first_host_and_stops_at_the_depth_limit(fleet):
     assert sum(len(stopped[(host, m)]) for m in MASTERS) == 1, 'stopped on the host the chain ran on'
     for r in hops[:3]:
         assert r['workspace'].startswith(host + '-deep-'), r
+
+
+ITEM = 70
+
+
+def _timers(bed, host, action):
+    for master in MASTERS:
+        bed.ssh(host, 'systemctl --user %s fleet-chain.timer' % action, user=master)
+    if action != 'stop':
+        return
+    for master in MASTERS:   # a tick already running finishes first (polling bound, not a speed claim)
+        deadline = time.monotonic() + WAIT
+        while bed.ssh(host, 'systemctl --user is-active fleet-chain.service || true', user=master).stdout.strip() in (
+                'active', 'activating', 'deactivating'):
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+
+
+def _board_info(fleet, host):
+    res = fleet.bed.ansible(host, 'fleet.dispatch.board_info', {'board': {'kind': 'ledger', 'dsn': fleet.worker_dsn},
+                                                                'numbers': [ITEM]}, become=False)[host]
+    assert not res.get('failed'), res
+    item = [i for i in res['board_items'] if i['number'] == ITEM][0]
+    return item, [c['number'] if isinstance(c, dict) else c for c in res['candidates']]
+
+
+def _markers(dsn):
+    board = LedgerBoard(dsn=dsn)
+    try:
+        return markers_of(board.get(ITEM))
+    finally:
+        board.close()
+
+
+def test_an_item_run_hands_off_and_its_successor_reports_on_the_item(fleet):
+    bed = fleet.bed
+    host, master = bed.hosts[1], MASTERS[0]
+    home = '/home/' + master
+    board = LedgerBoard(dsn=fleet.local_dsn, create=True)
+    try:
+        board.upsert_item(number=ITEM, title='Long work in two sessions', body='chain:itm:1', status='Ready')
+    finally:
+        board.close()
+    # hold this host's chain ticks, so the handoff waiting for its runner is seen deterministically
+    _timers(bed, host, 'stop')
+    try:
+        path = bed.ssh(host, 'cat %s/.config/fleet-dispatch/path' % home, user=master).stdout.strip()
+        res = bed.ansible(host, 'fleet.dispatch.launch', {
+            'items': [{'number': ITEM, 'command': ['fleet-runner', '--item', str(ITEM)], 'workdir': home}], 'path': path,
+            'environment_file': home + '/.config/fleet-dispatch/credentials.env', 'runner_version': VERSION},
+            become_user=master)[host]
+        assert not res.get('failed'), res
+        deadline = time.monotonic() + WAIT
+        while [m.kind for m in _markers(fleet.local_dsn)] != ['start', 'noop', 'handoff']:
+            assert time.monotonic() < deadline, [m.kind for m in _markers(fleet.local_dsn)]
+            time.sleep(1)
+        start, noop, handoff = _markers(fleet.local_dsn)
+        session = noop.fields['session']
+        assert session.startswith('task-%d.' % ITEM) and noop.fields['handoff']['successor'] == 'itm'
+        successor = successor_session_id(session, 'itm')
+        assert handoff.fields['session'] == session and handoff.fields['successor_session'] == successor
+        with SessionStore(dsn=fleet.local_dsn) as store:
+            row = store.get(session)
+            assert (row['state'], row['handoff'], row['item'], row['host'], row['parent']) == ('closed', 'itm', ITEM, host, None)
+            assert session in [r['id'] for r in store.waiting()]
+        # the sweep's read: not a candidate while its chain is alive, and it says why
+        item, candidates = _board_info(fleet, host)
+        assert ITEM not in candidates and (item['eligible'], item['reason']) == (False, 'chained'), item
+    finally:
+        _timers(bed, host, 'start')
+    # the host's chain tick launches the successor; its close-out lands on the same item
+    deadline = time.monotonic() + WAIT
+    while len(_markers(fleet.local_dsn)) < 4:
+        assert time.monotonic() < deadline, [m.kind for m in _markers(fleet.local_dsn)]
+        time.sleep(1)
+    markers = _markers(fleet.local_dsn)
+    assert [m.kind for m in markers] == ['start', 'noop', 'handoff', 'noop'], 'no second start: nobody re-dispatched it'
+    last = markers[-1]
+    assert (last.fields['session'], last.fields['unit'], last.fields['host']) == (successor, 'chain-' + successor, host)
+    with SessionStore(dsn=fleet.local_dsn) as store:
+        row = store.get(successor)
+    assert (row['state'], row['handoff'], row['item'], row['host'], row['depth']) == ('closed', None, ITEM, host, 1)
+    invocations = [json.loads(line) for line in bed.ssh(host, 'cat %s' % AGENT_LOG).stdout.splitlines() if line.strip()]
+    mine = [i for i in invocations if i['env'].get('FLEET_ITEM') == str(ITEM) or i['env'].get('FLEET_SESSION') == successor]
+    assert len(mine) == 2 and 'handoff.json' in mine[0]['brief'] and 'continue chain:itm:0' in mine[1]['brief']
+    assert fleet.worker_dsn not in json.dumps(mine), 'the ledger DSN never reaches an agent'
+    item, candidates = _board_info(fleet, host)
+    assert ITEM in candidates and item['reason'] == 'eligible' and item['attempts'] == 1, item
 
 
 def test_the_ledger_stopped_launches_nothing_and_every_tick_says_why(fleet):

@@ -224,7 +224,33 @@ class LedgerBoard(Board):
         items = self._tx(lambda tx: self._load(tx, None, self._reports), unreadable=True)
         for item in items:
             item.marker_authors = list(self.marker_authors)
+        self._attach_sessions(items, None)
         return BoardRead(items=items, cost=None)
+
+    def _attach_sessions(self, items, number):
+        """Seed 003: the session rows of each item (``Item.sessions``), when this store also holds the
+        sessions (``_store/sessions.py``); a ``handoff`` marker's hold reads them (_core/eligibility.py).
+        A store without the table leaves ``sessions`` None (not known). Read after the items: the
+        runner records a session's close before it posts the handoff marker, so a marker read here
+        always has its row."""
+        from .._store.sessions import COLUMNS as SESSION_COLUMNS   # the sessions' own reader stays there
+
+        def body(tx):
+            if not self._store._has_table(tx, 'sessions'):
+                return None
+            return tx.all('SELECT %s FROM sessions WHERE item IS NOT NULL%s ORDER BY started_at, id'
+                          % (', '.join(SESSION_COLUMNS), ' AND item = ?' if number is not None else ''),
+                          (number,) if number is not None else ())
+        rows = self._tx(body, unreadable=True)
+        if rows is None:
+            return
+        by_item = {}
+        for row in rows:
+            data = dict(zip(SESSION_COLUMNS, row))
+            data.pop('brief', None)   # the successor's brief is not the item's business here
+            by_item.setdefault(data['item'], []).append(data)
+        for item in items:
+            item.sessions = by_item.get(item.number, [])
 
     def get(self, number):
         number = _number(number)
@@ -232,6 +258,7 @@ class LedgerBoard(Board):
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
         items[0].marker_authors = list(self.marker_authors)
+        self._attach_sessions(items, number)
         return items[0]
 
     @staticmethod

@@ -199,6 +199,35 @@ def decide(parent: Dict[str, Any], host: str, room_verdict: Tuple[bool, str],
     return 'start', 'successor of a session on this host' if kind == 'follow' else 'addressed to this host'
 
 
+def item_chain(rows: Any, session: Any) -> Optional[Dict[str, Any]]:
+    """Where the chain that went on from ``session`` (the id a ``handoff`` marker names) stands now.
+
+    ``rows``: session rows (``_store/sessions.py`` columns). Walks from ``session`` to the newest
+    hop and returns ``{session, tail, depth, host, master, state, reason, handoff, alive, stopped}``;
+    ``None`` when no row has the id ``session`` (no evidence either way). ``alive``: the last hop
+    runs (``open``) or closed with a handoff nobody started yet; ``stopped``: the last hop was
+    ``refused`` (the depth limit), which needs a human. Anything else -- the last hop ``failed`` to
+    start, or closed without a handoff and without a marker of its own -- ended the chain.
+    """
+    by_id = dict((r.get('id'), r) for r in rows or [] if isinstance(r, dict))
+    at = by_id.get(session)
+    if at is None:
+        return None
+    children = {}
+    for row in by_id.values():
+        if row.get('parent'):
+            children.setdefault(row['parent'], []).append(row)
+    seen = set()
+    while children.get(at['id']) and at['id'] not in seen:   # one successor row per parent (its primary key)
+        seen.add(at['id'])
+        at = sorted(children[at['id']], key=lambda r: (str(r.get('started_at') or ''), r['id']))[0]
+    state = at.get('state')
+    alive = state == 'open' or (state == 'closed' and bool(at.get('handoff')))
+    return {'session': session, 'tail': at['id'], 'depth': at.get('depth'), 'host': at.get('host'),
+            'master': at.get('master'), 'state': state, 'reason': at.get('reason'), 'handoff': at.get('handoff'),
+            'alive': alive, 'stopped': state == 'refused'}
+
+
 def chain_status(rows: Any, claims: Any, now: Any) -> Dict[str, Any]:
     """What ``status`` shows of the chains: ``{chains, waiting}`` from the session rows and claim rows.
 

@@ -17,14 +17,16 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
+from .chain import item_chain
 from .markers import Marker, markers_of
 from .model import parse_time
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
-           'unreadable')
+           'unreadable', 'chained', 'chain_stopped')
 
 # Precedence, highest first (see module docstring); 'eligible' is what is left.
-PRECEDENCE = ('unreadable', 'done', 'closed', 'running', 'tombstone', 'retry_wait', 'parked', 'blocked', 'not_ready')
+PRECEDENCE = ('unreadable', 'done', 'closed', 'running', 'chained', 'chain_stopped', 'tombstone', 'retry_wait', 'parked',
+              'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
 # capacity: the seed's rule -- a worker going dark is not the work failing, and a fleet-wide
@@ -53,6 +55,7 @@ class Verdict:
     not_before: Optional[_dt.datetime] = None
     reopened: bool = False          # a reopen outranks the last marker
     holds: List[str] = field(default_factory=list)   # every reason that holds, in precedence order
+    chain: Optional[dict] = None    # after a handoff marker: where its chain stands (``chain_hold``)
 
 
 def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) -> int:
@@ -105,6 +108,33 @@ def open_blockers(item: Any) -> List[int]:
     return found
 
 
+def chain_hold(item: Any, marker: Marker) -> Tuple[Optional[str], dict]:
+    """The hold a ``handoff`` marker puts on its item (seed 003, D6): ``(hold or None, chain)``.
+
+    The marker names the session that handed off; the item's ledger rows (``item.sessions``, set by
+    a board that shares its store with the sessions) say how the chain went on (``_core.chain.item_chain``):
+    alive -> ``chained`` (the successor posts its own markers on the item, so re-dispatching would run
+    the work twice); its last hop refused at the depth limit -> ``chain_stopped`` (a human decides:
+    reopen the item); it ended otherwise (a hop failed to start, or closed with no handoff and no
+    marker of its own) -> no hold, the item is back in the queue under the attempt cap. Rows not
+    known, or none for that session: ``chained`` -- the marker is the only evidence, and a reopen
+    outranks it.
+    """
+    session = marker.fields.get('session')
+    rows = _get(item, 'sessions', None)
+    if rows is None:
+        return 'chained', {'session': session, 'known': False}
+    found = item_chain(rows, session)
+    if found is None:
+        return 'chained', {'session': session, 'known': False}
+    found['known'] = True
+    if found['alive']:
+        return 'chained', found
+    if found['stopped']:
+        return 'chain_stopped', found
+    return None, found
+
+
 def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = DEFAULT_MAX_ATTEMPTS,
              markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS) -> Verdict:
     """Decide whether ``item`` may be dispatched at ``now`` (see the module docstring for the rules).
@@ -146,6 +176,11 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
         holds.append('done' if kind == 'success' else 'closed')
     if kind == 'start':
         holds.append('running')
+    chain = None
+    if kind == 'handoff':
+        hold, chain = chain_hold(item, effective)
+        if hold:
+            holds.append(hold)
     if kind == 'success' and state != 'closed':
         holds.append('tombstone')
     # A retry marker whose not_before is missing or unparseable is no evidence of a wait.
@@ -160,7 +195,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     holds.sort(key=PRECEDENCE.index)
     reason = holds[0] if holds else 'eligible'
     return Verdict(eligible=(reason == 'eligible'), reason=reason, attempts=attempts, last_marker=last,
-                   open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds)
+                   open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds, chain=chain)
 
 
 def run_durations(markers: List[Marker], exclude: Any = ()) -> List[float]:

@@ -62,6 +62,22 @@ def _starts(markers, reopen_at, uncounted) -> List[Dict[str, Any]]:
     return out
 
 
+def chain_hold_text(hold: str, chain: Dict[str, Any]) -> str:
+    """Why a handoff marker holds the item (seed 003): the chain's last hop, in words."""
+    session = chain.get('session') or '?'
+    if not chain.get('known'):
+        return ('its last marker is a handoff from session %s, and the board does not know how that chain went on: a '
+                'session chain carries the item until a later marker of its own (or a reopen)' % session)
+    where = 'session %s (hop %s) on %s/%s' % (chain.get('tail'), chain.get('depth'), chain.get('host') or '?',
+                                              chain.get('master') or '?')
+    if hold == 'chain_stopped':
+        return ('the chain it handed off to was stopped: %s was refused (%s); reopen the item to dispatch it again'
+                % (where, chain.get('reason') or 'no reason recorded'))
+    if chain.get('state') == 'open':
+        return 'a session chain carries it: %s runs' % where
+    return 'a session chain carries it: %s closed and handed off to %s, waiting for a runner' % (where, chain.get('handoff'))
+
+
 def _hold_text(hold, verdict, item, max_attempts) -> str:
     last = verdict.last_marker
     if hold == 'unreadable':
@@ -75,6 +91,8 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
         fields = last.fields if last is not None else {}
         return 'its last marker is a start (%s on %s/%s at %s): a run is open' % (
             fields.get('unit') or 'a run', fields.get('host') or '?', fields.get('master') or '?', format_time(last.at))
+    if hold in ('chained', 'chain_stopped'):
+        return chain_hold_text(hold, verdict.chain or {})
     if hold == 'tombstone':
         return 'its last marker is a success but the item is still open: reopen it to run it again'
     if hold == 'retry_wait':
@@ -153,6 +171,7 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
                       'blocks': _get(b, 'number') in verdict.open_blockers} for b in _get(item, 'blockers', None) or ()],
         'placement': placement,
         'last_run': last_run,
+        'chain': verdict.chain,
     }
 
 
@@ -174,6 +193,12 @@ def explain_lines(ex: Dict[str, Any]) -> List[str]:
     place_ = ex['placement']
     lines.append('placement now: %s -- %s' % ('%s/%s' % (place_['worker'], place_['master']) if place_['placed'] else 'none',
                                               place_['why']))
+    chain = ex.get('chain')
+    if chain and chain.get('known'):
+        lines.append('chain after its last handoff: session %s -> %s (hop %s, %s)%s' % (
+            chain.get('session'), chain.get('tail'), chain.get('depth'), chain.get('state'),
+            '' if chain.get('alive') or chain.get('stopped') else ': it ended without a marker of its own, so the item is '
+            'back in the queue'))
     run = ex['last_run']
     if run:
         lines.append('last run: %s at %s (%s)' % (run['kind'], run['at'],

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 from .model import format_time, parse_time, to_jsonable
 from .references import defang
 
-KINDS = ('start', 'success', 'noop', 'failure', 'stopped', 'capacity', 'retry', 'reset', 'left_open')
+KINDS = ('start', 'success', 'noop', 'failure', 'stopped', 'capacity', 'retry', 'reset', 'left_open', 'handoff')
 
 GLYPHS = {
     'start': u'\U0001F680',
@@ -31,6 +31,7 @@ GLYPHS = {
     'retry': u'\U0001F501',
     'reset': u'\U0001F9F9',
     'left_open': u'\U0001F4CC',
+    'handoff': u'\U0001F517',
 }  # type: Dict[str, str]
 
 KIND_OF_GLYPH = dict((glyph, kind) for kind, glyph in GLYPHS.items())
@@ -39,7 +40,9 @@ KIND_OF_GLYPH = dict((glyph, kind) for kind, glyph in GLYPHS.items())
 # "The last marker is a start" is the only state in which a run is open.
 # NOTE: this is about runs, not items. ``left_open`` ends a run but is NOT terminal for the
 # item's eligibility -- see ITEM_FINAL.
-TERMINAL = frozenset(k for k in KINDS if k != 'start')
+# ``handoff`` is neither: it follows a run's close-out and says a session chain (seed 003) carries
+# the item on; it ends no run (see _core/eligibility.py, hold ``chained``).
+TERMINAL = frozenset(k for k in KINDS if k not in ('start', 'handoff'))
 
 # Kinds that, as the last marker, say the ITEM is finished. Only a success: left_open exists
 # precisely to say "finished but keep dispatching".
@@ -55,6 +58,7 @@ DEFAULT_TEXT = {
     'retry': 'transient failure before any turn; retrying',
     'reset': 'orphaned run reset by the reaper',
     'left_open': 'finished, deliberately left open; still dispatchable',
+    'handoff': 'handed off: a session chain carries this item on; not dispatched while the chain lives',
 }
 
 FIELDS_TAG = 'fleet.dispatch'

@@ -64,6 +64,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'artifacts': to_jsonable(item.artifacts),
             'run_cost': run_cost(markers_of(item)),
             'human_markers': human_markers(item),
+            'chain': getattr(verdict, 'chain', None),   # after a handoff marker: its chain's last hop (seed 003)
             'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',
             'capacity_deaths': capacity_deaths(markers_of(item)),

@@ -87,3 +87,19 @@ def read_start_record(state_dir: str, unit: str) -> Optional[Dict[str, Any]]:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+CHAIN_LOSSES = os.path.join('chain', 'losses.json')
+
+
+def read_chain_losses(state_dir: str) -> Dict[str, Any]:
+    """This master's chain runner's recorded losses (``<state_dir>/chain/losses.json``, seed 003):
+    ``{"<parent>/<successor>": {"holder": ..., "at": ...}}``; ``{}`` when missing or not a JSON object.
+    The chain runner writes it (``_runner/chain.py`` ``LocalRecord``); status reads it through here."""
+    import json
+    try:
+        with open(os.path.join(state_dir, CHAIN_LOSSES), encoding='utf-8') as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

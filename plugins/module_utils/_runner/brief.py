@@ -18,7 +18,7 @@ import re
 import secrets
 from typing import Any, Dict, List, Optional
 
-BRIEF_VERSION = '2026.12.01.1'
+BRIEF_VERSION = '2026.12.01.2'
 """The template's version. Bump it (date + serial) whenever ``TEMPLATE`` changes."""
 
 TEMPLATE = u"""\
@@ -75,6 +75,12 @@ It is a git worktree detached at a freshly fetched origin/{{branch}}. It is your
 9. If you cannot finish, write {{output_dir}}/blocker.json as
    {"reason": "...", "needs": "what would unblock it", "blocked_by": [item numbers]} and stop.
 10. The files in {{output_dir}} were cleared when this run started; anything there is yours.
+11. If the work needs another session after yours, hand off instead of stopping half-way: write
+   {{output_dir}}/handoff.json as
+   {"successor": "<topic>" | "any-<topic>" | "<topic>@<host>",
+    "brief": {"asked": "...", "done_when": "...", "start_at": "...", "verify": "...", "if_landed": "..."}}
+   <topic> continues on this host, any-<topic> on the first machine with room. All five brief
+   fields are required and are the successor's whole knowledge; it reports on this item itself.
 """
 
 _PLACEHOLDER = re.compile(r'\{\{([a-z_]+)\}\}')

@@ -29,7 +29,10 @@ import signal
 import socket
 import sys
 
-from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile
+from .._core.agent_env import BOARD_SECRET_ENV, agent_environment
+from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
+from .._core.closeout import Decision, decide as closeout_decide
+from .._core.markers import format_marker
 from .._core.chain import (
     BRIEF_FIELDS, DEFAULT_DEPTH_LIMIT, DEFAULT_MAX_LOAD_PER_CPU, DEFAULT_MIN_MEM_AVAILABLE_KB, HANDOFF_FILE, HandoffInvalid,
     decide, dispatch_by_default, parse_handoff, room, session_unit, successor_kind, successor_session_id,
@@ -37,12 +40,13 @@ from .._core.chain import (
 from .._core.model import format_time, parse_time
 from .._core.naming import DISPATCH_TAG, claimed_name
 from .._host.cmd import SubprocessRunner
-from .._host.files import CAPACITY_FILE, read_capacity_file
+from .._host.files import CAPACITY_FILE, CHAIN_LOSSES, read_capacity_file, read_chain_losses
 from .._host.git import Git, GitError, Workspace
 from .._host.headroom import measure
 from .._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
 from .._store.handoff import ClaimUnproven, HandoffStore
 from .._store.sessions import LedgerUnreachable, SessionError, SessionStore
+from .._store.sql import dsn_passwords
 from .spawn import KILL_GRACE, PopenSpawner, stop_group
 from .words import subcommand_words
 
@@ -177,17 +181,13 @@ class LocalRecord(object):
     """``<state_dir>/chain/``: ``losses.json`` (claims this runner lost: never asked again) and ``tick.log``."""
 
     def __init__(self, state_dir):
+        self.state_dir = state_dir
         self.dir = os.path.join(state_dir, 'chain')
-        self.losses_path = os.path.join(self.dir, 'losses.json')
+        self.losses_path = os.path.join(state_dir, CHAIN_LOSSES)
         self.log_path = os.path.join(self.dir, 'tick.log')
 
     def losses(self):
-        try:
-            with open(self.losses_path, encoding='utf-8') as handle:
-                data = json.load(handle)
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
+        return read_chain_losses(self.state_dir)
 
     def lose(self, parent, successor, holder, when):
         data = self.losses()
@@ -348,12 +348,146 @@ class Tick(object):
         return EXIT_OK
 
 
+# --- the handoff file and the handoff marker: one reader, shared by item runs and chain sessions -------
+
+def read_handoff(out_dir, dispatch_default=False):
+    """``(handoff, problem)`` from ``<out_dir>/handoff.json``: ``(None, '')`` when there is none, the
+    validated handoff (``_core.chain.parse_handoff``, ``chain_dispatch_by_default`` applied) or
+    ``(None, why)`` when the file is malformed -- then nothing is chained (the caller says so)."""
+    path = os.path.join(out_dir, HANDOFF_FILE)
+    if not os.path.exists(path):
+        return None, ''
+    try:
+        with open(path, encoding='utf-8') as handle:
+            found = parse_handoff(json.load(handle))
+        found['successor'] = dispatch_by_default(found['successor'], bool(dispatch_default))
+        return found, ''
+    except (OSError, ValueError) as exc:   # HandoffInvalid and JSON errors are ValueErrors
+        return None, 'handoff invalid, nothing chained: %s (%s)' % (exc, path)
+
+
+def handoff_fields(ident, handoff):
+    """The close-out's and the handoff marker's word on a handoff: the session, its successor, the
+    successor's session id (a pure function of both, so the marker names the row a runner will insert)."""
+    return {'session': ident, 'successor': handoff['successor'],
+            'successor_session': successor_session_id(ident, handoff['successor'])}
+
+
+def handoff_marker(fields, ident, handoff):
+    """The ``handoff`` marker body: posted on the item after the close-out of a session that handed off
+    (seed 003); the item is held (``chained``) while its chain lives, docs/chains.md."""
+    more = dict(fields, **handoff_fields(ident, handoff))
+    text = ('handed off to %s (session %s): a session chain carries this item on; it is not dispatched while the chain '
+            'lives (reopen the item to take it back)' % (handoff['successor'], more['successor_session']))
+    return format_marker('handoff', more, text)
+
+
+def item_chain_config(config_path, environ, log=_log_line):
+    """The chain config an item run uses: ``(ledger, chain)`` when ``chain.json`` is beside the runner
+    config (``worker_chain_enabled``), else ``(None, {})`` -- a master without a chain records no sessions.
+    A chain config that does not load is logged and the run goes on without a session (the board is the
+    item's record; the ledger only carries chains)."""
+    path = _expand(config_path or environ.get('FLEET_RUNNER_CONFIG') or DEFAULT_RUNNER_CONFIG)
+    if not os.path.exists(os.path.join(os.path.dirname(path), DEFAULT_CHAIN_CONFIG)):
+        return None, {}
+    args = argparse.Namespace(config=path if os.path.exists(path) else None, chain_config=None, state_dir=None)
+    try:
+        conf = load_config(args, environ)
+    except (OSError, ValueError) as exc:
+        log('fleet-runner: WARNING: the chain configuration does not load, this run records no session and cannot '
+            'hand off: %s' % exc)
+        return None, {}
+    return conf['ledger'], conf['chain']
+
+
+def ledger_secrets(environ):
+    """The ledger DSNs and their passwords in ``environ``: never in an agent's environment (issue 14)."""
+    found = []
+    for name in LEDGER_DSN_ENV + tuple(BOARD_SECRET_ENV):
+        if environ.get(name):
+            found.append(environ[name])
+            found.extend(dsn_passwords(environ[name]))
+    return found
+
+
+class ItemSession(object):
+    """An item run's session in the ledger (seed 003): parent none, this host and master, the item,
+    depth 0. ``open`` after the start marker; ``close`` from the close-out records the session closed
+    and the agent's handoff in ONE transaction (``SessionStore.close``). Ledger failures are logged and
+    never fail the run: a close that was not written chains nothing, and the close-out says so."""
+
+    def __init__(self, ledger, ident, name, host, master, item, dispatch_default=False, log=_log_line,
+                 store_factory=None):
+        self.ledger = ledger
+        self.ident = ident
+        self.name = name
+        self.host = host
+        self.master = master
+        self.item = item
+        self.dispatch_default = dispatch_default
+        self.log = log
+        self.store_factory = store_factory or (lambda: SessionStore(**ledger))
+        self.handoff = None     # the recorded handoff, once closed with one
+        self.closed = False
+
+    def open(self, now):
+        try:
+            with self.store_factory() as store:
+                store.open(self.ident, self.name, self.host, self.master, item=self.item, now=now)
+            self.log('session %s opened in the ledger' % self.ident)
+        except (LedgerUnreachable, SessionError) as exc:
+            self.log('WARNING: the session %s was not recorded in the ledger (the close-out records it, or says '
+                     'why it could not): %s' % (self.ident, exc))
+
+    def close(self, out_dir, kind, now):
+        """Close the session (once) after a close-out of ``kind``; the close-out's fields about it."""
+        if self.closed:
+            return {}
+        self.closed = True
+        handoff, problem = read_handoff(out_dir, self.dispatch_default)
+        fields = {'session': self.ident}
+        reason = 'close-out %s' % kind
+        if problem:
+            self.log('ERROR: %s' % problem)
+            fields['handoff_invalid'] = problem[:300]
+            reason = problem
+        elif handoff is not None and kind in ('success', 'stopped'):
+            # success: the item is done (the brief's "if it already landed"); stopped: nothing is known of the work
+            why = 'handoff to %s not chained: the close-out is %s' % (handoff['successor'], kind)
+            self.log(why)
+            fields['handoff_not_chained'] = why
+            handoff, reason = None, why
+        try:
+            with self.store_factory() as store:
+                store.close(self.ident, handoff, reason=reason, now=now,
+                            create={'name': self.name, 'host': self.host, 'master': self.master, 'item': self.item})
+        except (LedgerUnreachable, SessionError) as exc:
+            self.log('ERROR: THE SESSION CLOSE WAS NOT WRITTEN%s: %s' % (
+                ', nothing chained (handoff %s)' % json.dumps(handoff) if handoff else '', exc))
+            if handoff is not None:
+                fields['handoff_not_chained'] = 'the ledger did not take the close: %s' % str(exc)[:200]
+            return fields
+        if handoff is not None:
+            self.handoff = handoff
+            fields['handoff'] = handoff_fields(self.ident, handoff)
+            self.log('session %s closed; handed off to %s' % (self.ident, handoff['successor']))
+        return fields
+
+    def marker(self, fields):
+        """The handoff marker body, or None when this session did not hand off."""
+        return handoff_marker(fields, self.ident, self.handoff) if self.handoff is not None else None
+
+
 # --- the successor session --------------------------------------------------------------------------
 
 class SessionRun(object):
     """The program of a ``chain-*`` unit: brief → agent → validated handoff → close (one transaction)."""
 
-    def __init__(self, conf, ident, store_factory, host, master, spawner=None, clock=None, log=None, environ=None):
+    def __init__(self, conf, ident, store_factory, host, master, spawner=None, clock=None, log=None, environ=None,
+                 board=None):
+        self.board_factory = board    # zero-argument: the item's board, for a session that carries an item on
+        self.row = None
+        self.started_at = None
         self.conf = conf
         self.ident = ident
         self.store_factory = store_factory
@@ -399,6 +533,7 @@ class SessionRun(object):
         if row is None or parent is None or not parent.get('brief'):
             self.log('ERROR: no session %s with a parent brief in the ledger; the agent is NOT started' % self.ident)
             return EXIT_USAGE
+        self.row, self.started_at = row, self.clock()
         if os.path.isdir(self.run_dir):
             shutil.rmtree(self.run_dir)
         os.makedirs(self.out_dir, mode=0o750)
@@ -416,8 +551,9 @@ class SessionRun(object):
                 uses = True
             else:
                 argv.append(part)
-        env = dict(self.environ)
-        env.update(dict((str(k), str(v)) for k, v in (self.conf.get('agent_env') or {}).items()))
+        # issue 14: the ledger's and the board's secrets stay with the runner (_core.agent_env)
+        env = agent_environment(self.environ, secrets=ledger_secrets(self.environ),
+                                agent_env=dict((str(k), str(v)) for k, v in (self.conf.get('agent_env') or {}).items()))
         env.update({'FLEET_SESSION': self.ident, 'FLEET_UNIT': self.unit, 'FLEET_RUN_DIR': self.run_dir,
                     'FLEET_OUTPUT_DIR': self.out_dir, 'FLEET_BRIEF_FILE': self.brief_path,
                     'FLEET_BRIEF_VERSION': CHAIN_BRIEF_VERSION})
@@ -442,17 +578,10 @@ class SessionRun(object):
         if self.stopped is not None:
             reason = 'stopped by %s from outside; nothing chained' % signal.Signals(self.stopped).name
         else:
-            path = os.path.join(self.out_dir, HANDOFF_FILE)
-            if os.path.exists(path):
-                try:
-                    with open(path, encoding='utf-8') as handle:
-                        handoff = parse_handoff(json.load(handle))
-                    handoff['successor'] = dispatch_by_default(
-                        handoff['successor'], bool((self.conf.get('chain') or {}).get('dispatch_by_default')))
-                except (OSError, ValueError) as exc:   # HandoffInvalid and JSON errors are ValueErrors
-                    handoff = None
-                    reason = 'handoff invalid, nothing chained: %s' % exc
-                    self.log('ERROR: %s (%s)' % (reason, path))
+            handoff, problem = read_handoff(self.out_dir, (self.conf.get('chain') or {}).get('dispatch_by_default'))
+            if problem:
+                reason = problem
+                self.log('ERROR: %s' % problem)
         try:
             with self.store_factory() as store:
                 store.close(self.ident, handoff, reason=reason, now=self.clock())
@@ -461,7 +590,83 @@ class SessionRun(object):
                 json.dumps(handoff) if handoff else 'none', exc))
             return EXIT_CLOSE_LOST
         self.log('closed (%s)%s' % (reason, '; handed off to %s' % handoff['successor'] if handoff else '; the chain ends here'))
-        return EXIT_OK if rc == 0 and self.stopped is None else 1
+        code = EXIT_OK if rc == 0 and self.stopped is None else 1
+        if self.row is not None and self.row.get('item') is not None:
+            if not self._item_markers(rc, handoff, reason) and code == EXIT_OK:
+                code = EXIT_CLOSE_LOST
+        return code
+
+    # -- the item this chain carries on (seed 003: the successor posts its own markers on it) ---------
+    def _post(self, board, number, kind, body, close=False):
+        """Post one marker (then the close), retried once; True when it landed."""
+        for attempt in (1, 2):
+            try:
+                board.post_marker(number, body, close=close)
+                return True
+            except Exception as exc:  # noqa: BLE001 - every board failure is retried once, then reported
+                self.log('posting the %s marker on item %s failed (attempt %d of 2): %s: %s'
+                         % (kind, number, attempt, type(exc).__name__, exc))
+        return False
+
+    def _item_markers(self, rc, handoff, reason):
+        """The session's close-out on its item (``_core.closeout.decide``, as an item run's) and, when it
+        handed off again, the handoff marker. No ``start`` marker: a chain session is no ``task-*`` run,
+        spends no attempt and is not the reaper's (docs/chains.md). True when every marker landed."""
+        number = self.row['item']
+        if self.board_factory is None:
+            self.log('ERROR: session %s carries item %s on but this master has no board configured: no marker posted'
+                     % (self.ident, number))
+            return False
+        fields = {'session': self.ident, 'unit': self.unit, 'host': self.host, 'master': self.master,
+                  'hop': self.row.get('depth'), 'started_at': format_time(self.started_at),
+                  'brief_version': CHAIN_BRIEF_VERSION}
+        board = None
+        try:
+            board = self.board_factory()
+            now = self.clock()
+            if self.stopped is not None:
+                name = signal.Signals(self.stopped).name
+                decision = Decision('stopped', 'chain session stopped by %s from outside; this says nothing about the work'
+                                    % name, {'signal': name})
+            else:
+                try:
+                    with open(self.capture_path, encoding='utf-8', errors='replace') as handle:
+                        capture = handle.read()
+                except OSError:
+                    capture = ''
+                name = agent_profile(self.conf.get('agent') or DEFAULT_PROFILE).name
+                outcome = read_capture(capture, name, exit_code=rc, now=now).outcome(rc)
+                try:
+                    item = board.get(number)
+                except Exception as exc:  # noqa: BLE001 - decide credits nothing without the item
+                    self.log('WARNING: item %s could not be read back: %s' % (number, exc))
+                    item = None
+                decision = closeout_decide(outcome, item, number=number, started_at=self.started_at, now=now,
+                                           exit_code=rc, capture=capture, unit=self.unit)
+            fields.update(decision.fields, ended_at=format_time(self.clock()), chain_reason=reason)
+            if handoff is not None:
+                fields['handoff'] = handoff_fields(self.ident, handoff)
+            if not self._post(board, number, decision.kind, format_marker(decision.kind, fields, decision.text),
+                              close=decision.close):
+                self.log('ERROR: THE CLOSE-OUT OF SESSION %s WAS NOT POSTED on item %s' % (self.ident, number))
+                return False
+            self.log('close-out posted on item %s: %s' % (number, decision.kind))
+            if handoff is not None and not decision.close:
+                if not self._post(board, number, 'handoff', handoff_marker(fields, self.ident, handoff)):
+                    self.log('ERROR: THE HANDOFF MARKER WAS NOT POSTED on item %s: the sweep may dispatch it while '
+                             'the chain runs' % number)
+                    return False
+            return True
+        except Exception as exc:  # noqa: BLE001 - the ledger close stands; the board part is reported
+            self.log('ERROR: the markers of session %s on item %s were not posted: %s: %s'
+                     % (self.ident, number, type(exc).__name__, exc))
+            return False
+        finally:
+            if board is not None and hasattr(board, 'close'):
+                try:
+                    board.close()
+                except Exception:  # noqa: BLE001 - closing a connection at exit cannot change the outcome
+                    pass
 
 
 # --- main -----------------------------------------------------------------------------------------------
@@ -483,7 +688,9 @@ def _parser(name):
     return p
 
 
-def main(name, words, environ=None, *, clock=None, spawner=None, sd=None, git=None, headroom=None) -> int:
+def main(name, words, environ=None, *, clock=None, spawner=None, sd=None, git=None, headroom=None, board=None) -> int:
+    """``board(conf, environ)``: opens the board a session that carries an item on posts to (the item
+    runner's own opener, ``program.open_runner_board``; program imports this module, not the reverse)."""
     environ = os.environ if environ is None else environ
     args = _parser(name).parse_args(words)
     try:
@@ -511,7 +718,9 @@ def main(name, words, environ=None, *, clock=None, spawner=None, sd=None, git=No
         _log_line('fleet-runner %s: --session ID (or FLEET_SESSION) is required' % name)
         return EXIT_USAGE
     if name == 'session':
-        return SessionRun(conf, ident, sessions, host, master, spawner=spawner, clock=clock, environ=environ).run()
+        opener = (lambda: board(conf, environ)) if board is not None else None
+        return SessionRun(conf, ident, sessions, host, master, spawner=spawner, clock=clock, environ=environ,
+                          board=opener).run()
     # handoff: validate, make it a dispatched one, close the session with it, and stop
     try:
         with open(args.file, encoding='utf-8') as handle:
@@ -535,4 +744,5 @@ def main(name, words, environ=None, *, clock=None, spawner=None, sd=None, git=No
     return EXIT_OK
 
 
-__all__ = ['SUBCOMMANDS', 'BRIEF_FIELDS', 'chain_words', 'main', 'Tick', 'SessionRun', 'parse_time']
+__all__ = ['SUBCOMMANDS', 'BRIEF_FIELDS', 'chain_words', 'main', 'Tick', 'SessionRun', 'ItemSession', 'read_handoff',
+           'handoff_marker', 'item_chain_config', 'parse_time']

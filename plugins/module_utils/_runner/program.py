@@ -44,7 +44,7 @@ from .._host.stops import take_stop_note
 from .words import subcommand_words
 from .spawn import KILL_GRACE, PopenSpawner, stop_group  # noqa: F401  (PopenSpawner: main()'s default, tests)
 from .brief import BRIEF_VERSION, render
-from .chain import chain_words, main as chain_main
+from .chain import ItemSession, chain_words, item_chain_config, ledger_secrets, main as chain_main
 from .check import main as check_board_main
 from .classify import local_zone, main as classify_main
 from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
@@ -109,6 +109,8 @@ class RunConfig:
     runner_version: str = ''
     agent: str = DEFAULT_PROFILE       # the agent profile that reads the capture (_core.agents)
     tz: Any = None                     # the zone of reset times the agent printed without one
+    chain_ledger: Optional[Dict[str, Any]] = None   # seed 003: the ledger this run's session goes in (None: no chain here)
+    chain_dispatch_by_default: bool = False
 
 
 def _default_reraise(signum):
@@ -158,6 +160,10 @@ class Run(object):
         self._old_handlers = {}
         self.result = {}
         self.last_error = None     # the exception of the last failed board write (what a start failure was)
+        # seed 003: this run is a session of its own (a chain's first), so it can hand off (_runner/chain.py)
+        self.session = ItemSession(config.chain_ledger, '%s.%s' % (self.unit, self.run_id), self.unit, config.host,
+                                   config.master, config.number, config.chain_dispatch_by_default,
+                                   log=self.log) if config.chain_ledger else None
 
     # -- plumbing -------------------------------------------------------------------------------
     def log(self, message: str) -> None:
@@ -381,6 +387,7 @@ class Run(object):
             if self.environ.get(name):
                 secrets.append(self.environ[name])
                 secrets.extend(dsn_passwords(self.environ[name]))
+        secrets.extend(ledger_secrets(self.environ))   # the chain ledger's DSN too (FLEET_LEDGER_DSN)
         env = agent_environment(self.environ, secrets=secrets, agent_env=self.config.agent_env,
                                 credentials=self._agent_credentials())
         env.pop(REEXEC_ENV, None)
@@ -416,6 +423,8 @@ class Run(object):
         self._enter_critical()
         try:
             self._apply_capacity(decision)
+            if self.session is not None:   # the session closed with its handoff, one transaction, before the marker
+                decision.fields.update(self.session.close(self.out_dir, decision.kind, self.clock()))
             fields = self._fields(ended_at=format_time(self.clock()), **decision.fields)
             if getattr(self, 'skipped_mentions', None):  # issue 14: untrusted mentions are named, never briefed
                 fields['mentions_skipped'] = [{'id': m.get('id'), 'author': m.get('author')} for m in self.skipped_mentions]
@@ -435,6 +444,10 @@ class Run(object):
                          % (error, self.config.number, body))
                 return EXIT_CLOSEOUT_LOST
             self.log('close-out posted: %s (exit %d)' % (decision.kind, decision.exit_code))
+            handoff = self.session.marker(self._fields()) if self.session is not None and not decision.close else None
+            if handoff is not None and self._post('handoff', handoff) is not None:
+                self.log('ERROR: the handoff marker was not posted (retried once): the sweep may dispatch item %s while '
+                         'its chain runs' % self.config.number)
             return decision.exit_code
         finally:
             self._critical -= 1
@@ -553,6 +566,8 @@ class Run(object):
         try:
             self._prepare_run_dir()
             self._start_record(True)
+            if self.session is not None:
+                self.session.open(self.started_at)
             self._note_board(True)
             mentions = []
             try:
@@ -762,7 +777,8 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         return classify_main(split, environ=environ)
     chained = chain_words(argv[1:])   # fleet-runner chain | session | handoff (seed 003, _runner/chain.py)
     if chained is not None:
-        return chain_main(chained[0], chained[1], environ=environ)
+        return chain_main(chained[0], chained[1], environ=environ, board=lambda conf, env: open_runner_board(
+            board_spec(_expand(conf.get('board_spec') or DEFAULT_BOARD_SPEC), env)))
     checking = _check_board_words(argv[1:])
     if checking is not None:
         return check_board_main(checking, environ=environ, spec_reader=board_spec, default_spec=_expand(DEFAULT_BOARD_SPEC))
@@ -832,6 +848,10 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         agent_credentials=_expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
         kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version, agent=agent_name,
         tz=conf.get('tz') or local_zone())
+    config.chain_ledger, chain_conf = item_chain_config(args.config, environ)
+    config.chain_dispatch_by_default = bool(chain_conf.get('dispatch_by_default'))
+    if chain_conf.get('host'):
+        config.host = chain_conf['host']   # the name the chain tick acts under (its successors follow it)
     run = Run(config, lambda: open_runner_board(spec, config.host, config.master), started_at=started_at, clock=clock,
               spawner=spawner, reraise=reraise, environ=environ)
     return run.run()

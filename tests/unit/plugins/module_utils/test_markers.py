@@ -33,7 +33,8 @@ def test_every_kind_has_its_own_single_codepoint_glyph():
 
 def test_terminal_and_item_final():
     assert 'start' not in TERMINAL
-    assert TERMINAL == frozenset(KINDS) - {'start'}
+    assert TERMINAL == frozenset(KINDS) - {'start', 'handoff'}   # a handoff ends no run (seed 003)
+    assert 'handoff' not in ITEM_FINAL
     assert ITEM_FINAL == frozenset(['success'])
     assert 'left_open' not in ITEM_FINAL  # D6: non-terminal for eligibility
 
@@ -48,6 +49,7 @@ FIELDS = {
     'retry': {'not_before': T0 + dt.timedelta(seconds=30), 'step': 1, 'signature': 'HTTP 529'},
     'reset': {'reaped_start': 'c17', 'threshold_s': 7200},
     'left_open': {'reason': 'cross-repo PR'},
+    'handoff': {'session': 'task-42.r1', 'successor': 'docs', 'successor_session': 'docs-1a2b3c4d'},
 }
 
 

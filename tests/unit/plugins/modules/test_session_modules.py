@@ -58,3 +58,18 @@ def test_sessions_info_shows_hops_claims_and_waits(run_module, ledger_url):
     assert chain['hops'][1]['claimed_by'] == 'desk-2'
     assert res['waiting'] == [{'parent': 'lap-9', 'successor': 'any-web', 'host': 'laptop',
                                'since': '2026-12-01T09:20:00.000000Z', 'waited_s': 420.0}]
+
+
+def test_sessions_info_local_reads_this_masters_losses_and_no_ledger(run_module, tmp_path):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import LocalRecord
+    record = LocalRecord(str(tmp_path))
+    record.lose('lap-7', 'any-docs', 'desk-2', '2026-12-01T09:01:00.000000Z')
+    record.lose('lap-9', 'any-web', 'desk-3 (master fleet2)', '2026-12-01T09:02:00.000000Z')
+    kind, res, _w = run_module(sessions_info, {'source': 'local', 'state_dir': str(tmp_path), 'path': str(tmp_path / 'none.db')})
+    assert kind == 'exit' and not res['changed'] and res['chains'] == [] and res['waiting'] == []
+    assert res['losses'] == [
+        {'parent': 'lap-7', 'successor': 'any-docs', 'holder': 'desk-2', 'at': '2026-12-01T09:01:00.000000Z'},
+        {'parent': 'lap-9', 'successor': 'any-web', 'holder': 'desk-3 (master fleet2)', 'at': '2026-12-01T09:02:00.000000Z'}]
+    assert not (tmp_path / 'none.db').exists(), 'source=local touches no ledger'
+    kind, res, _w = run_module(sessions_info, {'source': 'local', 'state_dir': str(tmp_path / 'empty')})
+    assert kind == 'exit' and res['losses'] == []
