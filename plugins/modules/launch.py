@@ -108,6 +108,21 @@ options:
         stale runner is refused, never launched. The answer must be a JSON object with a string C(version).
       - It is also passed to each run as C(FLEET_RUNNER_EXPECTED_VERSION), so the runner's own self-update verifies the same version.
     type: str
+  sandbox:
+    description:
+      - The systemd hardening of every run unit, as a dict of systemd property names, for example
+        C({NoNewPrivileges: true, PrivateUsers: true, ProtectSystem: strict, ProtectHome: read-only, ReadWritePaths: [...]}).
+        Overrides the master's C(~/.config/fleet-dispatch/sandbox.json), which M(fleet.dispatch.worker) writes from
+        C(worker_sandbox_*); without either, runs are not hardened. V({}) turns the file's hardening off for this call.
+      - Known keys only - C(NoNewPrivileges), C(PrivateUsers), C(PrivateTmp), C(ProtectSystem), C(ProtectHome), C(ReadWritePaths),
+        C(ReadOnlyPaths), C(InaccessiblePaths), C(MemoryMax), C(TasksMax), C(CPUWeight) and C(IPAddressAllow) (a non-empty list
+        also sets C(IPAddressDeny=any)); each is passed as one C(-p Key=value). Every item's O(items[].workdir) is added to
+        C(ReadWritePaths) when a file-system key is set.
+      - The file-system keys (C(PrivateTmp), C(ProtectSystem), C(ProtectHome), the C(*Paths)) are refused without
+        C(PrivateUsers=yes), because a user manager ignores them silently otherwise. C(MemoryMax), C(TasksMax), C(CPUWeight) and
+        C(IPAddressAllow) are accepted but only enforced where the user manager has the cgroup controllers (and, for the IP
+        list, BPF); see the collection's C(docs/sandbox.md) for what was measured.
+    type: dict
 seealso:
   - module: fleet.dispatch.units_info
   - module: fleet.dispatch.workspace
@@ -197,6 +212,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import unit_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.sandbox import properties as sandbox_properties
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.sandbox import default_sandbox_path, read_sandbox_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import (
     SystemdError, SystemdUser, command_problems, launch, notifier_unit, unit_problems)
 
@@ -221,7 +238,20 @@ def argument_spec():
         notifier=dict(type='str', default='fleet-notify@'),
         runner_version=dict(type='str'),
         success_exit_status=dict(type='list', elements='int', default=[12, 13]),
+        sandbox=dict(type='dict'),
     )
+
+
+def _sandbox(module):
+    """Issue 14: the run units' hardening (the option, else the master's sandbox file), checked once for the call."""
+    try:
+        settings = module.params['sandbox']
+        if settings is None:
+            settings = read_sandbox_file(default_sandbox_path()) or {}
+        sandbox_properties(settings)
+    except ValueError as exc:
+        module.fail_json(msg='%s; nothing was launched' % exc)
+    return settings
 
 
 def _problems(module):
@@ -284,6 +314,7 @@ def main():
         notifiers = [notifier_unit(p['notifier'], unit) for unit in units]
     except ValueError as exc:
         module.fail_json(msg=str(exc))
+    sandbox = _sandbox(module)
     sd = SystemdUser(ModuleRunner(module), systemctl=module.get_bin_path('systemctl', required=True),
                      systemd_run=module.get_bin_path('systemd-run', required=True))
     results, launched, refused, failed = [], [], [], []
@@ -300,7 +331,8 @@ def main():
             else:
                 res = launch(sd, unit, item['command'], p['path'], environment_file=p['environment_file'],
                              on_failure=on_failure, workdir=item['workdir'], setenv=setenv, check=module.check_mode,
-                             success_exit_status=p['success_exit_status'])
+                             success_exit_status=p['success_exit_status'],
+                             properties=sandbox_properties(sandbox, writable=[item['workdir']]))
         except SystemdError as exc:
             module.fail_json(msg='%s: %s' % (unit, exc), results=results, launched=launched, refused=refused, failed_to_launch=failed)
         res.pop('argv', None)
