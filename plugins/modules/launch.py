@@ -68,8 +68,11 @@ options:
           - Not C(no_log), so never put a secret here. A name that looks like a secret (containing TOKEN, SECRET, PASSW, CREDENTIAL,
             API_KEY, APIKEY or PRIVATE_KEY) gets a warning and its value is masked in this module's result and warnings; it is still
             passed, because a name is not proof and a false block stops the fleet. It is B(not) masked in the module invocation
-            log Ansible writes to the worker's journal before the module runs, in C(systemctl show), in C(ps), nor in the plan's
-            C(batches) - real secrets belong in O(environment_file).
+            log Ansible writes to the worker's journal before the module runs, in C(systemctl show), in C(ps), nor in the
+            C(guard stage=batch) result and the plan's C(batches) (they are this module's input: masking them would launch the
+            mask), which only name it in a warning - real secrets belong in O(environment_file).
+          - The agent inherits a name given here only when it is neither C(FLEET_*) nor secret-looking (the runner's allow list,
+            passed as C(FLEET_AGENT_SETENV)); the C(FLEET_*) non-secrets always reach it.
           - C(PATH) is refused here; it is O(path).
         type: dict
         default: {}
@@ -205,23 +208,18 @@ failed_to_launch:
 
 import json
 import os
-import re
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import AGENT_SETENV, SECRET_NAME
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import unit_name
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.sandbox import properties as sandbox_properties
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.sandbox import default_sandbox_path, read_sandbox_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import (
     SystemdError, SystemdUser, command_problems, launch, notifier_unit, unit_problems)
 
-# Names that say "secret" in the credential conventions we know of (GITHUB_TOKEN, *_API_KEY,
-# PGPASSWORD, AWS_SECRET_ACCESS_KEY, ...). A name is not proof (FLEET_LEASE_TOKEN is a lease owner
-# token, not a credential), so a match warns and masks the value in Ansible's output instead of
-# refusing: a refusal needs positive evidence and a false block stops the fleet.
-SECRET_NAME = re.compile(r'TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_?KEY', re.I)
 
 
 def argument_spec():
@@ -240,6 +238,12 @@ def argument_spec():
         success_exit_status=dict(type='list', elements='int', default=[12, 13]),
         sandbox=dict(type='dict'),
     )
+
+
+def agent_setenv(setenv):
+    """Issue 14: the agent inherits the launch's non-secret setenv names, and only those (``_core.agent_env``)."""
+    names = sorted(k for k in setenv if not k.startswith('FLEET_') and not SECRET_NAME.search(k))
+    return {AGENT_SETENV: ','.join(names)} if names else {}
 
 
 def _sandbox(module):
@@ -323,6 +327,7 @@ def main():
         setenv = dict((str(k), str(v)) for k, v in (item['setenv'] or {}).items())
         if p['runner_version']:
             setenv.setdefault('FLEET_RUNNER_EXPECTED_VERSION', p['runner_version'])
+        setenv.update(agent_setenv(setenv))
         try:
             if unit in planned and module.check_mode:
                 # The same item twice in one call: the first start would hold the name.

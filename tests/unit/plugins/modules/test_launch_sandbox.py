@@ -71,3 +71,18 @@ def test_a_bad_sandbox_launches_nothing(run_module, sandbox_file, text, words):
     r = ScriptedRunner([])
     kind, res, _w = run_module(mod, {'items': [{'number': 1, 'command': ['x'], 'workdir': '/w'}], 'path': PATH}, runner=r)
     assert kind == 'fail' and words in res['msg'] and 'nothing was launched' in res['msg'] and r.calls == []
+
+
+def test_non_secret_setenv_names_are_passed_on_for_the_agents_allow_list(run_module, sandbox_file):
+    cmd = ['fleet-runner']
+    setenv = {'FAKE_AGENT_MODE': 'claim', 'EDITOR': 'true', 'FLEET_ITEM': '1', 'PGPASSWORD': 'pw-secret-1'}
+    passed = dict(setenv, FLEET_AGENT_SETENV='EDITOR,FAKE_AGENT_MODE')
+    r = ScriptedRunner([
+        show_step('task-1', absent('task-1')),
+        {'argv': run_argv('task-1', cmd, '/w', None, passed)},
+        show_step('task-1', state('task-1', 'active', inv='i', mono=3)),
+    ])
+    kind, res, warnings = run_module(mod, {'items': [{'number': 1, 'command': cmd, 'workdir': '/w', 'setenv': setenv}],
+                                           'path': PATH}, runner=r)
+    assert kind == 'exit' and r.remaining() == [] and res['launched'] == ['task-1']
+    assert any('PGPASSWORD' in w for w in warnings) and not any('pw-secret-1' in w for w in warnings)
