@@ -33,11 +33,12 @@ ORDER = ('NoNewPrivileges', 'PrivateUsers', 'PrivateTmp', 'ProtectSystem', 'Prot
 DEFAULTS = {
     'NoNewPrivileges': True,
     'PrivateUsers': True,
-    'PrivateTmp': True,
-    'ProtectSystem': 'strict',
-    'ProtectHome': 'read-only',
+    'ProtectSystem': 'full',
 }
-"""What ``roles/worker`` writes unless told otherwise: each one applied by a user manager on the bed."""
+"""What ``roles/worker`` writes unless told otherwise (with the hidden paths): each one applied by a user manager on the bed."""
+
+STRICT = dict(DEFAULTS, PrivateTmp=True, ProtectSystem='strict', ProtectHome='read-only')
+"""The strict profile: writes confined to the ReadWritePaths (docs/sandbox.md)."""
 
 _BYTES = re.compile(r'^(\d+(\.\d+)?[KMGT]?|\d{1,2}(\.\d+)?%|100%|infinity)$')
 _TASKS = re.compile(r'^(\d+|\d{1,2}(\.\d+)?%|100%|infinity)$')
@@ -156,4 +157,4 @@ def properties(settings: Optional[Mapping[str, Any]], writable: Any = ()) -> Lis
     return out
 
 
-__all__ = ['DEFAULTS', 'KNOWN', 'properties']
+__all__ = ['DEFAULTS', 'KNOWN', 'STRICT', 'properties']

@@ -348,15 +348,14 @@ def launch(sd, unit, argv, path, environment_file=None, on_failure=None, workdir
         _take(before)
         res['reason'] = 'live'
         return res
-    full = sd.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status,
-                             properties)
+    extra = {'properties': properties} if properties else {}   # a SystemdUser stand-in without them still fits
+    full = sd.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status, **extra)
     if check:
         res['active_state'] = before['active_state']
         res['reason'] = 'would-launch'
         res['argv'] = full
         return res
-    rc, err = sd.run_transient(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status,
-                               properties)
+    rc, err = sd.run_transient(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status, **extra)
     after = sd.state(unit)
     _take(after)
     if rc == 0:

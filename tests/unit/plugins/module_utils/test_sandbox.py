@@ -6,14 +6,15 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.sandbox import DEFAULTS, KNOWN, properties
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.sandbox import DEFAULTS, KNOWN, STRICT, properties
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.sandbox import read_sandbox_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdUser
 
 
-def test_the_defaults_are_the_bed_readings_in_a_stable_order():
-    assert properties(DEFAULTS) == ['NoNewPrivileges=yes', 'PrivateUsers=yes', 'PrivateTmp=yes', 'ProtectSystem=strict',
-                                    'ProtectHome=read-only']
+def test_the_defaults_and_the_strict_profile_in_a_stable_order():
+    assert properties(DEFAULTS) == ['NoNewPrivileges=yes', 'PrivateUsers=yes', 'ProtectSystem=full']
+    assert properties(STRICT, writable=['/w']) == ['NoNewPrivileges=yes', 'PrivateUsers=yes', 'PrivateTmp=yes',
+                                                   'ProtectSystem=strict', 'ProtectHome=read-only', 'ReadWritePaths=/w']
 
 
 def test_paths_limits_and_the_egress_list():
@@ -61,7 +62,7 @@ def test_switched_off_mount_keys_need_no_private_users():
 
 
 def test_every_known_key_is_emitted():
-    settings = dict(DEFAULTS, ReadWritePaths=['/a'], ReadOnlyPaths=['/b'], InaccessiblePaths=['/c'], MemoryMax='1G',
+    settings = dict(STRICT, ReadWritePaths=['/a'], ReadOnlyPaths=['/b'], InaccessiblePaths=['/c'], MemoryMax='1G',
                     TasksMax='10%', CPUWeight='idle', IPAddressAllow='127.0.0.1')
     emitted = set(p.partition('=')[0] for p in properties(settings)) - {'IPAddressDeny'}
     assert emitted == set(KNOWN)
