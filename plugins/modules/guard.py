@@ -94,7 +94,7 @@ options:
     description:
       - Extra non-secret environment for every run (O(stage=batch)); C(FLEET_ITEM), C(FLEET_REPO), C(FLEET_UNIT),
         C(FLEET_DISPATCH_OWNER) and C(FLEET_LEASE_FENCE) are always set.
-      - Not C(no_log) and not masked - RV(batches) is the input of M(fleet.dispatch.launch), so a mask would be launched.
+      - Not C(no_log) and not masked, because RV(batches) is the input of M(fleet.dispatch.launch) and a mask would be launched.
         A secret-looking name (as M(fleet.dispatch.launch) judges it) is named in a warning, never its value.
     type: dict
     default: {}

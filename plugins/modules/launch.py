@@ -69,7 +69,7 @@ options:
             API_KEY, APIKEY or PRIVATE_KEY) gets a warning and its value is masked in this module's result and warnings; it is still
             passed, because a name is not proof and a false block stops the fleet. It is B(not) masked in the module invocation
             log Ansible writes to the worker's journal before the module runs, in C(systemctl show), in C(ps), nor in the
-            C(guard stage=batch) result and the plan's C(batches) (they are this module's input: masking them would launch the
+            C(guard stage=batch) result and the plan's C(batches) (they are this module's input, and masking them would launch the
             mask), which only name it in a warning - real secrets belong in O(environment_file).
           - The agent inherits a name given here only when it is neither C(FLEET_*) nor secret-looking (the runner's allow list,
             passed as C(FLEET_AGENT_SETENV)); the C(FLEET_*) non-secrets always reach it.
@@ -113,8 +113,8 @@ options:
     type: str
   sandbox:
     description:
-      - The systemd hardening of every run unit, as a dict of systemd property names, for example
-        C({NoNewPrivileges: true, PrivateUsers: true, ProtectSystem: strict, ProtectHome: read-only, ReadWritePaths: [...]}).
+      - The systemd hardening of every run unit, as a dict of systemd property names to values, for example C(NoNewPrivileges)
+        V(true), C(ProtectSystem) V(strict) and C(ReadWritePaths) a list of absolute paths.
         Overrides the master's C(~/.config/fleet-dispatch/sandbox.json), which M(fleet.dispatch.worker) writes from
         C(worker_sandbox_*); without either, runs are not hardened. V({}) turns the file's hardening off for this call.
       - Known keys only - C(NoNewPrivileges), C(PrivateUsers), C(PrivateTmp), C(ProtectSystem), C(ProtectHome), C(ReadWritePaths),
