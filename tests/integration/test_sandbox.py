@@ -169,7 +169,7 @@ def _controllers(worker, unit):
 def test_the_tasks_limit_holds_where_the_user_manager_has_the_pids_controller(worker):
     number = 42
     script = ('for i in $(seq 40); do sleep 30 & done 2>/dev/null; sleep 1; '
-              'echo "$(jobs -p | wc -l)" > "$PWD/forked"; sleep 30')
+              'pgrep -c -P $$ sleep > "$PWD/forked"; sleep 30')
     workdir = worker.launch(number, command=['/bin/sh', '-c', script], sandbox={'NoNewPrivileges': True, 'TasksMax': 10})
     try:
         deadline = time.monotonic() + WAIT
