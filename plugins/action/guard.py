@@ -15,6 +15,7 @@ import datetime
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import secret_looking
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.announce import cycle as announce_cycle
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.start import confirm
@@ -113,6 +114,9 @@ class ActionModule(ActionBase):
         elif stage == 'batch':
             out = batches(cands, answers(args['workspaces']), command=args['command'], setenv=args['setenv'],
                           owner=args['owner'])
+            for name in secret_looking(args['setenv'] or {}):   # issue 14: named, never its value
+                out['warnings'].append('setenv %s looks like a secret: its value is in this step\'s batches (and plan.json), '
+                                       'the launch and the worker\'s journal unmasked; secrets belong in the credentials file' % name)
         elif stage == 'confirm':
             out = confirm(args['launched'], answers(args['starts']), args['items'], wait=args['wait'])
         elif stage == 'announce':

@@ -91,8 +91,11 @@ options:
     elements: str
     default: []
   setenv:
-    description: Extra non-secret environment for every run (O(stage=batch)); C(FLEET_ITEM), C(FLEET_REPO), C(FLEET_UNIT),
-      C(FLEET_DISPATCH_OWNER) and C(FLEET_LEASE_FENCE) are always set.
+    description:
+      - Extra non-secret environment for every run (O(stage=batch)); C(FLEET_ITEM), C(FLEET_REPO), C(FLEET_UNIT),
+        C(FLEET_DISPATCH_OWNER) and C(FLEET_LEASE_FENCE) are always set.
+      - Not C(no_log) and not masked, because RV(batches) is the input of M(fleet.dispatch.launch) and a mask would be launched.
+        A secret-looking name (as M(fleet.dispatch.launch) judges it) is named in a warning, never its value.
     type: dict
     default: {}
   launches:

@@ -68,8 +68,11 @@ options:
           - Not C(no_log), so never put a secret here. A name that looks like a secret (containing TOKEN, SECRET, PASSW, CREDENTIAL,
             API_KEY, APIKEY or PRIVATE_KEY) gets a warning and its value is masked in this module's result and warnings; it is still
             passed, because a name is not proof and a false block stops the fleet. It is B(not) masked in the module invocation
-            log Ansible writes to the worker's journal before the module runs, in C(systemctl show), in C(ps), nor in the plan's
-            C(batches) - real secrets belong in O(environment_file).
+            log Ansible writes to the worker's journal before the module runs, in C(systemctl show), in C(ps), nor in the
+            C(guard stage=batch) result and the plan's C(batches) (they are this module's input, and masking them would launch the
+            mask), which only name it in a warning - real secrets belong in O(environment_file).
+          - The agent inherits a name given here only when it is neither C(FLEET_*) nor secret-looking (the runner's allow list,
+            passed as C(FLEET_AGENT_SETENV)); the C(FLEET_*) non-secrets always reach it.
           - C(PATH) is refused here; it is O(path).
         type: dict
         default: {}
@@ -108,6 +111,21 @@ options:
         stale runner is refused, never launched. The answer must be a JSON object with a string C(version).
       - It is also passed to each run as C(FLEET_RUNNER_EXPECTED_VERSION), so the runner's own self-update verifies the same version.
     type: str
+  sandbox:
+    description:
+      - The systemd hardening of every run unit, as a dict of systemd property names to values, for example C(NoNewPrivileges)
+        V(true), C(ProtectSystem) V(strict) and C(ReadWritePaths) a list of absolute paths.
+        Overrides the master's C(~/.config/fleet-dispatch/sandbox.json), which M(fleet.dispatch.worker) writes from
+        C(worker_sandbox_*); without either, runs are not hardened. V({}) turns the file's hardening off for this call.
+      - Known keys only - C(NoNewPrivileges), C(PrivateUsers), C(PrivateTmp), C(ProtectSystem), C(ProtectHome), C(ReadWritePaths),
+        C(ReadOnlyPaths), C(InaccessiblePaths), C(MemoryMax), C(TasksMax), C(CPUWeight) and C(IPAddressAllow) (a non-empty list
+        also sets C(IPAddressDeny=any)); each is passed as one C(-p Key=value). Every item's O(items[].workdir) is added to
+        C(ReadWritePaths) when a file-system key is set.
+      - The file-system keys (C(PrivateTmp), C(ProtectSystem), C(ProtectHome), the C(*Paths)) are refused without
+        C(PrivateUsers=yes), because a user manager ignores them silently otherwise. C(MemoryMax), C(TasksMax), C(CPUWeight) and
+        C(IPAddressAllow) are accepted but only enforced where the user manager has the cgroup controllers (and, for the IP
+        list, BPF); see the collection's C(docs/sandbox.md) for what was measured.
+    type: dict
 seealso:
   - module: fleet.dispatch.units_info
   - module: fleet.dispatch.workspace
@@ -190,21 +208,18 @@ failed_to_launch:
 
 import json
 import os
-import re
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import AGENT_SETENV, SECRET_NAME
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import unit_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.sandbox import properties as sandbox_properties
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.sandbox import default_sandbox_path, read_sandbox_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import (
     SystemdError, SystemdUser, command_problems, launch, notifier_unit, unit_problems)
 
-# Names that say "secret" in the credential conventions we know of (GITHUB_TOKEN, *_API_KEY,
-# PGPASSWORD, AWS_SECRET_ACCESS_KEY, ...). A name is not proof (FLEET_LEASE_TOKEN is a lease owner
-# token, not a credential), so a match warns and masks the value in Ansible's output instead of
-# refusing: a refusal needs positive evidence and a false block stops the fleet.
-SECRET_NAME = re.compile(r'TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_?KEY', re.I)
 
 
 def argument_spec():
@@ -221,7 +236,26 @@ def argument_spec():
         notifier=dict(type='str', default='fleet-notify@'),
         runner_version=dict(type='str'),
         success_exit_status=dict(type='list', elements='int', default=[12, 13]),
+        sandbox=dict(type='dict'),
     )
+
+
+def agent_setenv(setenv):
+    """Issue 14: the agent inherits the launch's non-secret setenv names, and only those (``_core.agent_env``)."""
+    names = sorted(k for k in setenv if not k.startswith('FLEET_') and not SECRET_NAME.search(k))
+    return {AGENT_SETENV: ','.join(names)} if names else {}
+
+
+def _sandbox(module):
+    """Issue 14: the run units' hardening (the option, else the master's sandbox file), checked once for the call."""
+    try:
+        settings = module.params['sandbox']
+        if settings is None:
+            settings = read_sandbox_file(default_sandbox_path()) or {}
+        sandbox_properties(settings)
+    except ValueError as exc:
+        module.fail_json(msg='%s; nothing was launched' % exc)
+    return settings
 
 
 def _problems(module):
@@ -284,6 +318,7 @@ def main():
         notifiers = [notifier_unit(p['notifier'], unit) for unit in units]
     except ValueError as exc:
         module.fail_json(msg=str(exc))
+    sandbox = _sandbox(module)
     sd = SystemdUser(ModuleRunner(module), systemctl=module.get_bin_path('systemctl', required=True),
                      systemd_run=module.get_bin_path('systemd-run', required=True))
     results, launched, refused, failed = [], [], [], []
@@ -292,6 +327,7 @@ def main():
         setenv = dict((str(k), str(v)) for k, v in (item['setenv'] or {}).items())
         if p['runner_version']:
             setenv.setdefault('FLEET_RUNNER_EXPECTED_VERSION', p['runner_version'])
+        setenv.update(agent_setenv(setenv))
         try:
             if unit in planned and module.check_mode:
                 # The same item twice in one call: the first start would hold the name.
@@ -300,7 +336,8 @@ def main():
             else:
                 res = launch(sd, unit, item['command'], p['path'], environment_file=p['environment_file'],
                              on_failure=on_failure, workdir=item['workdir'], setenv=setenv, check=module.check_mode,
-                             success_exit_status=p['success_exit_status'])
+                             success_exit_status=p['success_exit_status'],
+                             properties=sandbox_properties(sandbox, writable=[item['workdir']]))
         except SystemdError as exc:
             module.fail_json(msg='%s: %s' % (unit, exc), results=results, launched=launched, refused=refused, failed_to_launch=failed)
         res.pop('argv', None)

@@ -175,6 +175,16 @@ def unit_problems(path, environment_file=None, success_exit_status=None):
     return problems
 
 
+def property_problems(properties):
+    """Why these extra ``Key=value`` unit properties cannot be passed (empty: they can): one line each, a key."""
+    problems = []
+    for prop in properties or ():
+        key, sep, _value = str(prop).partition('=')
+        if not sep or not re.match(r'^[A-Za-z][A-Za-z0-9]*$', key) or any(c in str(prop) for c in '\n\r\x00'):
+            problems.append('unit property %r is not one Key=value line' % (prop,))
+    return problems
+
+
 def command_problems(argv, workdir=None):
     """Why one run's command could not be started (empty: it can): a command, an absolute workdir."""
     problems = []
@@ -251,14 +261,18 @@ class SystemdUser(object):
     # -- acting --------------------------------------------------------------------------
 
     def transient_argv(self, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None,
-                       success_exit_status=None):
+                       success_exit_status=None, properties=None):
         """The exact ``systemd-run`` argv for one run (pure; see ``run_transient``).
+
+        ``properties``: further ``Key=value`` unit properties, one ``-p`` each, after the fleet's own
+        (the run's sandbox, ``_core.sandbox.properties``; ``docs/sandbox.md``).
 
         ``success_exit_status``: exit codes that are not a failure of the unit, so ``OnFailure=`` does
         not fire for them (a retry or a capacity ending is the mechanism working, and an
         announcer that reports it trains the human to ignore the channel).
         """
         problems = unit_problems(path, environment_file, success_exit_status) + command_problems(argv, workdir)
+        problems += property_problems(properties)
         if problems:
             raise ValueError('; '.join(problems))
         out = [self.systemd_run, '--user', '--unit=%s' % unit, '--collect', '-p', 'Type=exec', '--setenv=PATH=%s' % path]
@@ -274,6 +288,8 @@ class SystemdUser(object):
                 codes.append(code)
         if codes:
             out += ['-p', 'SuccessExitStatus=%s' % ' '.join(str(c) for c in codes)]
+        for prop in properties or ():
+            out += ['-p', prop]
         if workdir:
             out.append('--working-directory=%s' % workdir)
         out.append('--')
@@ -281,9 +297,10 @@ class SystemdUser(object):
         return out
 
     def run_transient(self, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None,
-                      success_exit_status=None):
+                      success_exit_status=None, properties=None):
         """Start one run. Returns ``(rc, stderr)``; never raises on a refusal (the caller reads the state)."""
-        full = self.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status)
+        full = self.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status,
+                                   properties)
         env = dict(self.env)
         env['PATH'] = path
         rc, out, err = self.runner.run(full, env=env)
@@ -309,7 +326,7 @@ def notifier_unit(template, unit):
 
 
 def launch(sd, unit, argv, path, environment_file=None, on_failure=None, workdir=None, setenv=None, check=False,
-           success_exit_status=None):
+           success_exit_status=None, properties=None):
     """Launch one run on ``sd`` (a ``SystemdUser``) with the D4/D20 refusals. Never raises for a refusal.
 
     1. Read the unit first; a ``live`` one is refused without being touched (the pre-flight layer of D4).
@@ -331,13 +348,14 @@ def launch(sd, unit, argv, path, environment_file=None, on_failure=None, workdir
         _take(before)
         res['reason'] = 'live'
         return res
-    full = sd.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status)
+    extra = {'properties': properties} if properties else {}   # a SystemdUser stand-in without them still fits
+    full = sd.transient_argv(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status, **extra)
     if check:
         res['active_state'] = before['active_state']
         res['reason'] = 'would-launch'
         res['argv'] = full
         return res
-    rc, err = sd.run_transient(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status)
+    rc, err = sd.run_transient(unit, argv, path, environment_file, on_failure, workdir, setenv, success_exit_status, **extra)
     after = sd.state(unit)
     _take(after)
     if rc == 0:

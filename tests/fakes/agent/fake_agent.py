@@ -198,6 +198,7 @@ def main(argv=None):
         _write_result({'status': 'merged', 'pull_request': None, 'evidence': []})
         out.write(_envelope(result='All done! The change is merged (it is not).') + '\n')
         if os.environ.get('FAKE_AGENT_TRAILER'):   # a notice printed after the envelope, exit still 0 (D8)
+            out.flush()   # after it in the capture too (the order held only under an inherited PYTHONUNBUFFERED=1)
             err.write(os.environ['FAKE_AGENT_TRAILER'] + '\n')
         return 0
     # merge / noisy

@@ -59,7 +59,7 @@ def runner(tmp_path):
         creds.write_text('ANTHROPIC_API_KEY="sk-agent-own"\n')
         os.chmod(str(creds), creds_mode)
         (tmp_path / 'runner.json').write_text(json.dumps({'agent_credentials': str(creds)}))
-        env = dict(os.environ, PYTHONPATH=str(_root()), DUMP_TO=str(tmp_path / 'env.json'),
+        env = dict(os.environ, PYTHONPATH=str(_root()), DUMP_TO=str(tmp_path / 'env.json'), FLEET_AGENT_SETENV='DUMP_TO',
                    FLEET_GITHUB_TOKEN=TOKEN, GITHUB_TOKEN=TOKEN, FLEET_DISPATCH_LEASE_DSN=DSN, SOME_COPY=TOKEN)
         env.pop('FLEET_RUNNER_REEXEC', None)
         argv = [sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(tmp_path / 'board.json'),
@@ -98,3 +98,15 @@ def test_an_argv_mode_brief_the_kernel_would_refuse_is_refused_before_the_start(
     proc = runner([sys.executable, '-c', DUMP, '{brief}'], body=body)
     assert says in proc.stderr and 'no attempt is spent' in proc.stderr, proc.stderr
     assert markers_of(runner.board.get(7)) == [] and not (runner.tmp / 'env.json').exists()
+
+
+def test_the_agent_environment_is_an_allow_list():
+    """Issue 14 item 3: a credential the operator put in credentials.env under any name does not reach the agent;
+    PATH, HOME, the locale, FLEET_* non-secrets and the launch's non-secret setenv names (FLEET_AGENT_SETENV) do."""
+    environ = {'PATH': '/usr/bin', 'HOME': '/home/m', 'LC_ALL': 'C.UTF-8', 'ANTHROPIC_API_KEY': 'sk-in-credentials-env',
+               'AWS_SECRET_ACCESS_KEY': 'aws-secret', 'SOME_OTHER': 'x', 'FLEET_ITEM': '7', 'FAKE_AGENT_MODE': 'claim',
+               'FLEET_AGENT_SETENV': 'FAKE_AGENT_MODE,GH_TOKEN', 'GH_TOKEN': TOKEN, 'FLEET_GITHUB_TOKEN': TOKEN,
+               'FLEET_COPY': 'y' + TOKEN}
+    env = agent_environment(environ, secrets=[TOKEN], credentials={'ANTHROPIC_API_KEY': 'sk-agent-own'})
+    assert env == {'PATH': '/usr/bin', 'HOME': '/home/m', 'LC_ALL': 'C.UTF-8', 'FLEET_ITEM': '7', 'FAKE_AGENT_MODE': 'claim',
+                   'FLEET_AGENT_SETENV': 'FAKE_AGENT_MODE,GH_TOKEN', 'ANTHROPIC_API_KEY': 'sk-agent-own'}

@@ -1,0 +1,187 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Trust boundaries in real ``task-<item>`` units on a test-bed worker (issue 14, items 3 and 4).
+
+``fleet.dispatch.worker`` provisions two masters with the strict sandbox profile, a board secret in
+``credentials.env`` and the agent's own key in ``agent-credentials.env``; ``fleet.dispatch.launch``
+reads the master's ``sandbox.json`` and starts the installed runner, whose "agent" is a shell probe:
+it dumps its environment and tries to write and read where it must not. Each probe outcome is
+recorded by the agent itself and read back over SSH. The cgroup limit is read the same way; a
+limit the bed's user manager cannot enforce (no controller delegated to it) is reported as a skip
+with the reading, never as a pass.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+pytestmark = pytest.mark.testbed
+
+WAIT = 90   # polling bound only (a probe run takes about a second); covers a loaded 2-core machine
+
+MASTER, OTHER = 'sbxa', 'sbxb'
+HOME = '/home/' + MASTER
+BOARD_TOKEN = 'ghp_board_token_only_for_the_runner_1234'
+BOARD_PASSWORD = 'board-ledger-password-5678'
+AGENT_KEY = 'sk-agent-own-key-9012'
+RUNNER_ROOT = '/usr/local/lib/fleet-dispatch/runner'
+LEDGER = HOME + '/.local/state/fleet-dispatch/ledger.sqlite3'
+
+PLAYBOOK = '''
+- name: Provision the sandboxed masters
+  hosts: all
+  become: true
+  gather_facts: false
+  tasks:
+    - name: Provision the worker
+      ansible.builtin.include_role:
+        name: fleet.dispatch.worker
+'''
+
+# The "agent": one line per probe, "<probe> ok|refused", into its workspace (the one place it may write).
+PROBE = r'''
+out="$PWD/probe.txt"; : > "$out"
+try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name ok" >> "$out"; else echo "$name refused" >> "$out"; fi; }
+env > "$PWD/env.txt"
+try workspace touch "$PWD/written"
+try state touch "$FLEET_RUN_DIR/agent-was-here"
+try agent_config touch "$HOME/.claude/written"
+try home touch "$HOME/escaped"
+try user_unit touch "$HOME/.config/systemd/user/escaped.service"
+try fleet_config touch "$HOME/.config/fleet-dispatch/runner.json"
+try var_tmp touch /var/tmp/sbx-escaped
+try credentials_file cat "$HOME/.config/fleet-dispatch/credentials.env"
+try other_home cat /home/sbxb/public.txt
+try no_new_privs grep -q 'NoNewPrivs:.*1' /proc/self/status
+exit 0
+'''
+
+CREATE = r'''
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+board = LedgerBoard(path=%(ledger)r, create=True)
+board.upsert_item(number=%(number)d, title='probe', body='Probe the sandbox', status='Ready')
+board.close()
+'''
+
+
+@pytest.fixture(scope='module')
+def worker(bed, tmp_path_factory):
+    host = bed.hosts[0]
+    playbook = tmp_path_factory.mktemp('sandbox') / 'provision.yml'
+    playbook.write_text(PLAYBOOK)
+    role_vars = {
+        'worker_masters': [{'name': MASTER}, {'name': OTHER}],
+        'worker_packages_install': False,
+        'worker_runner_install': True,
+        'worker_runner_agent_command': ['/bin/sh', '-c', PROBE],
+        'worker_runner_board': {'kind': 'ledger', 'path': LEDGER},
+        'worker_runner_check_board': False,
+        'worker_credentials': {'FLEET_GITHUB_TOKEN': BOARD_TOKEN, 'LEDGER_PASSWORD': BOARD_PASSWORD},
+        'worker_agent_credentials': {'AGENT_OWN_KEY': AGENT_KEY},
+        # the strict profile (docs/sandbox.md)
+        'worker_sandbox_private_tmp': True,
+        'worker_sandbox_protect_system': 'strict',
+        'worker_sandbox_protect_home': 'read-only',
+    }
+    proc = bed.playbook(playbook, limit=host, extra_vars=role_vars)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert AGENT_KEY not in proc.stdout and BOARD_TOKEN not in proc.stdout   # no_log
+    # the other master's home and a file in it are world-readable: only the sandbox keeps it from the agent
+    bed.ssh(host, 'sudo chmod 0755 /home/%s && echo other-masters-data | sudo -u %s tee /home/%s/public.txt >/dev/null && '
+                  'sudo chmod 0644 /home/%s/public.txt' % (OTHER, OTHER, OTHER, OTHER))
+    bed.ssh(host, 'mkdir -p %s/.claude' % HOME, user=MASTER)
+    path = bed.ssh(host, 'cat %s/.config/fleet-dispatch/path' % HOME, user=MASTER).stdout.strip()
+
+    class Worker(object):
+        pass
+
+    w = Worker()
+    w.bed, w.host, w.path = bed, host, path
+
+    def ssh(cmd, check=True):
+        return bed.ssh(host, cmd, user=MASTER, check=check)
+
+    def launch(number, command=None, sandbox=None):
+        workdir = '%s/fleet/workspaces/task-%d' % (HOME, number)
+        ssh('mkdir -p %s' % workdir)
+        args = {'items': [{'number': number, 'command': command or ['fleet-runner', '--item', str(number)],
+                           'workdir': workdir}],
+                'path': path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env', 'notifier': ''}
+        if sandbox is not None:
+            args['sandbox'] = sandbox
+        res = bed.ansible(host, 'fleet.dispatch.launch', args, become_user=MASTER)[host]
+        assert res.get('launched') == ['task-%d' % number], res
+        return workdir
+
+    def wait_gone(number):
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            state = ssh('systemctl --user is-active task-%d || true' % number).stdout.strip()
+            if state in ('inactive', 'failed', 'unknown'):
+                return state
+            time.sleep(0.3)
+        raise AssertionError('task-%d still %s after %ss' % (number, state, WAIT))
+
+    w.ssh, w.launch, w.wait_gone = ssh, launch, wait_gone
+    return w
+
+
+def test_the_role_writes_the_sandbox_and_the_agent_credentials(worker):
+    sandbox = json.loads(worker.ssh('cat %s/.config/fleet-dispatch/sandbox.json' % HOME).stdout)
+    assert sandbox['PrivateUsers'] is True and sandbox['ProtectHome'] == 'read-only'
+    assert '-%s/.config/fleet-dispatch/credentials.env' % HOME in sandbox['InaccessiblePaths']
+    assert '-/home/%s' % OTHER in sandbox['InaccessiblePaths']
+    mode = worker.ssh('stat -c %%a:%%U %s/.config/fleet-dispatch/agent-credentials.env' % HOME).stdout.strip()
+    assert mode == '600:%s' % MASTER
+
+
+def test_a_run_unit_confines_the_agent_and_keeps_the_board_secrets(worker):
+    number = 41
+    worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (RUNNER_ROOT, CREATE % {'ledger': LEDGER, 'number': number}))
+    workdir = worker.launch(number)
+    worker.wait_gone(number)
+    probes = dict(line.split(' ', 1) for line in worker.ssh('cat %s/probe.txt' % workdir).stdout.split('\n') if line)
+    assert probes == {'workspace': 'ok', 'state': 'ok', 'agent_config': 'ok', 'home': 'refused', 'user_unit': 'refused',
+                      'fleet_config': 'refused', 'var_tmp': 'ok', 'credentials_file': 'refused', 'other_home': 'refused',
+                      'no_new_privs': 'ok'}, probes
+    # /var/tmp was the run's own (PrivateTmp): nothing reached the host's
+    assert worker.ssh('test -e /var/tmp/sbx-escaped && echo present || echo absent').stdout.strip() == 'absent'
+    assert worker.ssh('test -e %s/escaped && echo present || echo absent' % HOME).stdout.strip() == 'absent'
+    env = dict(line.split('=', 1) for line in worker.ssh('cat %s/env.txt' % workdir).stdout.split('\n') if '=' in line)
+    dumped = json.dumps(env)
+    assert BOARD_TOKEN not in dumped and BOARD_PASSWORD not in dumped
+    assert 'FLEET_GITHUB_TOKEN' not in env and 'LEDGER_PASSWORD' not in env
+    assert env.get('AGENT_OWN_KEY') == AGENT_KEY
+    assert env.get('FLEET_ITEM') == str(number) and env.get('HOME') == HOME and env.get('PATH')
+
+
+def _controllers(worker, unit):
+    """The cgroup controllers the user manager gave ``unit`` (cgroup v2, or the hybrid 'unified' mount)."""
+    group = worker.ssh('systemctl --user show %s -p ControlGroup --value' % unit).stdout.strip()
+    out = worker.ssh('cat /sys/fs/cgroup%s/cgroup.controllers 2>/dev/null || cat /sys/fs/cgroup/unified%s/cgroup.controllers '
+                     '2>/dev/null || true' % (group, group)).stdout.split()
+    return group, out
+
+
+def test_the_tasks_limit_holds_where_the_user_manager_has_the_pids_controller(worker):
+    number = 42
+    script = ('for i in $(seq 40); do sleep 30 & done 2>/dev/null; sleep 1; '
+              'pgrep -c -P $$ sleep > "$PWD/forked"; sleep 30')
+    workdir = worker.launch(number, command=['/bin/sh', '-c', script], sandbox={'NoNewPrivileges': True, 'TasksMax': 10})
+    try:
+        deadline = time.monotonic() + WAIT
+        while worker.ssh('test -s %s/forked && echo y || echo n' % workdir).stdout.strip() != 'y':
+            assert time.monotonic() < deadline, 'the fork probe wrote nothing'
+            time.sleep(0.3)
+        group, controllers = _controllers(worker, 'task-%d' % number)
+        assert worker.ssh('systemctl --user show task-%d -p TasksMax --value' % number).stdout.strip() == '10'
+        forked = int(worker.ssh('cat %s/forked' % workdir).stdout.strip())
+        if 'pids' not in controllers:
+            pytest.skip('the bed\'s user manager has no pids controller for %s (controllers: %r): TasksMax=10 is set but not '
+                        'enforced (%d of 40 forks ran); docs/sandbox.md' % (group, controllers, forked))
+        assert forked < 10, 'TasksMax=10 did not hold: %d background tasks ran' % forked
+    finally:
+        worker.ssh('systemctl --user stop task-%d || true' % number, check=False)
