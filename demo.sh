@@ -146,6 +146,6 @@ if [ -z "$demo_case" ]; then
 fi
 case $demo_case in
   bed) bed_demo ;;
-  plan) plan_demo "${why:-FLEET_DEMO_CASE=plan}" ;;
+  plan) plan_demo "${why:-FLEET_DEMO_CASE=plan asked for it}" ;;
   *) echo "demo: FLEET_DEMO_CASE=$demo_case: use bed or plan" >&2; exit 2 ;;
 esac
