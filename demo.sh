@@ -19,6 +19,8 @@ export PATH="$VENV/bin:$PATH"
 mkdir -p "$DEMO/collections/ansible_collections/fleet"
 ln -sfn "$REPO" "$DEMO/collections/ansible_collections/fleet/dispatch"
 export ANSIBLE_COLLECTIONS_PATH="$DEMO/collections"
+# and the collections the ansible package in the venv carries (community.postgresql for roles/ledger)
+export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=true
 export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_INVENTORY_UNPARSED_WARNING=false
 export XDG_STATE_HOME="$DEMO/state"
 started=$SECONDS

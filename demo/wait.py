@@ -51,8 +51,8 @@ def _describe(number, run):
     if closing.kind == 'retry' and closing.fields.get('not_before'):
         detail = ', eligible again at %s' % closing.fields['not_before']
     if closing.kind == 'capacity' and closing.fields.get('source'):
-        detail = ', the master is dark (%s%s)' % (closing.fields['source'],
-                                                   ' until %s' % closing.fields['reset_at'] if closing.fields.get('reset_at') else '')
+        reset = closing.fields.get('reset_at')
+        detail = ', the master is dark (%s%s)' % (closing.fields['source'], ' until %s' % reset if reset else '')
     return '%s (item %d) closed out: %s %s%s; the item is %s' % (unit, number, closing.glyph, closing.kind, detail, state)
 
 

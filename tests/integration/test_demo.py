@@ -37,7 +37,8 @@ def demo(tmp_path_factory):
     work = tmp_path_factory.mktemp('demo')
     env = dict(os.environ, FLEET_DEMO_DIR=str(work), FLEET_DEMO_CASE='bed', FLEET_DEMO_HOST=HOST, FLEET_DEMO_IP=IP,
                FLEET_VENV=os.environ.get('FLEET_VENV') or str(pathlib.Path(sys.executable).parents[1]))
-    for name in ('ANSIBLE_COLLECTIONS_PATH', 'ANSIBLE_CONFIG', 'ANSIBLE_INVENTORY', 'ANSIBLE_ROLES_PATH'):
+    for name in ('ANSIBLE_COLLECTIONS_PATH', 'ANSIBLE_COLLECTIONS_SCAN_SYS_PATH', 'ANSIBLE_CONFIG', 'ANSIBLE_INVENTORY',
+                 'ANSIBLE_ROLES_PATH'):
         env.pop(name, None)
     proc = subprocess.run([str(REPO / 'demo.sh')], cwd=str(REPO), env=env, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=TIMEOUT, check=False)
@@ -101,5 +102,6 @@ def test_the_demo_wrote_the_page_and_the_metrics_with_the_dark_master(demo):
 
 
 def test_the_demo_removed_its_host(demo):
-    listed = subprocess.run([str(REPO / 'tests' / 'testbed' / 'bed'), 'list'], capture_output=True, text=True, check=True)
+    listed = subprocess.run([str(REPO / 'tests' / 'testbed' / 'bed'), 'list'], capture_output=True, text=True, check=True,
+                            stdin=subprocess.DEVNULL)
     assert HOST not in listed.stdout, listed.stdout
