@@ -7,7 +7,8 @@ Run it as ``python3 fake_agent.py`` (no shebang: the sanity shebang rule, and a 
 ``python``). Standalone (stdlib only; the ``merge`` modes import the collection's ledger board from
 ``PYTHONPATH``, as the runner itself does), so it can be copied to a test-bed worker as one file.
 
-Behaviour, chosen per test by ``--mode`` or ``FAKE_AGENT_MODE``:
+Behaviour, chosen per test by ``--mode`` or ``FAKE_AGENT_MODE``, or per item by ``--modes``
+(``1=merge,5=claim``: the mode of the item ``FLEET_ITEM``; an item not listed takes ``--mode``):
 
 =========  ================================================================================
 mode       what a real agent CLI would do
@@ -154,6 +155,9 @@ def main(argv=None):
     mode = os.environ.get('FAKE_AGENT_MODE', '')
     if '--mode' in args:
         mode = args[args.index('--mode') + 1]
+    if '--modes' in args:     # one agent command for a master, a mode per item (make demo)
+        chosen = dict(pair.split('=', 1) for pair in args[args.index('--modes') + 1].split(',') if '=' in pair)
+        mode = chosen.get(os.environ.get('FLEET_ITEM', ''), mode)
     if mode not in MODES:
         sys.stderr.write('fake agent: unknown mode %r (one of %s)\n' % (mode, ', '.join(MODES)))
         return 64

@@ -121,7 +121,8 @@ def test_hand_dispatch_needs_a_number(tmp_path, board, issue):
 
 def test_make_demo_shows_every_reason_code(tmp_path):
     """The README's first command: a demo board with every reason code, its status table and plan."""
-    env = dict(os.environ, FLEET_DEMO_DIR=str(tmp_path / 'demo'), FLEET_VENV=str(BIN.parent))
+    # the plan case (the test-bed case, what root with podman gets, is tests/integration/test_demo.py)
+    env = dict(os.environ, FLEET_DEMO_DIR=str(tmp_path / 'demo'), FLEET_VENV=str(BIN.parent), FLEET_DEMO_CASE='plan')
     res = subprocess.run([str(REPO / 'demo.sh')], env=env, capture_output=True, text=True, check=False, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     status = json.loads(state_file(tmp_path / 'demo' / 'state', 'status.json').read_text())

@@ -8,6 +8,11 @@ The sweep REALLY runs here: ``systemctl start fleet-sweeper.service`` runs the c
 board converge.yml built, and the verifier reads the plan that cycle wrote and the heartbeat its
 ``ExecStopPost=`` wrote, for a successful cycle and for a failing one (D14).
 
+The page and the metrics that cycle wrote are copied back and checked here, on the test machine:
+the page in a headless Chromium (Debian's ``chromium``; DOM assertions and a screenshot), the
+metrics by ``promtool check metrics`` (Debian's ``prometheus``); without them those two skip,
+unless ``FLEET_REQUIRE_BROWSER=1``.
+
 The expectations are read from converge.yml beside this directory. testinfra logs in as
 ``tester`` and runs every command through ``sudo``. No secret ever appears on a command line
 here: sudo logs every command line to the journal, one of the logs the secrets must stay out of.
@@ -16,12 +21,17 @@ from __future__ import annotations
 
 import calendar
 import hashlib
+import html.parser
 import json
 import os
 import pathlib
+import re
 import shlex
+import shutil
+import subprocess
 import time
 
+import pytest
 import yaml
 
 SCENARIO = pathlib.Path(__file__).resolve().parent.parent
@@ -36,6 +46,8 @@ STATE = HOME + '/.local/state/fleet-dispatch'
 ENV_FILE = HOME + '/.config/fleet-dispatch/sweeper.env'
 HEARTBEAT = STATE + '/heartbeat.json'
 PLAN = STATE + '/*/plan.json'     # one subdirectory per board (its id: dispatch_board_id)
+PAGE = STATE + '/*/status.html'   # beside it, every cycle: the status page and the metrics
+METRICS = STATE + '/*/fleet-dispatch.prom'
 INVENTORY = HOME + '/inventory'
 SCRIPT = '/usr/local/libexec/fleet-dispatch/fleet-sweeper-heartbeat'
 SERVICE = 'fleet-sweeper.service'
@@ -208,6 +220,78 @@ def test_a_cycle_runs_the_sweep_and_writes_the_plan(host):
     assert sorted(named) == eligible, (named, eligible)
     # the cycle ran as the sweeper user, in its state dir
     assert host.file(STATE + '/ansible.log').user == USER
+
+
+class _Rows(html.parser.HTMLParser):
+    """The rows of the DOM Chromium serialised, by their attributes, and the script elements."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self.scripts = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == 'script':
+            self.scripts += 1
+        if tag == 'tr':
+            self.rows.append(dict(attrs))
+
+
+def _tool(name, package):
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get('FLEET_REQUIRE_BROWSER') == '1':
+            pytest.fail('%s is not installed (apt-get install %s): FLEET_REQUIRE_BROWSER=1 needs it' % (name, package))
+        pytest.skip('%s is not installed on this machine (apt-get install %s)' % (name, package))
+    return path
+
+
+def _cycle_file(host, pattern):
+    found = host.run('ls %s' % pattern).stdout.split()
+    assert len(found) == 1, 'one board, one %s: %r' % (pattern, found) + _journal(host)
+    written = host.file(found[0])
+    assert written.is_file and written.user == USER and written.mode == 0o600, (found[0], written.user, oct(written.mode))
+    return written
+
+
+def test_the_cycle_wrote_a_status_page_chromium_renders_with_every_item(host, tmp_path):
+    """The timer's service wrote status.html beside plan.json; copied back, Chromium loads it and
+    every demo item is a row (the page is board text escaped: no script element)."""
+    host.run('rm -f %s %s' % (PAGE, METRICS))
+    rc, _beat, _took = _cycle(host)
+    assert rc == 0, _journal(host)
+    page = tmp_path / 'status.html'
+    page.write_bytes(_cycle_file(host, PAGE).content)
+    exe = _tool('chromium', 'chromium')
+    home = tmp_path / 'chromium-home'
+    home.mkdir()
+    argv = [exe, '--headless', '--disable-gpu', '--no-first-run', '--no-default-browser-check', '--disable-dev-shm-usage',
+            '--user-data-dir=%s' % home] + (['--no-sandbox'] if os.geteuid() == 0 else [])
+    res = subprocess.run(argv + ['--dump-dom', page.as_uri()], capture_output=True, text=True, timeout=120, check=False,
+                         env=dict(os.environ, HOME=str(home)))
+    assert res.returncode == 0, res.stderr[-3000:]
+    dom = _Rows()
+    dom.feed(res.stdout)
+    assert dom.scripts == 0, 'board text became a script element'
+    numbers = sorted(int(r['data-number']) for r in dom.rows if 'item' in (r.get('class') or '').split())
+    assert numbers == list(range(1, 14)), numbers      # the demo board's 13 items (fleet.dispatch.demo)
+    shot = pathlib.Path(os.environ.get('FLEET_TEST_ARTIFACTS') or tmp_path) / 'sweeper-status-page.png'
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run(argv + ['--screenshot=%s' % shot, '--window-size=1280,1100', page.as_uri()], capture_output=True,
+                         text=True, timeout=120, check=False, env=dict(os.environ, HOME=str(home)))
+    assert res.returncode == 0 and shot.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n', res.stderr[-2000:]
+    print('sweeper status page screenshot: %s' % shot)
+
+
+def test_the_cycle_wrote_metrics_promtool_accepts(host):
+    """The same cycle's Prometheus textfile passes `promtool check metrics` (no lint either) and
+    counts the demo board: 13 items by reason, the board readable."""
+    text = _cycle_file(host, METRICS).content_string
+    res = subprocess.run([_tool('promtool', 'prometheus'), 'check', 'metrics'], input=text, capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert res.returncode == 0 and not (res.stdout + res.stderr).strip(), res.stdout + res.stderr
+    counts = [int(v) for v in re.findall(r'^fleet_dispatch_items\{reason="[a-z_]+"\} (\d+)$', text, re.M)]
+    assert sum(counts) == 13, text
+    assert re.search(r'^fleet_dispatch_board_readable 1$', text, re.M), text
 
 
 def test_a_failing_cycle_still_writes_the_heartbeat(host):

@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``make demo`` on this kind of machine (root with podman, no user manager): the test-bed case, end to end.
+
+``demo.sh`` runs as a newcomer's ``make demo`` would (``FLEET_DEMO_CASE=bed`` pins the case the
+machine would pick anyway; its own host name and address, so a demo by hand does not collide):
+it boots one bed host, provisions the ledger and the worker with the roles, sweeps in apply
+mode, waits for the runs, darkens the master with a rate limit by hand, sweeps again and removes
+the host. The assertions read what it wrote (status.json, plan.json, the page and the metrics)
+and what it printed: the importer done and closed by the fake agent's merge, the no-op, the retry in
+its wait, the dark master with the reset the agent stated, the held candidates, the host gone.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+
+pytestmark = pytest.mark.testbed
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+HOST, IP = 'fleet-demo-test', '10.88.240.20'     # the demo's block in the IP plan (tests/testbed/README.md)
+# A bound only: the demo took 6-7 min on 2 shared cores (PostgreSQL's and psycopg's apt installs dominate).
+TIMEOUT = 1800
+
+
+@pytest.fixture(scope='module')
+def demo(tmp_path_factory):
+    work = tmp_path_factory.mktemp('demo')
+    env = dict(os.environ, FLEET_DEMO_DIR=str(work), FLEET_DEMO_CASE='bed', FLEET_DEMO_HOST=HOST, FLEET_DEMO_IP=IP,
+               FLEET_VENV=os.environ.get('FLEET_VENV') or str(pathlib.Path(sys.executable).parents[1]))
+    for name in ('ANSIBLE_COLLECTIONS_PATH', 'ANSIBLE_COLLECTIONS_SCAN_SYS_PATH', 'ANSIBLE_CONFIG', 'ANSIBLE_INVENTORY',
+                 'ANSIBLE_ROLES_PATH'):
+        env.pop(name, None)
+    proc = subprocess.run([str(REPO / 'demo.sh')], cwd=str(REPO), env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=TIMEOUT, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-8000:]
+    (board_dir,) = (work / 'state' / 'fleet-dispatch').glob('*/plan.json')
+    board_dir = board_dir.parent
+    return {'work': work, 'out': proc.stdout, 'err': proc.stderr, 'dir': board_dir,
+            'status': json.loads((board_dir / 'status.json').read_text()),
+            'plan': json.loads((board_dir / 'plan.json').read_text())}
+
+
+def _items(doc):
+    return dict((item['number'], item) for item in doc['items'])
+
+
+def test_the_demo_closes_the_merged_items_and_keeps_the_noop_and_the_retry_open(demo):
+    items = _items(demo['status'])
+    for number in (1, 12):          # merge mode: the fake agent's merged change closed them (D2)
+        item = items[number]
+        assert item['state'] == 'closed' and item['reason'] == 'done', item
+        assert item['last_marker']['kind'] == 'success' and item['last_marker']['fields']['host'] == HOST, item
+        assert any(a['merged'] and number in a['closes'] for a in item['artifacts']), item
+    noop = items[5]                 # claim mode: success claimed, nothing merged
+    assert noop['state'] == 'open' and noop['last_marker']['kind'] == 'noop', noop
+    retry = items[10]               # die503: provably did nothing, eligible again later (D7)
+    assert retry['reason'] == 'retry_wait' and retry['last_marker']['kind'] == 'retry' and retry['not_before'], retry
+    dark = items[13]                # ratelimit: a capacity death, not an attempt (D8)
+    assert dark['last_marker']['kind'] == 'capacity' and dark['last_marker']['fields']['source'] == 'rate_limit', dark
+
+
+def test_the_last_sweep_finds_the_master_dark_until_the_stated_reset_and_places_nothing(demo):
+    (master,) = demo['plan']['masters']
+    assert master['worker'] == HOST and master['master'] == 'fleet1', master
+    assert master['dark'] is True and master['source'] == 'rate_limit', master
+    # the reset the fake agent stated (FAKE_AGENT_RESET, in the demo's group_vars) is the one the master keeps
+    stated = re.search(r'FAKE_AGENT_RESET: "(\S+)"', (demo['work'] / 'bed' / 'group_vars' / 'all.yml').read_text()).group(1)
+    assert parse_time(master['reset_at']) == parse_time(stated), (master, stated)
+    assert demo['plan']['mode'] == 'apply' and not demo['plan']['launched'], demo['plan']['launched']
+    held = sorted(int(u['number']) for u in demo['plan']['unplaced'])
+    assert 4 in held and 5 in held, demo['plan']['unplaced']     # the unblocked dependant and the no-op wait
+    assert 'master %s/fleet1: dark (rate_limit) until %s' % (HOST, master['reset_at']) in demo['out'], demo['out'][-3000:]
+
+
+def test_the_demo_printed_the_runs_as_they_closed_out(demo):
+    out = demo['out']
+    for line in ('task-1 (item 1) closed out: \u2705 success; the item is closed',
+                 'task-5 (item 5) closed out: \u26aa noop; the item is open',
+                 'task-10 (item 10) closed out: \U0001f501 retry, eligible again at ',
+                 'item 13 closed out: capacity'):
+        assert line in out, (line, out[-6000:])
+    assert 'every run the sweep launched has closed out: #1 success, #5 noop, #10 retry, #12 success' in out, out[-4000:]
+    assert 'mode:        apply on the test-bed host %s' % HOST in out
+
+
+def test_the_demo_wrote_the_page_and_the_metrics_with_the_dark_master(demo):
+    page = (demo['dir'] / 'status.html').read_text()
+    assert 'fleet1' in page and 'rate_limit' in page, page[:2000]
+    metrics = (demo['dir'] / 'fleet-dispatch.prom').read_text()
+    assert 'fleet_dispatch_dark_masters{source="rate_limit"} 1' in metrics, metrics
+
+
+def test_the_demo_removed_its_host(demo):
+    listed = subprocess.run([str(REPO / 'tests' / 'testbed' / 'bed'), 'list'], capture_output=True, text=True, check=True,
+                            stdin=subprocess.DEVNULL)
+    assert HOST not in listed.stdout, listed.stdout
