@@ -13,7 +13,7 @@ description:
   - Takes the runs placed on this worker, each with its master. For each master, as that master, it prepares each run's
     workspace (the code of M(fleet.dispatch.workspace)) and then launches the runs with the workspace as the working
     directory (the code of M(fleet.dispatch.launch), one implementation for both modules). The masters are served at the same
-    time, each in a child process that switched to that master; run it as root (C(become: true)).
+    time, each in a child process that switched to that master; run it as root (C(become=true)).
   - A C({workdir}) in O(items[].command) is replaced by the run's workspace path.
   - The run's C(PATH) is O(path) when given, otherwise the C(PATH) the C(fleet.dispatch.worker) role recorded for the master in
     C(~/.config/fleet-dispatch/path). A master with neither launches nothing and its runs are answered V(no-path).

@@ -15,7 +15,7 @@ description:
     headroom (load, memory, CPUs) is measured once and each master's RV(masters[].headroom.live_runs) is its own live count.
   - The masters are read at the same time, each in a child process that switched to that master (groups, gid, uid, C(HOME),
     C(XDG_RUNTIME_DIR), C(DBUS_SESSION_BUS_ADDRESS)), so the dispatcher needs one call per worker, not one per master. Run it
-    as root (C(become: true)); a master the call runs as is read in-process, and a call that can switch to no other master
+    as root (C(become=true)); a master the call runs as is read in-process, and a call that can switch to no other master
     answers each of those with the fix.
   - A master that cannot be read fails alone (RV(masters[].failed) with RV(masters[].msg)); the call itself fails only on
     bad arguments.
