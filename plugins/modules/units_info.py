@@ -97,6 +97,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import Mo
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.probe import read_units
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
 
+
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
     sd = SystemdUser(ModuleRunner(module), systemctl=module.get_bin_path('systemctl', required=True))

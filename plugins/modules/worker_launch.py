@@ -218,9 +218,10 @@ def serve_master(module, bins, items, masked, warn):
     sd = SystemdUser(ModuleRunner(module), systemctl=bins['systemctl'], systemd_run=bins['systemd-run'])
     if ready:
         try:
-            out = dict(workspaces_created=created, **launch_items(sd, ready, path, environment_file=env_file, notifier=p['notifier'],
+            out = launch_items(sd, ready, path, environment_file=env_file, notifier=p['notifier'],
                                runner_version=p['runner_version'], success_exit_status=p['success_exit_status'],
-                               check=check, warn=warn))
+                               check=check, warn=warn)
+            out['workspaces_created'] = created
         except SystemdError as exc:
             return dict(exc.partial, failed=True, msg='%s: %s' % (exc.unit, exc), path=path, workspaces_created=created)
     by_unit = dict((r['unit'], dict(r, workdir=i['workdir'])) for r, i in zip(out['results'], ready))
