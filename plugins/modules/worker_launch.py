@@ -168,7 +168,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import home_dir
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import Git, GitError, Workspace
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.identity import for_each_master
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.identity import for_each_master, in_home
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.launcher import (
     call_problems, launch_items, recorded_path, stale_runners, unit_names)
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
@@ -193,10 +193,10 @@ def serve_master(module, bins, items, masked, warn):
                     launched=[], refused=[], failed_to_launch=list(units))
     answers, ready, created = {}, [], []
     for item, unit in zip(items, units):
-        root = os.path.expanduser(item['root']) if item['root'] else os.path.join(home_dir(), 'fleet', 'workspaces')
+        root = in_home(item['root'], home_dir()) if item['root'] else os.path.join(home_dir(), 'fleet', 'workspaces')
         try:
             name = worktree_name(item['number'], item['host'] or socket.gethostname(), item['repo'])
-            ws = Workspace(Git(ModuleRunner(module), git=bins['git'], remote=item['remote']), os.path.expanduser(item['clone']),
+            ws = Workspace(Git(ModuleRunner(module), git=bins['git'], remote=item['remote']), in_home(item['clone'], home_dir()),
                            os.path.join(root, name), branch=item['branch'])
             res = ws.present(check=check)
         except (GitError, ValueError) as exc:
@@ -206,7 +206,7 @@ def serve_master(module, bins, items, masked, warn):
         if res['created'] or res['pruned']:
             created.append(workdir)
         ready.append(dict(item, workdir=workdir, command=[part.replace('{workdir}', workdir) for part in item['command']]))
-    env_file = os.path.expanduser(p['environment_file']) if p['environment_file'] else None
+    env_file = in_home(p['environment_file'], home_dir()) if p['environment_file'] else None
     problems = call_problems(ready, path, env_file, p['success_exit_status'], warn=warn, mask=masked.append)
     if not problems and p['runner_version'] and ready:
         problems = stale_runners(ModuleRunner(module), ready, path, p['runner_version'])

@@ -28,6 +28,15 @@ from typing import Any, Callable, Dict, List
 _LIMIT = 64 * 1024 * 1024   # an answer larger than this is a bug, not a reading
 
 
+def in_home(path: str, home: str) -> str:
+    """``path`` with a leading ``~`` meaning ``home`` (the master's, by uid: never the caller's HOME)."""
+    if path == '~':
+        return home
+    if path.startswith('~/'):
+        return os.path.join(home, path[2:])
+    return path
+
+
 def master_env(entry) -> Dict[str, str]:
     """The environment a login of this passwd entry would have for its user manager."""
     runtime = '/run/user/%d' % entry.pw_uid

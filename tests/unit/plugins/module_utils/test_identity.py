@@ -42,3 +42,10 @@ def test_root_switches_to_each_master_in_a_child_with_its_login_environment():
     assert child['value']['bus'] == 'unix:path=/run/user/%d/bus' % other.pw_uid
     assert child['value']['home'] == other.pw_dir and child['warnings'] == ['read as nobody']
     assert out[ME]['value']['pid'] == os.getpid() and os.getuid() == 0   # the parent kept its identity
+
+
+def test_a_leading_tilde_is_the_masters_home_never_the_callers():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._host.identity import in_home
+    assert in_home('~/fleet/clones/main', '/home/d1') == '/home/d1/fleet/clones/main'
+    assert in_home('~', '/home/d1') == '/home/d1'
+    assert in_home('/srv/clone', '/home/d1') == '/srv/clone' and in_home('~other/x', '/home/d1') == '~other/x'
