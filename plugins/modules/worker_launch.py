@@ -138,8 +138,8 @@ masters:
       type: str
     results:
       description:
-        - One entry per run, as M(fleet.dispatch.launch)'s RV(fleet.dispatch.launch#module:results), with RV(masters[].results[].workdir);
-          RV(masters[].results[].reason) is also V(no-workspace) or V(no-path) (with the reason in RV(masters[].results[].stderr)).
+        - One entry per run, as M(fleet.dispatch.launch)'s RV(fleet.dispatch.launch#module:results), with C(workdir) (the workspace);
+          C(reason) is also V(no-workspace) or V(no-path), with the reason in C(stderr).
       type: list
       elements: dict
     launched:

@@ -12,7 +12,7 @@ version_added: 0.2.0
 description:
   - For every master in O(masters), lists the loaded C(task-*) units (one C(systemctl --user show) each, the answer of
     M(fleet.dispatch.units_info)) and reads the capacity state (the answer of M(fleet.dispatch.capacity_info)); the worker's
-    headroom (load, memory, CPUs) is measured once and each master's RV(masters[].headroom.live_runs) is its own live count.
+    headroom (load, memory, CPUs) is measured once and each master's C(live_runs) in RV(masters[].headroom) is its own live count.
   - The masters are read at the same time, each in a child process that switched to that master (groups, gid, uid, C(HOME),
     C(XDG_RUNTIME_DIR), C(DBUS_SESSION_BUS_ADDRESS)), so the dispatcher needs one call per worker, not one per master. Run it
     as root (C(become=true)); a master the call runs as is read in-process, and a call that can switch to no other master
@@ -107,7 +107,7 @@ masters:
       description: The worker's measured headroom with this master's RV(fleet.dispatch.capacity_info#module:headroom.live_runs).
       type: dict
 headroom:
-  description: The worker's headroom (load, memory, CPUs), measured once; RV(headroom.live_runs) is null here.
+  description: The worker's headroom (load, memory, CPUs), measured once; its C(live_runs) is null here.
   returned: always
   type: dict
 '''
