@@ -39,7 +39,8 @@ def fork_read(masters):
             os.setuid(entry.pw_uid)
             env = dict(os.environ, HOME=entry.pw_dir, USER=name, XDG_RUNTIME_DIR='/run/user/%d' % entry.pw_uid,
                        DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/%d/bus' % entry.pw_uid)
-            out = subprocess.run(['systemctl', '--user'] + ARGS, env=env, capture_output=True, text=True, check=False)
+            out = subprocess.run(['systemctl', '--user'] + ARGS, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 check=False)
             os.write(w, json.dumps([out.returncode, len(out.stdout)]).encode())
             os._exit(0)
         os.close(w)
@@ -53,7 +54,8 @@ def fork_read(masters):
 
 
 def procs_read(argvs):
-    procs = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for a in argvs]
+    procs = [subprocess.Popen(a, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for a in argvs]
     return [[p.wait(), len(p.stdout.read())] for p in procs]
 
 
