@@ -2,21 +2,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Guard-to-launch: how long the lease is held before the run is live (D4).
+"""Guard-to-launch: how long the lease is held before the run is live (D4, issue 13).
 
-Seed 000 D4 measured 26-27 s between two dispatchers' "no live unit" pre-flight and their
-launches -- the window the lease now covers. This prints our own figure: for repeated hand
-dispatches (playbooks/dispatch.yml in apply mode, the production path) of a fresh item on the test
-bed, the time from the lease's acquisition (its ``expires_at`` minus its ``ttl``, stamped by the
-controller's clock in the SQLite lease store) to the run's first instruction (the ``start`` record
-``fleet-race-run`` writes with the worker's clock; test-bed hosts are containers sharing the
-controller's kernel clock, so the two clocks are one). With ``Type=exec`` the unit is active when
-its program runs, so this is lease-acquired -> unit active.
+For repeated hand dispatches (playbooks/dispatch.yml in apply mode, the production path) of a fresh
+item on 3 test-bed hosts x 2 masters, it prints per phase (plan.json ``timings``, stamped by the
+controller: lease, probe, place, workspace_launch, release, and guard_to_launch = lease acquired ->
+launch answered) the median and p95, and the older end-to-end figure: lease acquired (the lease's
+``expires_at`` minus its ttl) -> the run's first instruction (the ``start`` record fleet-race-run
+writes; bed hosts share the controller's kernel clock). Then a sweep of one item per worker on 6
+workers vs a sweep of one item on 1 worker (the fan-out's ratio; goal <= 1.3x).
 
-    python benchmarks/guard_to_launch.py --repeat 10     # boots 2 hosts (10.88.230.x), prints figures
+    python benchmarks/guard_to_launch.py --repeat 20            # 3 hosts (10.88.230.x), then 6
+    python benchmarks/guard_to_launch.py --repeat 20 --no-sweep # the 3 x 2 figures only
 
-Prints every figure and the median; asserts nothing. The load average is printed with it because
-on the 2-core CI machine it dominates.
+Prints every figure, the goals beside them, and the load average; asserts nothing.
 """
 from __future__ import annotations
 
@@ -33,52 +32,140 @@ sys.path.insert(0, str(HERE))
 
 import race  # noqa: E402  (the same import setup and fleet helpers)
 
+PHASES = ('lease', 'probe', 'place', 'workspace_launch', 'release', 'guard_to_launch')
+
+
+def load():
+    return ' '.join(open('/proc/loadavg').read().split()[:3])
+
+
+def p95(values):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def summary(name, values, log):
+    if values:
+        log('%-18s median %6.2f s  p95 %6.2f s  (min %.2f, max %.2f, n=%d)' % (
+            name, statistics.median(values), p95(values), min(values), max(values), len(values)))
+    else:
+        log('%-18s no reading' % name)
+
 
 def measure(fleet, dispatch_fleet, repeat, workdir, log=print):
-    """``repeat`` hand dispatches; returns the list of guard-to-launch seconds (and logs each)."""
+    """``repeat`` hand dispatches; returns {phase: [seconds]} plus ``lease_to_start`` (and logs each)."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    figures = []
-    fleet.stop_all()
+    figures = dict((p, []) for p in PHASES + ('lease_to_start',))
+    fleet.stop_all(clear_log=True)
     for i in range(repeat):
         number = 200000 + i + int(time.time()) % 1000 * 100
         board = dispatch_fleet.ledger_board(workdir / ('g%d.sqlite3' % i), {number: 'guard-to-launch %d' % i})
         res, record = fleet.dispatch(board, issue=number, state_dir=str(workdir / ('s%d' % i)),
-                                     dispatch_lease_path=str(workdir / 'leases'))
+                                     dispatch_lease_path=str(workdir / 'leases'), dispatch_start_wait=0)
         if res.returncode != 0 or not record or not record.get('launched'):
             log('dispatch %d: nothing launched (rc=%s); skipped\n%s' % (i, res.returncode, res.stderr[-2000:]))
             continue
+        timings = record.get('timings') or {}
+        for phase in PHASES:
+            if timings.get(phase) is not None:
+                figures[phase].append(float(timings[phase]))
         lease = [le for le in record['leases'] if le.get('acquired')][0]
         ttl = float(os.environ.get('FLEET_DISPATCH_LEASE_TTL', '600'))
         acquired = parse_time(lease['expires_at']).timestamp() - ttl
         starts = [r['at'] for r in fleet.records() if r['kind'] == 'start' and r['item'] == number]
-        if not starts:
-            log('dispatch %d: no start record for %d; skipped' % (i, number))
-            continue
-        figure = min(starts) - acquired
-        figures.append(figure)
-        log('dispatch %2d item %d: lease acquired -> unit active %.2f s (load %s)' % (
-            i, number, figure, ' '.join(open('/proc/loadavg').read().split()[:3])))
+        if starts:
+            figures['lease_to_start'].append(min(starts) - acquired)
+        log('dispatch %2d item %d: %s; lease->start %s (load %s)' % (
+            i, number, ' '.join('%s=%s' % (p, timings.get(p)) for p in PHASES),
+            '%.2f s' % (min(starts) - acquired) if starts else 'no start record', load()))
         fleet.stop_all()
-    if figures:
-        log('guard-to-launch median %.2f s over %d dispatches (min %.2f, max %.2f)' % (
-            statistics.median(figures), len(figures), min(figures), max(figures)))
+    log('--- 3 hosts x 2 masters, %d hand dispatches (goal: guard_to_launch <= 1 s median, <= 2 s p95)' % repeat)
+    for phase in PHASES + ('lease_to_start',):
+        summary(phase, figures[phase], log)
     return figures
+
+
+def one_inventory(fleet, host, path):
+    """The fleet's inventory with only ``host`` in the workers group (a 1-worker fleet)."""
+    text = pathlib.Path(fleet.inventory).read_text().splitlines()
+    start = text.index('[testbed]') + 1
+    out, i = text[:start], start
+    while i < len(text) and text[i].strip():
+        if text[i].split()[0] == host:
+            out.append(text[i])
+        i += 1
+    out += text[i:]
+    pathlib.Path(path).write_text('\n'.join(out) + '\n')
+    return str(path)
+
+
+def sweeps(fleet, dispatch_fleet, repeat, workdir, log=print):
+    """Sweeps of one item per worker on every worker vs one item on one worker: ({n: [wall s]}, {n: [g2l s]})."""
+    workdir = pathlib.Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    n_all = len(fleet.bed.hosts)
+    inventories = {1: one_inventory(fleet, fleet.bed.hosts[0], workdir / 'one.ini'), n_all: fleet.inventory}
+    wall, g2l = {1: [], n_all: []}, {1: [], n_all: []}
+    env = fleet.env(ANSIBLE_FORKS=str(max(10, n_all + 2)))
+    for i in range(repeat):
+        for n in (1, n_all):
+            base = 300000 + int(time.time()) % 1000 * 100 + i * 10
+            board = dispatch_fleet.ledger_board(workdir / ('w%d-%d.sqlite3' % (n, i)),
+                                                dict((base + k, 'sweep %d/%d' % (k, n)) for k in range(n)))
+            began = time.time()
+            res, record = fleet.dispatch(board, state_dir=str(workdir / ('sw%d-%d' % (n, i))), inventory=inventories[n],
+                                         env=env, dispatch_lease_path=str(workdir / 'leases'), dispatch_start_wait=0,
+                                         dispatch_announce=False)
+            took = time.time() - began
+            launched = len((record or {}).get('launched') or [])
+            if res.returncode != 0 or launched != n:
+                log('sweep %d on %d workers: launched %d of %d (rc=%s); skipped\n%s' % (
+                    i, n, launched, n, res.returncode, res.stderr[-1500:]))
+                fleet.stop_all()
+                continue
+            wall[n].append(took)
+            if (record.get('timings') or {}).get('guard_to_launch') is not None:
+                g2l[n].append(record['timings']['guard_to_launch'])
+            log('sweep %2d on %d worker(s): %.2f s wall, guard_to_launch %s (load %s)' % (
+                i, n, took, record.get('timings', {}).get('guard_to_launch'), load()))
+            fleet.stop_all()
+    log('--- sweeps, one item per worker (goal: %d workers <= 1.3 x 1 worker)' % n_all)
+    for n in (1, n_all):
+        summary('%d worker(s) wall' % n, wall[n], log)
+        summary('%d worker(s) g2l' % n, g2l[n], log)
+    if wall[1] and wall[n_all]:
+        log('ratio %d vs 1 worker: wall %.2fx, guard_to_launch %s' % (
+            n_all, statistics.median(wall[n_all]) / statistics.median(wall[1]),
+            '%.2fx' % (statistics.median(g2l[n_all]) / statistics.median(g2l[1])) if g2l[1] and g2l[n_all] else 'n/a'))
+    return wall, g2l
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     p.add_argument('--repeat', type=int, default=10)
+    p.add_argument('--sweeps', type=int, default=5, help='sweeps per fleet size')
+    p.add_argument('--no-sweep', action='store_true', help='only the 3 x 2 hand dispatches')
     p.add_argument('--block', default='10.88.230', help='test-bed IP block (README: ad hoc use)')
     args = p.parse_args(argv)
     itconf, dispatch_fleet = race._setup_imports()
     workdir = pathlib.Path(tempfile.mkdtemp(prefix='fleet-g2l-'))
-    bed = itconf._boot(2, args.block)
+    print('machine: %d CPUs, load %s' % (os.cpu_count(), load()), flush=True)
+    bed = itconf._boot(3, args.block)
     try:
         fleet = dispatch_fleet.Fleet(bed, workdir / 'fleet')
         fleet.provision()
         measure(fleet, dispatch_fleet, args.repeat, workdir / 'runs', log=lambda s: print(s, flush=True))
+    finally:
+        bed.down()
+    if args.no_sweep:
+        return 0
+    bed = itconf._boot(6, args.block)
+    try:
+        fleet = dispatch_fleet.Fleet(bed, workdir / 'fleet6')
+        fleet.provision()
+        sweeps(fleet, dispatch_fleet, args.sweeps, workdir / 'sweeps', log=lambda s: print(s, flush=True))
     finally:
         bed.down()
     return 0

@@ -90,10 +90,10 @@ def _start(fleet, book, extra_vars, env, inventory, log_path):
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, env=env), handle
 
 
-def trial(fleet, dispatch_fleet, k, workdir, lease=True, dsn='', run_id='r'):
+def trial(fleet, dispatch_fleet, k, workdir, lease=True, dsn='', run_id='r', per_trial=ITEMS_PER_TRIAL):
     """One trial: fresh items, four dispatchers at once; returns its figures."""
-    base = 100000 + 10 * k
-    items = dict((base + i, 'race %s trial %d item %d' % (run_id, k, i)) for i in range(1, ITEMS_PER_TRIAL + 1))
+    base = 100000 + (per_trial + 7) * k
+    items = dict((base + i, 'race %s trial %d item %d' % (run_id, k, i)) for i in range(1, per_trial + 1))
     tdir = pathlib.Path(workdir) / ('t%04d' % k)
     tdir.mkdir(parents=True, exist_ok=True)
     board = dispatch_fleet.ledger_board(tdir / 'board.sqlite3', items)
@@ -141,7 +141,7 @@ def trial(fleet, dispatch_fleet, k, workdir, lease=True, dsn='', run_id='r'):
             'rc': rcs, 'launched': launched}
 
 
-def race(fleet, dispatch_fleet, trials, lease=True, dsn='', workdir=None, log=print):
+def race(fleet, dispatch_fleet, trials, lease=True, dsn='', workdir=None, log=print, per_trial=ITEMS_PER_TRIAL):
     """K trials; returns the summary dict (and logs one line per trial)."""
     workdir = pathlib.Path(workdir or tempfile.mkdtemp(prefix='race-'))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ def race(fleet, dispatch_fleet, trials, lease=True, dsn='', workdir=None, log=pr
     results = []
     for k in range(trials):
         try:
-            res = trial(fleet, dispatch_fleet, k, workdir, lease=lease, dsn=dsn, run_id=run_id)
+            res = trial(fleet, dispatch_fleet, k, workdir, lease=lease, dsn=dsn, run_id=run_id, per_trial=per_trial)
         except KeyboardInterrupt:
             log('interrupted after %d trials; the summary covers those' % len(results))
             trials = len(results)
@@ -163,7 +163,7 @@ def race(fleet, dispatch_fleet, trials, lease=True, dsn='', workdir=None, log=pr
     dup_items = sum(len(r['duplicates']) for r in results)
     walls = [r['wall_s'] for r in results]
     summary = {
-        'lease': lease, 'trials': trials, 'items': trials * ITEMS_PER_TRIAL, 'dispatchers_per_trial': 4,
+        'lease': lease, 'trials': trials, 'items': trials * per_trial, 'dispatchers_per_trial': 4,
         'duplicate_items': dup_items, 'trials_with_duplicates': sum(1 for r in results if r['duplicates']),
         'runs_started': sum(r['runs_started'] for r in results),
         'failed_playbooks': sum(1 for r in results for rc in r['rc'].values() if rc != 0 and not str(rc).endswith('(refused)')),
@@ -229,6 +229,9 @@ def main(argv=None):
     p.add_argument('--no-lease', action='store_true', help='dispatch_lease_enabled=false: the production path minus the lease')
     p.add_argument('--both', action='store_true', help='run --no-lease-trials without the lease first, then --trials with it')
     p.add_argument('--no-lease-trials', type=int, default=10)
+    p.add_argument('--items', type=int, default=ITEMS_PER_TRIAL,
+                   help='items per trial: both sweeps race every item, the two hand dispatches one each (a round of many '
+                        'items counts each item as a trial of "ran once?")')
     p.add_argument('--block', default='10.88.220', help='test-bed IP block (README: the race harness owns 10.88.220.x)')
     p.add_argument('--pg', default=os.environ.get('FLEET_TEST_PG_DSN', 'postgresql://fleet:fleet@127.0.0.1:5432/postgres'),
                    help='admin DSN; a fresh database is made for the leases and dropped after')
@@ -254,7 +257,7 @@ def main(argv=None):
             runs = [(not args.no_lease, args.trials)]
         for lease, n in runs:
             race(fleet, dispatch_fleet, n, lease=lease, dsn=dsn, workdir=workdir / ('lease' if lease else 'nolease'),
-                 log=lambda s: print(s, flush=True))
+                 log=lambda s: print(s, flush=True), per_trial=args.items)
     finally:
         bed.down()
         _drop_database(args.pg, dbname)

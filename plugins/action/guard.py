@@ -35,7 +35,8 @@ ARGUMENT_SPEC = dict(
     masters=dict(type='list', elements='dict', default=[]),
     capacity=dict(type='list', elements='dict', default=[]),
     survey=dict(type='dict', default={}),
-    workspaces=dict(type='list', elements='dict', default=[]),
+    # omitted (null): the workspaces are made in the launch call (worker_launch), {workdir} is filled there
+    workspaces=dict(type='list', elements='dict'),
     command=dict(type='list', elements='str', default=[]),
     setenv=dict(type='dict', default={}),
     launches=dict(type='list', elements='dict', default=[]),
@@ -112,8 +113,8 @@ class ActionModule(ActionBase):
         elif stage == 'place':
             out = gate_place(cands, args['masters'], answers(args['capacity']), args['survey'])
         elif stage == 'batch':
-            out = batches(cands, answers(args['workspaces']), command=args['command'], setenv=args['setenv'],
-                          owner=args['owner'])
+            made = None if args['workspaces'] is None else answers(args['workspaces'])
+            out = batches(cands, made, command=args['command'], setenv=args['setenv'], owner=args['owner'])
             for name in secret_looking(args['setenv'] or {}):   # issue 14: named, never its value
                 out['warnings'].append('setenv %s looks like a secret: its value is in this step\'s batches (and plan.json), '
                                        'the launch and the worker\'s journal unmasked; secrets belong in the credentials file' % name)

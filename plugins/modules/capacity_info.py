@@ -117,11 +117,9 @@ headroom:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import is_dark
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import default_state_path, read_capacity_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.headroom import measure
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.probe import read_capacity
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
 
 
@@ -151,18 +149,8 @@ def main():
         now = resolve_now(p['now'])
     except ValueError as exc:
         module.fail_json(msg='now: %s' % exc)
-    path = p['path'] or default_state_path()
-    state, why_ignored, present = read_capacity_file(path)
-    dark, source, reset_at, why = is_dark(state, now)
-    if state is None:
-        why = 'not dark: %s (%s); guards fail open' % (why_ignored, path)
-        if present:
-            module.warn('capacity state %s ignored: %s' % (path, why_ignored))
-    elif why_ignored:
-        why = '%s; note: %s' % (why, why_ignored)
-    module.exit_json(changed=False, dark=bool(dark), source=source, reset_at=format_time(reset_at), why=why,
-                     state_file=path, state_present=state is not None, message=(state or {}).get('message', ''),
-                     headroom=_headroom(module, count_units=p['units']))
+    module.exit_json(changed=False, headroom=_headroom(module, count_units=p['units']),
+                     **read_capacity(now, module.warn, p['path']))
 
 
 if __name__ == '__main__':

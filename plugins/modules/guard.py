@@ -80,10 +80,12 @@ options:
     type: dict
     default: {}
   workspaces:
-    description: The registered loop results of M(fleet.dispatch.workspace), one per placed candidate (O(stage=batch)).
+    description:
+      - The registered loop results of M(fleet.dispatch.workspace), one per placed candidate (O(stage=batch)).
+      - Omitted, the workspaces are made in the launch call itself (M(fleet.dispatch.worker_launch)) and C({workdir}) in O(command)
+        is left for it to fill in.
     type: list
     elements: dict
-    default: []
   command:
     description:
       - The run's argv (O(stage=batch)); V({number}), V({repo}), V({unit}) and V({workdir}) are filled in per item.

@@ -206,20 +206,12 @@ failed_to_launch:
   elements: str
 '''
 
-import json
-import os
-import stat
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import AGENT_SETENV, SECRET_NAME
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import unit_name
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.sandbox import properties as sandbox_properties
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.sandbox import default_sandbox_path, read_sandbox_file
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import (
-    SystemdError, SystemdUser, command_problems, launch, notifier_unit, unit_problems)
-
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.launcher import (
+    call_problems, launch_items, sandbox_settings, stale_runners, unit_names)
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
 
 
 def argument_spec():
@@ -240,120 +232,29 @@ def argument_spec():
     )
 
 
-def agent_setenv(setenv):
-    """Issue 14: the agent inherits the launch's non-secret setenv names, and only those (``_core.agent_env``)."""
-    names = sorted(k for k in setenv if not k.startswith('FLEET_') and not SECRET_NAME.search(k))
-    return {AGENT_SETENV: ','.join(names)} if names else {}
-
-
-def _sandbox(module):
-    """Issue 14: the run units' hardening (the option, else the master's sandbox file), checked once for the call."""
-    try:
-        settings = module.params['sandbox']
-        if settings is None:
-            settings = read_sandbox_file(default_sandbox_path()) or {}
-        sandbox_properties(settings)
-    except ValueError as exc:
-        module.fail_json(msg='%s; nothing was launched' % exc)
-    return settings
-
-
-def _problems(module):
-    """Configuration errors for the whole call (checked before any unit is touched)."""
-    p = module.params
-    problems = unit_problems(p['path'], p['environment_file'], p['success_exit_status'])
-    env_file = p['environment_file']
-    if env_file and os.path.isabs(env_file):
-        if not os.path.isfile(env_file):
-            problems.append('environment_file %s does not exist: the unit would fail to start' % env_file)
-        elif os.stat(env_file).st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            module.warn('environment_file %s is readable by group or others; it holds credentials (chmod 0600)' % env_file)
-    for item in p['items']:
-        problems += ['item %s: %s' % (item['number'], why) for why in command_problems(item['command'], item['workdir'])]
-        for key in item['setenv'] or {}:
-            if key == 'PATH':
-                problems.append('item %s: PATH goes in the path option, not setenv' % item['number'])
-            elif SECRET_NAME.search(key):
-                value = str(item['setenv'][key])
-                if value:
-                    module.no_log_values.add(value)
-                module.warn('item %s: setenv %s looks like a secret; its value is masked here but is visible in systemctl show '
-                            'and ps on the worker: secrets belong in environment_file' % (item['number'], key))
-    return problems
-
-
-def _stale_runners(module, runner):
-    """D11: ask each distinct runner program its version; a refusal names both versions (empty list: all current)."""
-    p = module.params
-    expected = p['runner_version']
-    problems = []
-    for program in sorted(set(item['command'][0] for item in p['items'])):
-        rc, out, err = runner.run([program, '--version'], env={'PATH': p['path']})
-        found = None
-        try:
-            data = json.loads(out)
-            if isinstance(data, dict) and isinstance(data.get('version'), str):  # the type before trusting it
-                found = data['version']
-        except ValueError:
-            found = None
-        if rc != 0 or found is None:
-            problems.append('cannot read the runner version from %s --version (rc=%s): %s; refusing to launch a runner of unknown '
-                            'version (expected %s)' % (program, rc, (err or out or '').strip()[:300], expected))
-        elif found != expected:
-            problems.append('stale runner refused: %s reports version %s, the dispatcher expects %s; update the worker '
-                            '(fleet.dispatch.worker, worker_runner_version) or the runner\'s checkout' % (program, found, expected))
-    return problems
-
-
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
-    problems = _problems(module)
+    problems = call_problems(p['items'], p['path'], p['environment_file'], p['success_exit_status'],
+                             warn=module.warn, mask=module.no_log_values.add)
     if not problems and p['runner_version']:
-        problems = _stale_runners(module, ModuleRunner(module))
+        problems = stale_runners(ModuleRunner(module), p['items'], p['path'], p['runner_version'])
     if problems:
         module.fail_json(msg='; '.join(problems))
     try:
-        units = [unit_name(item['number'], item['repo']) for item in p['items']]
-        notifiers = [notifier_unit(p['notifier'], unit) for unit in units]
+        unit_names(p['items'], p['notifier'])
+        sandbox = sandbox_settings(p['sandbox'])
     except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    sandbox = _sandbox(module)
+        module.fail_json(msg='%s; nothing was launched' % exc)
     sd = SystemdUser(ModuleRunner(module), systemctl=module.get_bin_path('systemctl', required=True),
                      systemd_run=module.get_bin_path('systemd-run', required=True))
-    results, launched, refused, failed = [], [], [], []
-    planned = set()
-    for item, unit, on_failure in zip(p['items'], units, notifiers):
-        setenv = dict((str(k), str(v)) for k, v in (item['setenv'] or {}).items())
-        if p['runner_version']:
-            setenv.setdefault('FLEET_RUNNER_EXPECTED_VERSION', p['runner_version'])
-        setenv.update(agent_setenv(setenv))
-        try:
-            if unit in planned and module.check_mode:
-                # The same item twice in one call: the first start would hold the name.
-                res = dict(unit=unit, launched=False, reason='live', invocation_id=None, start_us=None,
-                           active_state=None, stderr='')
-            else:
-                res = launch(sd, unit, item['command'], p['path'], environment_file=p['environment_file'],
-                             on_failure=on_failure, workdir=item['workdir'], setenv=setenv, check=module.check_mode,
-                             success_exit_status=p['success_exit_status'],
-                             properties=sandbox_properties(sandbox, writable=[item['workdir']]))
-        except SystemdError as exc:
-            module.fail_json(msg='%s: %s' % (unit, exc), results=results, launched=launched, refused=refused, failed_to_launch=failed)
-        res.pop('argv', None)
-        entry = dict(number=item['number'], repo=item['repo'], unit=unit, launched=res['launched'], reason=res['reason'],
-                     invocation_id=res['invocation_id'], start_us=res['start_us'], active_state=res['active_state'],
-                     stderr=res['stderr'])
-        results.append(entry)
-        if res['reason'] in ('launched', 'would-launch'):
-            launched.append(unit)
-            planned.add(unit)
-        elif res['reason'] in ('live', 'unloading'):
-            refused.append(unit)
-        else:
-            failed.append(unit)
-            module.warn('%s failed to launch: %s' % (unit, res['stderr'] or 'no reason given'))
-    module.exit_json(changed=bool(launched), results=results, launched=launched, refused=refused, failed_to_launch=failed)
+    try:
+        out = launch_items(sd, p['items'], p['path'], environment_file=p['environment_file'], notifier=p['notifier'],
+                           runner_version=p['runner_version'], success_exit_status=p['success_exit_status'],
+                           check=module.check_mode, warn=module.warn, sandbox=sandbox)
+    except SystemdError as exc:
+        module.fail_json(msg='%s: %s' % (exc.unit, exc), **exc.partial)
+    module.exit_json(changed=bool(out['launched']), **out)
 
 
 if __name__ == '__main__':

@@ -94,25 +94,17 @@ live_items:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.probe import read_units
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
-
-KEYS = ('name', 'item', 'active_state', 'sub_state', 'invocation_id', 'start_us', 'start_wall_us', 'started_at', 'main_pid')
 
 
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
     sd = SystemdUser(ModuleRunner(module), systemctl=module.get_bin_path('systemctl', required=True))
     try:
-        units = sd.list_task_units()
+        result = dict(changed=False, **read_units(sd, module.warn))
     except SystemdError as exc:
         module.fail_json(msg='cannot read the task units of this master: %s' % exc)
-    live = [dict((k, u[k]) for k in KEYS) for u in units if u['state'] == 'live']
-    unloading = [dict((k, u[k]) for k in KEYS) for u in units if u['state'] != 'live']
-    for unit in live + unloading:
-        if unit['item'] is None:
-            module.warn('unit %s does not name an item the way fleet.dispatch names units; it is listed with item null' % unit['name'])
-    result = dict(changed=False, units=live, unloading=unloading, live_runs=len(live),
-                  live_items=[u['item']['number'] for u in live if u['item']])
     # the old key, untagged: the dispatch path passes these results whole to the guard, and a
     # deprecate_value tag would warn on every probe of every sweep (ansible-core 2.21)
     result['items'] = result['live_items']

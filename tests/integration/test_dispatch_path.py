@@ -114,7 +114,7 @@ def test_hand_dispatch_of_an_ineligible_item_is_refused_by_the_sweepers_code(fle
     assert live_where(fleet, 'task-%d' % number) == []
 
 
-def test_sweep_launches_every_eligible_demo_item_with_one_launch_call_per_master(fleet, tmp_path):
+def test_sweep_launches_every_eligible_demo_item_with_one_launch_call_per_worker(fleet, tmp_path):
     spec = {'kind': 'ledger', 'path': str(tmp_path / 'demo.sqlite3')}
     made = fleet.playbook(REPO / 'playbooks' / 'demo.yml', {'dispatch_board': spec})
     assert made.returncode == 0, made.stdout[-3000:]
@@ -122,9 +122,13 @@ def test_sweep_launches_every_eligible_demo_item_with_one_launch_call_per_master
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     launched = sorted(u['number'] for u in rec['launched'])
     assert launched == [1, 5, 10, 12, 13]
-    # one launch call per master with work, never one per item; together they carry every item
+    # one launch batch per master with work, never one per item, and ONE call per worker with work
+    # (worker_launch serves all its masters, issue 13); together they carry every item
     pairs = set((a['worker'], a['master']) for a in rec['assignments'])
-    assert rec['launch_calls'] == len(pairs) == len(rec['batches'])
+    assert len(rec['batches']) == len(pairs)
+    assert rec['launch_calls'] == len(set(w for w, _m in pairs))
+    # and one probe call per worker, for all its masters
+    assert rec['probe_calls'] == len(fleet.bed.hosts)
     assert sorted(i['number'] for b in rec['batches'] for i in b['items']) == launched
     # D13: no cap -- five items over six idle masters spread one per master
     assert len(pairs) == 5
@@ -201,5 +205,9 @@ def test_guard_to_launch_median_is_printed(fleet, tmp_path, capsys):
     lines = []
     figures = guard_to_launch.measure(fleet, df, 3, tmp_path, log=lines.append)
     print('\n'.join(lines))
-    assert len(figures) == 3 and all(f > 0 for f in figures), 'the lease is acquired before the unit starts (D4)'
-    assert lines[-1].startswith('guard-to-launch median ')
+    starts = figures['lease_to_start']
+    assert len(starts) == 3 and all(f > 0 for f in starts), 'the lease is acquired before the unit starts (D4)'
+    # plan.json's phase timings (issue 13): every dispatch stamped each phase, in order
+    assert len(figures['guard_to_launch']) == 3 and all(f > 0 for f in figures['guard_to_launch'])
+    assert all(len(figures[p]) == 3 for p in ('lease', 'probe', 'place', 'workspace_launch', 'release'))
+    assert any(line.startswith('guard_to_launch') and ' median ' in line for line in lines)

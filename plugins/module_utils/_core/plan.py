@@ -380,8 +380,10 @@ def _workdirs(workspaces):
 
 
 def _fill(text, cand, workdir):
-    return (str(text).replace('{number}', str(cand.get('number'))).replace('{repo}', cand.get('repo', '') or '')
-            .replace('{unit}', cand.get('unit') or '').replace('{workdir}', workdir or ''))
+    # workdir None: the workspace is made in the same call as the launch (worker_launch fills {workdir} there)
+    text = (str(text).replace('{number}', str(cand.get('number'))).replace('{repo}', cand.get('repo', '') or '')
+            .replace('{unit}', cand.get('unit') or ''))
+    return text if workdir is None else text.replace('{workdir}', workdir)
 
 
 def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> Dict[str, Any]:
@@ -425,7 +427,8 @@ def launch_report(launches) -> Dict[str, Any]:
     """The ``launch`` answer records (``target``: a batch, one per master): launched, refused by the
     unit name (the second layer of D4 caught a race the lease did not cover), failed.
 
-    A skipped launch had no recorded PATH for its master (the run's PATH is explicit).
+    A skipped launch had no recorded PATH for its master (the run's PATH is explicit). A run whose
+    workspace ``worker_launch`` could not prepare (``no-workspace``) is refused at the workspace step.
     """
     launched, refused, failed, warnings = [], [], [], []
     for res in launches or []:
@@ -455,6 +458,8 @@ def launch_report(launches) -> Dict[str, Any]:
             elif entry.get('reason') in ('live', 'unloading'):
                 refused.append(dict(row, stage='launch', why='the unit name %s is held on %s (%s)' % (
                     entry.get('unit'), label, entry.get('reason'))))
+            elif entry.get('reason') == 'no-workspace':
+                refused.append(dict(row, stage='workspace', why='no workspace on %s: %s' % (label, entry.get('stderr'))))
             else:
                 failed.append(dict(row, why=entry.get('stderr') or 'failed to launch'))
     return {'launched': launched, 'refused': refused, 'failed': failed, 'warnings': warnings}

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from fakes.scripted_runner import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host import launcher
 from ansible_collections.fleet.dispatch.plugins.modules import launch as mod
 from test_launch import PATH, absent, run_argv, show_step, state  # noqa: F401 - the argv helpers of test_launch
 
@@ -14,7 +15,7 @@ from test_launch import PATH, absent, run_argv, show_step, state  # noqa: F401 -
 @pytest.fixture
 def sandbox_file(tmp_path, monkeypatch):
     path = tmp_path / 'sandbox.json'
-    monkeypatch.setattr(mod, 'default_sandbox_path', lambda: str(path))
+    monkeypatch.setattr(launcher, 'default_sandbox_path', lambda: str(path))
     return path
 
 

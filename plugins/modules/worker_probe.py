@@ -1,0 +1,165 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: worker_probe
+short_description: Probe every master of one worker in one call - live task units, capacity state and headroom
+version_added: 0.2.0
+description:
+  - For every master in O(masters), lists the loaded C(task-*) units (one C(systemctl --user show) each, the answer of
+    M(fleet.dispatch.units_info)) and reads the capacity state (the answer of M(fleet.dispatch.capacity_info)); the worker's
+    headroom (load, memory, CPUs) is measured once and each master's C(live_runs) in RV(masters[].headroom) is its own live count.
+  - The masters are read at the same time, each in a child process that switched to that master (groups, gid, uid, C(HOME),
+    C(XDG_RUNTIME_DIR), C(DBUS_SESSION_BUS_ADDRESS)), so the dispatcher needs one call per worker, not one per master. Run it
+    as root (C(become=true)); a master the call runs as is read in-process, and a call that can switch to no other master
+    answers each of those with the fix.
+  - A master that cannot be read fails alone (RV(masters[].failed) with RV(masters[].msg)); the call itself fails only on
+    bad arguments.
+author:
+  - fleet.dispatch contributors (@fleet-dispatch)
+extends_documentation_fragment:
+  - fleet.dispatch.attributes
+  - fleet.dispatch.attributes.INFO_MODULE
+options:
+  masters:
+    description: The master accounts of this worker.
+    type: list
+    elements: str
+    required: true
+  capacity:
+    description: Whether to read each master's capacity state as well (without it only the units are read).
+    type: bool
+    default: true
+  now:
+    description: The current time as ISO-8601 (for reproducible plans and tests). Defaults to the clock, read once.
+    type: str
+seealso:
+  - module: fleet.dispatch.units_info
+  - module: fleet.dispatch.capacity_info
+  - module: fleet.dispatch.worker_launch
+'''
+
+EXAMPLES = r'''
+- name: Probe every master of each worker, the workers in parallel
+  fleet.dispatch.worker_probe:
+    masters: "{{ worker_masters | map(attribute='name') }}"
+  become: true
+  register: probe
+'''
+
+RETURN = r'''
+masters:
+  description: One answer per master, in the order of O(masters).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    master:
+      description: The master account.
+      type: str
+    failed:
+      description: Whether this master could not be read (its units are then unknown; the dispatcher leaves it out).
+      type: bool
+    msg:
+      description: Why it could not be read ('' when it was).
+      type: str
+    units:
+      description: The live C(task-*) units, the fields of M(fleet.dispatch.units_info)'s RV(fleet.dispatch.units_info#module:units).
+      type: list
+      elements: dict
+    unloading:
+      description: The C(task-*) units that hold their name but are not live.
+      type: list
+      elements: dict
+    live_runs:
+      description: The number of live units.
+      type: int
+    live_items:
+      description: The item numbers of the live units whose names parse.
+      type: list
+      elements: int
+    dark:
+      description: Whether the master must not get new work now (as M(fleet.dispatch.capacity_info)).
+      type: bool
+    source:
+      description: What made it dark, or null.
+      type: str
+    reset_at:
+      description: The stated reset time, or null.
+      type: str
+    why:
+      description: The reason, in words.
+      type: str
+    state_file:
+      description: The capacity state file read.
+      type: str
+    state_present:
+      description: Whether a readable state was found.
+      type: bool
+    message:
+      description: The provider's own words from the state file.
+      type: str
+    headroom:
+      description: The worker's measured headroom with this master's RV(fleet.dispatch.capacity_info#module:headroom.live_runs).
+      type: dict
+headroom:
+  description: The worker's headroom (load, memory, CPUs), measured once; its C(live_runs) is null here.
+  returned: always
+  type: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import resolve_now
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.headroom import measure
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.identity import for_each_master
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.probe import read_capacity, read_units
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdUser
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            masters=dict(type='list', elements='str', required=True),
+            capacity=dict(type='bool', default=True),
+            now=dict(type='str'),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        now = resolve_now(p['now'])
+    except ValueError as exc:
+        module.fail_json(msg='now: %s' % exc)
+    systemctl = module.get_bin_path('systemctl', required=True)
+    head = measure(warn=module.warn)
+
+    def one(_name, warn):
+        # runs as the master (a child that switched to it, or this process when it already is that master)
+        out = read_units(SystemdUser(ModuleRunner(module), systemctl=systemctl), warn)
+        if p['capacity']:
+            out.update(read_capacity(now, warn))
+        return out
+
+    masters = []
+    answers = for_each_master(list(dict.fromkeys(p['masters'])), one)
+    for name in p['masters']:
+        answer = answers[name]
+        for text in answer.get('warnings') or []:
+            module.warn('%s: %s' % (name, text))
+        if answer.get('ok'):
+            entry = dict(answer['value'], master=name, failed=False, msg='')
+            entry['headroom'] = dict(head, live_runs=entry['live_runs'])
+        else:
+            entry = dict(master=name, failed=True, msg='cannot read master %s: %s' % (name, answer.get('msg')))
+        masters.append(entry)
+    module.exit_json(changed=False, masters=masters, headroom=head)
+
+
+if __name__ == '__main__':
+    main()
