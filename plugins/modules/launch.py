@@ -221,7 +221,6 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd impor
     SystemdError, SystemdUser, command_problems, launch, notifier_unit, unit_problems)
 
 
-
 def argument_spec():
     return dict(
         items=dict(type='list', elements='dict', required=True, options=dict(
