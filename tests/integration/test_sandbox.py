@@ -168,9 +168,12 @@ def _controllers(worker, unit):
 
 def test_the_tasks_limit_holds_where_the_user_manager_has_the_pids_controller(worker):
     number = 42
-    script = ('for i in $(seq 40); do sleep 30 & done 2>/dev/null; sleep 1; '
-              'pgrep -c -P $$ sleep > "$PWD/forked"; sleep 30')
-    workdir = worker.launch(number, command=['/bin/sh', '-c', script], sandbox={'NoNewPrivileges': True, 'TasksMax': 10})
+    # a script file: systemd expands "$NAME" (and "$$") in a unit's command line itself
+    worker.ssh("cat > %s/fork-probe.sh <<'EOF'\nfor i in $(seq 40); do sleep 30 & done 2>/dev/null\nsleep 1\n"
+               "pgrep -c -P $$ sleep > \"$1/forked\"\nsleep 30\nEOF" % HOME)
+    workdir = '%s/fleet/workspaces/task-%d' % (HOME, number)
+    worker.launch(number, command=['/bin/sh', HOME + '/fork-probe.sh', workdir],
+                  sandbox={'NoNewPrivileges': True, 'TasksMax': 10})
     try:
         deadline = time.monotonic() + WAIT
         while worker.ssh('test -s %s/forked && echo y || echo n' % workdir).stdout.strip() != 'y':

@@ -33,8 +33,7 @@ def _walk(spec, docs, prefix=''):
     for name, opt in (spec or {}).items():
         doc = (docs or {}).get(name) or {}
         yield prefix + name, opt, doc
-        for found in _walk(opt.get('options'), doc.get('suboptions'), prefix + name + '.'):
-            yield found
+        yield from _walk(opt.get('options'), doc.get('suboptions'), prefix + name + '.')
 
 
 def _text(doc):
