@@ -213,6 +213,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._host.launcher impo
     call_problems, launch_items, sandbox_settings, stale_runners, unit_names)
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
 
+
 def argument_spec():
     return dict(
         items=dict(type='list', elements='dict', required=True, options=dict(

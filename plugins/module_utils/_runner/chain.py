@@ -30,6 +30,7 @@ import socket
 import sys
 
 from .._core.agent_env import BOARD_SECRET_ENV, agent_environment
+from .._core.sandbox import properties as sandbox_properties
 from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
 from .._core.closeout import Decision, decide as closeout_decide
 from .._core.markers import format_marker
@@ -43,6 +44,7 @@ from .._host.cmd import SubprocessRunner
 from .._host.files import CAPACITY_FILE, CHAIN_LOSSES, read_capacity_file, read_chain_losses
 from .._host.git import Git, GitError, Workspace
 from .._host.headroom import measure
+from .._host.launcher import sandbox_settings
 from .._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
 from .._store.handoff import ClaimUnproven, HandoffStore
 from .._store.sessions import LedgerUnreachable, SessionError, SessionStore
@@ -330,10 +332,12 @@ class Tick(object):
         command = [_expand(c) if c.startswith('~') else c for c in (chain.get('command') or ['fleet-runner'])]
         argv = command + ['session', '--session', ident]
         try:
+            # issue 14: a successor is hardened like an item's run (this master's sandbox.json)
+            props = sandbox_properties(sandbox_settings(), writable=[path])
             res = launch(self.sd, unit, argv, chain.get('path') or os.environ.get('PATH', '/usr/bin:/bin'),
                          environment_file=chain.get('environment_file') or None,
                          on_failure=notifier_unit(chain.get('notifier') or '', unit), workdir=path,
-                         setenv={'FLEET_SESSION': ident})
+                         setenv={'FLEET_SESSION': ident}, properties=props)
         except (SystemdError, ValueError) as exc:
             res = {'launched': False, 'reason': 'failed-to-launch', 'stderr': str(exc)}
         if not res['launched']:
