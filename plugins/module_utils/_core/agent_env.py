@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, Mapping
 
-BOARD_SECRET_ENV = ('FLEET_BOARD_DSN', 'FLEET_GITHUB_TOKEN', 'GITHUB_TOKEN', 'GH_TOKEN', 'FLEET_DISPATCH_LEASE_DSN',
-                    'PGPASSWORD')
+BOARD_SECRET_ENV = ('FLEET_BOARD_DSN', 'FLEET_LEDGER_DSN', 'FLEET_GITHUB_TOKEN', 'GITHUB_TOKEN', 'GH_TOKEN',
+                    'FLEET_DISPATCH_LEASE_DSN', 'PGPASSWORD')
 """The variables a board, ledger or lease secret is read from: never in the agent's environment."""
 
 ALLOWED = ('PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ', 'TERM', 'TMPDIR', 'XDG_RUNTIME_DIR',

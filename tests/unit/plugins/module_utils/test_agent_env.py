@@ -38,6 +38,14 @@ def test_agent_environment_drops_board_secrets_by_name_and_by_value():
                    'ANTHROPIC_API_KEY': 'sk-agent', 'GH_TOKEN': 'ghp_merge_identity', 'FLEET_ITEM': '7'}
 
 
+@pytest.mark.parametrize('name', ['FLEET_BOARD_DSN', 'FLEET_LEDGER_DSN', 'FLEET_DISPATCH_LEASE_DSN', 'FLEET_GITHUB_TOKEN'])
+def test_a_fleet_named_secret_is_dropped_though_fleet_names_pass(name):
+    # FLEET_* non-secrets reach the agent: the secrets among them must be named, even when no value is known
+    env = agent_environment({'PATH': '/usr/bin', name: 'postgresql://u:unknown-to-the-runner@db/x', 'FLEET_ITEM_HINT': 'ok'},
+                            secrets=[], agent_env={}, credentials={}, fleet={})
+    assert name not in env and env.get('FLEET_ITEM_HINT') == 'ok'
+
+
 def test_the_credentials_file_format_roles_worker_writes_reads_back():
     text = '# managed\nANTHROPIC_API_KEY="sk-\\"q\\" \\$HOME \\`x\\` \\\\"\nPLAIN=value\n\n'
     assert parse_env_file(text) == {'ANTHROPIC_API_KEY': 'sk-"q" $HOME `x` \\', 'PLAIN': 'value'}
