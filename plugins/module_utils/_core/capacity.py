@@ -491,6 +491,19 @@ def board_unreachable_state(existing: Optional[Dict[str, Any]], *, now: Any, mes
     return state
 
 
+def clears_after_clean_run(existing: Optional[Dict[str, Any]], started_at: Any) -> bool:
+    """A clean run heals its master (D8) only of a state written before that run started. A state
+    written while it ran (a concurrent run's rate limit) is newer evidence than this run's clean end
+    and stays. A state with no readable ``written_at`` (or no state) holds nothing: cleared."""
+    if not existing:
+        return True
+    try:
+        written, start = parse_time(existing.get('written_at')), parse_time(started_at)
+    except (TypeError, ValueError):
+        return True
+    return written is None or start is None or written < start
+
+
 def clears_after_start(existing: Optional[Dict[str, Any]]) -> bool:
     """A start marker that reached the board deletes a ``board_unreachable`` state, and only that
     one (a rate limit or a revocation is cleared by its own remedy, not by the board answering)."""

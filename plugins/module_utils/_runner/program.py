@@ -32,7 +32,7 @@ from .._board.factory import open_board
 from .._board.protocol import BoardError, BoardUnreadable
 from .._core.agent_env import BOARD_SECRET_ENV, agent_environment, parse_env_file
 from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
-from .._core.capacity import board_unreachable_state, clears_after_start, clears_after_update, update_failed_state
+from .._core.capacity import board_unreachable_state, clears_after_clean_run, clears_after_start, clears_after_update, update_failed_state
 from .._core.closeout import Decision, decide
 from .._core.markers import format_marker, parse_marker
 from .._core.model import format_time, parse_time
@@ -333,8 +333,13 @@ class Run(object):
                     self.capacity_path, decision.capacity_state['source'],
                     format_time(decision.capacity_state.get('reset_at')) or 'unknown'))
             elif decision.clean and os.path.exists(self.capacity_path):
-                os.unlink(self.capacity_path)
-                self.log('clean run: capacity state %s deleted (self-healing)' % self.capacity_path)
+                existing, _why, _present = read_capacity_file(self.capacity_path)
+                if clears_after_clean_run(existing, self.started_at):
+                    os.unlink(self.capacity_path)
+                    self.log('clean run: capacity state %s deleted (self-healing)' % self.capacity_path)
+                else:
+                    self.log('clean run: capacity state %s (%s) is kept: it was written at %s, after this run started, by '
+                             'another run' % (self.capacity_path, existing.get('source'), format_time(existing.get('written_at'))))
         except OSError as exc:
             self.log('WARNING: the capacity state %s could not be updated: %s' % (self.capacity_path, exc))
 

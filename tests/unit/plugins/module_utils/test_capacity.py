@@ -286,3 +286,14 @@ ENV_OK = json.dumps({"type": "result", "subtype": "success", "is_error": False, 
 ])
 def test_is_clean_run(name, exit_code, capture, clean):
     assert is_clean_run(exit_code, capture) is clean, name
+
+
+def test_a_clean_run_clears_only_a_state_written_before_it_started():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import clears_after_clean_run
+    start = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
+    before = {'source': 'rate_limit', 'written_at': start - dt.timedelta(minutes=5)}
+    during = {'source': 'rate_limit', 'written_at': start + dt.timedelta(minutes=5)}
+    assert clears_after_clean_run(before, start)
+    assert not clears_after_clean_run(during, start)
+    assert clears_after_clean_run({'source': 'rate_limit', 'written_at': None}, start)
+    assert clears_after_clean_run(None, start)

@@ -23,7 +23,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._core import closeout as _closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import load_state
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import dump_state, load_state, make_state
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.stops import write_stop_note
@@ -171,6 +171,18 @@ def test_the_next_clean_run_deletes_the_capacity_file_and_a_dirty_one_keeps_it(w
     assert not world.capacity.exists()
     evaluate_after = evaluate(world.item(), now=_now())
     assert evaluate_after.attempts == 2                # the capacity run did not spend an attempt (D8)
+
+
+def test_a_clean_run_keeps_a_capacity_state_written_while_it_ran(world):
+    """D8: a concurrent run's rate limit, written after this run started, is newer than this run's clean end."""
+    later = _now() + _dt.timedelta(hours=1)     # stands for "written by another run while this one ran"
+    world.capacity.parent.mkdir(parents=True, exist_ok=True)
+    world.capacity.write_text(dump_state(make_state('rate_limit', written_at=later, reset_at=later + _dt.timedelta(hours=1))))
+    proc = world.run('claim')
+    assert proc.returncode == 10, proc.stderr
+    state, _why = load_state(world.capacity.read_text())
+    assert state['source'] == 'rate_limit'
+    assert 'is kept' in proc.stderr
 
 
 def test_a_zero_exit_with_a_trailing_limit_notice_is_not_clean(world):
