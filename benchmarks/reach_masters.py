@@ -15,6 +15,7 @@ masters in parallel, ``--repeat`` times, and prints the median and max of one wh
 
 Prints figures; asserts nothing. (One SSH login per master is measured from the controller, not here.)
 """
+import argparse
 import json
 import os
 import pwd
@@ -69,8 +70,11 @@ def sudo_read(masters):
 
 
 def main(argv):
-    repeat = 20
-    masters = [a for a in argv if not a.startswith('--')] or ['d1', 'd2']
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('masters', nargs='*', default=['d1', 'd2'], help='the masters to read (default: d1 d2)')
+    parser.add_argument('--repeat', type=int, default=20, help='reads of each way (default 20)')
+    args = parser.parse_args(argv)
+    repeat, masters = args.repeat, args.masters
     print('load %s, masters %s' % (' '.join(open('/proc/loadavg').read().split()[:3]), ', '.join(masters)))
     for name, fn in (('fork', fork_read), ('machine', machine_read), ('sudo', sudo_read)):
         times, rcs = [], set()

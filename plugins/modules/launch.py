@@ -115,7 +115,7 @@ options:
     description:
       - The systemd hardening of every run unit, as a dict of systemd property names to values, for example C(NoNewPrivileges)
         V(true), C(ProtectSystem) V(strict) and C(ReadWritePaths) a list of absolute paths.
-        Overrides the master's C(~/.config/fleet-dispatch/sandbox.json), which M(fleet.dispatch.worker) writes from
+        Overrides the master's C(~/.config/fleet-dispatch/sandbox.json), which the C(fleet.dispatch.worker) role writes from
         C(worker_sandbox_*); without either, runs are not hardened. V({}) turns the file's hardening off for this call.
       - Known keys only - C(NoNewPrivileges), C(PrivateUsers), C(PrivateTmp), C(ProtectSystem), C(ProtectHome), C(ReadWritePaths),
         C(ReadOnlyPaths), C(InaccessiblePaths), C(MemoryMax), C(TasksMax), C(CPUWeight) and C(IPAddressAllow) (a non-empty list

@@ -100,7 +100,7 @@ options:
   sandbox:
     description:
       - The systemd hardening of every run unit, as M(fleet.dispatch.launch)'s O(fleet.dispatch.launch#module:sandbox); omitted,
-        each master's own C(~/.config/fleet-dispatch/sandbox.json) (written by M(fleet.dispatch.worker)) applies.
+        each master's own C(~/.config/fleet-dispatch/sandbox.json) (written by the C(fleet.dispatch.worker) role) applies.
     type: dict
 seealso:
   - module: fleet.dispatch.launch
