@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._page import render_metrics, render_page
+from ansible_collections.fleet.dispatch.plugins.module_utils._page import fleet, fleet_record, render_metrics, render_page
 
 
 def _check(name, data):
@@ -30,9 +30,19 @@ def status_metrics(data):
     return render_metrics(_check('status_metrics', data))
 
 
+def status_fleet(data):
+    """What this cycle probed of the fleet, for the cycles that probe nothing (fleet.json); ``None`` when it probed nothing."""
+    data = _check('status_fleet', data)
+    if data.get('masters') is None and data.get('survey') is None:
+        return None
+    return fleet_record(fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), data.get('now')),
+                        data.get('now'))
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'status_page': status_page,
             'status_metrics': status_metrics,
+            'status_fleet': status_fleet,
         }

@@ -51,14 +51,19 @@ def age_text(seconds) -> str:
 
 
 def fleet(configured: Iterable[Dict[str, Any]], placed: Optional[Iterable[Dict[str, Any]]] = None,
-          survey: Optional[Dict[str, Any]] = None, now: Any = None) -> List[Dict[str, Any]]:
+          survey: Optional[Dict[str, Any]] = None, now: Any = None,
+          previous: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
     """Every configured master with what this cycle learnt of it.
 
     ``configured``: ``{worker, master}`` from the inventory. ``placed``: the masters the capacity read
     answered for (``guard`` stage ``place``: dark, source, reset_at, headroom). ``survey``: the probe
     (``masters`` live counts by ``worker/master``, ``blind`` the ones it could not read). ``probe`` is
-    ``ok``, ``blind: why`` or ``not probed`` (status and plan mode read no master).
+    ``ok``, ``blind: why`` or ``not probed`` (status and plan mode read no master). ``previous``: the
+    last probing cycle's record (:func:`fleet_record`); a cycle that probed nothing shows it, dated,
+    instead of "not probed" - a hand ``status`` must not blank the sweep's view of the fleet.
     """
+    if placed is None and survey is None and isinstance(previous, dict) and previous.get('masters'):
+        return _previous_fleet(configured, previous, now)
     by_key = dict(('%s/%s' % (m.get('worker'), m.get('master')), m) for m in placed or [])
     counts = (survey or {}).get('masters') or {}
     blind = dict(('%s/%s' % (b.get('worker'), b.get('master')), b.get('why') or 'no answer')
@@ -87,6 +92,41 @@ def fleet(configured: Iterable[Dict[str, Any]], placed: Optional[Iterable[Dict[s
                     'reset_in_s': _seconds(reset, now) if dark and reset else None,
                     'why': got.get('why', '') if dark else '',
                     'headroom': head, 'probe': probe})
+    return out
+
+
+def fleet_record(rows: Iterable[Dict[str, Any]], at: Any) -> Dict[str, Any]:
+    """What a probing cycle learnt of the fleet (``fleet()`` rows it probed), kept as ``fleet.json`` for
+    the cycles that probe nothing; ``at`` is when it was learnt."""
+    return {'at': at, 'masters': [dict(r) for r in rows or [] if r.get('probe') != 'not probed']}
+
+
+def _previous_fleet(configured, previous, now) -> List[Dict[str, Any]]:
+    """The configured masters as the last probe saw them: ``probe`` says when, the live count is
+    that probe's (``live_runs_at``), and the time to a stated reset is counted from ``now``."""
+    at = previous.get('at')
+    ago = age_text(_seconds(now, at))
+    by_key = dict(('%s/%s' % (m.get('worker'), m.get('master')), m) for m in previous.get('masters') or []
+                  if isinstance(m, dict))
+    out, seen = [], set()
+    for m in list(configured or []) + list(by_key.values()):
+        key = '%s/%s' % (m.get('worker'), m.get('master'))
+        if key in seen:
+            continue
+        seen.add(key)
+        got = by_key.get(key)
+        if got is None:
+            out.append({'worker': m.get('worker'), 'master': m.get('master'), 'live_runs': None, 'dark': False,
+                        'source': None, 'reset_at': None, 'reset_in_s': None, 'why': '', 'headroom': {},
+                        'probe': 'not probed'})
+            continue
+        row = dict(got)
+        row['dark'] = bool(row.get('dark'))
+        reset = row.get('reset_at') if row['dark'] else None
+        row['reset_in_s'] = _seconds(reset, now) if reset and reset != 'unknown' else None
+        row['live_runs_at'] = at
+        row['probe'] = 'not probed now; at %s%s: %s' % (at, ' (%s ago)' % ago if ago else '', got.get('probe') or 'ok')
+        out.append(row)
     return out
 
 
@@ -240,7 +280,7 @@ def render_page(data: Dict[str, Any]) -> str:
     """The whole status page as one HTML document (see the module docstring for what is escaped)."""
     items = list(data.get('items') or [])
     now = data.get('now')
-    masters = fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), now)
+    masters = fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), now, _record(data, 'previous_fleet'))
     runs = recent_runs(items, now)
     cost = data.get('cost') if isinstance(data.get('cost'), dict) else {}
     counts = {}
@@ -308,6 +348,8 @@ METRICS = (
     ('fleet_dispatch_run_cost_usd', 'gauge', 'Stated cost of the runs in USD, by outcome (never estimated).'),
     ('fleet_dispatch_board_readable', 'gauge', '1 when the queue was read, 0 when it was not.'),
     ('fleet_dispatch_cycle_timestamp_seconds', 'gauge', 'When the cycle read the board, as a Unix time.'),
+    ('fleet_dispatch_fleet_probe_timestamp_seconds', 'gauge',
+     'When the dark states and resets above were probed, as a Unix time (a status or plan cycle shows the last sweep\'s).'),
 )
 
 
@@ -321,11 +363,14 @@ def render_metrics(data: Dict[str, Any]) -> str:
         by_reason[it.get('reason')] = by_reason.get(it.get('reason'), 0) + 1
     for reason in sorted(by_reason, key=str):
         samples['fleet_dispatch_items'].append(({'reason': reason}, by_reason[reason]))
-    masters = fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), now)
+    masters = fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), now, _record(data, 'previous_fleet'))
     dark = {}
+    probed_at = None
     for m in masters:
         labels = {'worker': m['worker'], 'master': m['master']}
-        if m['live_runs'] is not None:
+        if m.get('live_runs_at'):
+            probed_at = m['live_runs_at']   # a count of an earlier probe is not this cycle's: left out
+        elif m['live_runs'] is not None:
             samples['fleet_dispatch_live_runs'].append((labels, m['live_runs']))
         if m['dark']:
             dark[m['source'] or 'unknown'] = dark.get(m['source'] or 'unknown', 0) + 1
@@ -369,6 +414,9 @@ def render_metrics(data: Dict[str, Any]) -> str:
     when = _time(now)
     if when is not None:
         samples['fleet_dispatch_cycle_timestamp_seconds'].append(({}, when.timestamp()))
+    probed = _time(probed_at) if probed_at else (when if any(m['probe'] != 'not probed' for m in masters) else None)
+    if probed is not None:
+        samples['fleet_dispatch_fleet_probe_timestamp_seconds'].append(({}, probed.timestamp()))
     lines = []
     for name, kind, help_text in METRICS:
         lines.append('# HELP %s %s' % (name, help_text.replace('\\', '\\\\').replace('\n', '\\n')))

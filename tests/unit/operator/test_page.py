@@ -7,7 +7,7 @@ import html.parser
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._page import fleet, recent_runs, render_metrics, render_page
 
-from page_data import HOSTILE, RESET, cycle
+from page_data import HOSTILE, NOW, RESET, cycle
 
 
 class Collect(html.parser.HTMLParser):
@@ -91,3 +91,42 @@ def test_metric_label_values_are_escaped():
     data['survey'] = {'masters': {'w"1\\\n/a': 2}}
     data['masters'] = None
     assert 'fleet_dispatch_live_runs{master="a",worker="w\\"1\\\\\\n"} 2' in render_metrics(data).splitlines()
+
+
+def test_a_cycle_that_probes_nothing_shows_the_last_sweep_fleet_dated():
+    """A hand status after a sweep keeps the sweep's dark masters and resets, saying when they were probed."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._page import fleet_record
+    sweep = cycle()
+    record = fleet_record(fleet(sweep['configured'], sweep['masters'], sweep['survey'], sweep['now']), sweep['now'])
+    status = cycle()
+    status.update(masters=None, survey=None, mode='status', now='2026-11-30T12:20:00Z', previous_fleet=record)
+    page = render_page(status)
+    p = parsed(page)
+    masters = dict((a['data-master'], a['class']) for t, a in p.tags if t == 'tr' and 'data-master' in a)
+    assert masters == {'w1/agent1': 'master usable', 'w1/agent2': 'master dark', 'w2/agent1': 'master dark',
+                       'w2/agent2': 'master usable'}
+    assert RESET in page and '(in 2h)' in page            # the reset counted from the status's now
+    assert 'not probed now; at %s (20m ago): ok' % sweep['now'] in page
+    assert 'blind: ssh: &lt;unreachable&gt;' in page       # the sweep's blind master stays blind, dated
+    metrics = render_metrics(status)
+    assert 'fleet_dispatch_dark_masters{source="rate_limit"} 1' in metrics
+    assert 'fleet_dispatch_reset_seconds{master="agent2",source="rate_limit",worker="w1"} 7800' in metrics
+    assert 'fleet_dispatch_live_runs{' not in metrics     # counts of an earlier probe are not this cycle's
+    assert "fleet_dispatch_fleet_probe_timestamp_seconds %d" % NOW.timestamp() in metrics   # the sweep's probe, not now
+    # without a record (no sweep has probed yet) every master is "not probed", nothing dark
+    status.pop('previous_fleet')
+    bare = render_page(status)
+    assert 'master dark' not in bare and bare.count('not probed') == 4
+    assert not [ln for ln in render_metrics(status).splitlines() if ln.startswith('fleet_dispatch_fleet_probe_timestamp_seconds')]
+
+
+def test_status_fleet_filter_keeps_only_what_was_probed():
+    from ansible_collections.fleet.dispatch.plugins.filter.operator import status_fleet
+    data = cycle()
+    rec = status_fleet(data)
+    assert rec['at'] == data['now']
+    assert sorted('%s/%s' % (m['worker'], m['master']) for m in rec['masters']) == ['w1/agent1', 'w1/agent2', 'w2/agent1', 'w2/agent2']
+    data.update(masters=None, survey=None)
+    assert status_fleet(data) is None                     # a status cycle never overwrites the sweep's record
+    data['survey'] = {'masters': {'w1/agent1': 2}, 'blind': []}
+    assert [m['master'] for m in status_fleet(data)['masters']] == ['agent1']

@@ -88,3 +88,25 @@ def test_stop_refuses_an_item_with_no_open_run_and_changes_nothing(tmp_path, boa
 def test_clear_capacity_needs_an_inventory_worker(tmp_path, board):
     res = playbook('clear_capacity.yml', tmp_path, board, '-e', 'worker=nowhere', '-e', 'master=agent1')
     assert res.returncode != 0 and 'name an inventory worker and its master' in res.stdout
+
+
+@pytest.mark.parametrize('book', ['status.yml', 'sweep.yml'])
+def test_a_cycle_that_probes_nothing_keeps_the_last_sweep_fleet_on_the_page(tmp_path, board, book):
+    """status and a plan-mode sweep probe no master: the page shows the last probing sweep's record, dated,
+    and they never overwrite it (fleet.json is written only by a cycle that probed)."""
+    res = playbook('status.yml', tmp_path, board)
+    assert res.returncode == 0, res.stdout + res.stderr
+    state, = (tmp_path / 'state' / 'fleet-dispatch').glob('*/status.html')
+    record = {'at': '2026-11-30T12:00:00Z', 'masters': [
+        {'worker': 'localhost', 'master': 'agent1', 'dark': True, 'source': 'rate_limit', 'reset_at': '2099-01-01T00:00:00Z',
+         'why': 'limit', 'live_runs': 1, 'headroom': {}, 'probe': 'ok'}]}
+    fleet_json = state.parent / 'fleet.json'
+    fleet_json.write_text(json.dumps(record), encoding='utf-8')
+    res = playbook(book, tmp_path, board)
+    assert res.returncode == 0, res.stdout + res.stderr
+    page = (state.parent / 'status.html').read_text(encoding='utf-8')
+    assert 'class="master dark" data-master="localhost/agent1"' in page and '2099-01-01T00:00:00Z' in page
+    assert 'not probed now; at 2026-11-30T12:00:00Z' in page
+    assert json.loads(fleet_json.read_text(encoding='utf-8')) == record
+    prom = (state.parent / 'fleet-dispatch.prom').read_text(encoding='utf-8')
+    assert 'fleet_dispatch_dark_masters{source="rate_limit"} 1' in prom and 'fleet_dispatch_live_runs{' not in prom
