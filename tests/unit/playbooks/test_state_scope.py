@@ -72,3 +72,24 @@ def test_shared_stores_are_not_named(tmp_path):
     assert doc['lease_store'] == dict(doc['lease_store'], backend='postgres', shared=True,
                                       where='host=db.example user=fleet password=******** dbname=ledger')
     assert 'Pw-5scope' not in out + json.dumps(doc)
+
+
+def test_a_postgresql_ledger_board_shares_its_database_as_the_lease_store_by_default(tmp_path):
+    """With no lease setting, every dispatcher of a PostgreSQL ledger board takes its leases in that board's
+    database: a second controller of the same board shares the lock with no configuration (D4). The board
+    here is unreachable (status reports it, D5); the store is named without opening it, password redacted."""
+    board = {'kind': 'ledger', 'dsn': 'postgresql://fleet:Pw-7ledger@127.0.0.1:9/fleet'}
+    env_dsn = os.environ.pop('FLEET_DISPATCH_LEASE_DSN', None)
+    try:
+        out, doc = status(tmp_path, {'dispatch_board': board})
+        assert doc['lease_store'] == dict(doc['lease_store'], backend='postgres', shared=True,
+                                          where='postgresql://fleet:********@127.0.0.1:9/fleet')
+        assert [s['what'] for s in doc['single_controller']] == []
+        assert 'Pw-7ledger' not in out + json.dumps(doc)
+        # an explicit choice still wins: sqlite beside the board's state
+        out, doc = status(tmp_path / 'explicit', {'dispatch_board': board, 'dispatch_lease_backend': 'sqlite'})
+        assert doc['lease_store']['backend'] == 'sqlite' and doc['lease_store']['where'].endswith('/leases.sqlite3')
+        assert 'Pw-7ledger' not in out + json.dumps(doc)
+    finally:
+        if env_dsn is not None:
+            os.environ['FLEET_DISPATCH_LEASE_DSN'] = env_dsn
