@@ -291,10 +291,36 @@ def test_status_names_a_postgresql_lease_store_as_shared_without_its_password(tm
     assert [s['what'] for s in record['single_controller']] == ['board'], 'the lease is no longer single-controller state'
 
 
-def test_the_default_lease_store_off_a_sqlite_ledger_is_in_the_board_state_dir(tmp_path, pg_dsn):
-    """A board that is not a SQLite ledger (here a PostgreSQL ledger) keeps its default lease in
-    leases.sqlite3 of the board's state directory, which the role creates (a fresh non-root sweeper
-    has nothing there yet); status names it single-controller only."""
+def test_a_postgresql_ledger_board_takes_its_leases_in_its_own_database(tmp_path, pg_dsn):
+    """A PostgreSQL ledger board's default lease store is that database: a lease another controller's
+    dispatcher holds there refuses this one's hand dispatch with no lease setting on either (D4), and
+    status names the store shared."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import SqlLeaseStore
+    spec = {'kind': 'ledger', 'dsn': pg_dsn}
+    with open_board(spec) as b:
+        b.upsert_item(number=1, title='free', status='Ready')
+    ident = board_id(*board_identity(spec))
+    with SqlLeaseStore(dsn=pg_dsn) as store:            # what the other controller's timer holds
+        assert store.acquire(lease_name('task-1', ident), 'sweep-on-another-controller', 600).acquired
+    try:
+        res = playbook('dispatch.yml', tmp_path, spec, '-e', 'issue=1')
+        assert res.returncode != 0, res.stdout + res.stderr
+        assert '#1 refused (lease): another dispatcher holds its lease' in res.stderr
+        assert 'sweep-on-another-controller' in res.stderr
+    finally:
+        with SqlLeaseStore(dsn=pg_dsn) as store:
+            store.release(lease_name('task-1', ident), 'sweep-on-another-controller')
+    status = playbook('status.yml', tmp_path, spec)
+    assert status.returncode == 0, status.stdout + status.stderr
+    record = json.loads((tmp_path / 'state' / 'fleet-dispatch' / ident / 'status.json').read_text())
+    assert record['lease_store'] == dict(record['lease_store'], backend='postgres', shared=True)
+    assert [s['what'] for s in record['single_controller']] == []
+
+
+def test_an_explicit_sqlite_lease_store_off_a_sqlite_ledger_is_in_the_board_state_dir(tmp_path, pg_dsn):
+    """dispatch_lease_backend=sqlite on a board that is not a SQLite ledger (here a PostgreSQL ledger)
+    keeps the lease in leases.sqlite3 of the board's state directory, which the role creates (a fresh
+    non-root sweeper has nothing there yet); status names it single-controller only."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import SqlLeaseStore
     spec = {'kind': 'ledger', 'dsn': pg_dsn}
     with open_board(spec) as b:
@@ -303,10 +329,10 @@ def test_the_default_lease_store_off_a_sqlite_ledger_is_in_the_board_state_dir(t
     where = tmp_path / 'state' / 'fleet-dispatch' / ident / 'leases.sqlite3'
     with SqlLeaseStore(path=str(where)) as store:      # what the timer's dispatcher of this controller holds
         assert store.acquire(lease_name('task-1', ident), 'sweep-on-the-timer', 600).acquired
-    res = playbook('dispatch.yml', tmp_path, spec, '-e', 'issue=1')
+    res = playbook('dispatch.yml', tmp_path, spec, '-e', 'issue=1', '-e', 'dispatch_lease_backend=sqlite')
     assert res.returncode != 0, res.stdout + res.stderr
     assert '#1 refused (lease): another dispatcher holds its lease' in res.stderr and 'sweep-on-the-timer' in res.stderr
-    status = playbook('status.yml', tmp_path, spec)
+    status = playbook('status.yml', tmp_path, spec, '-e', 'dispatch_lease_backend=sqlite')
     assert status.returncode == 0, status.stdout + status.stderr
     record = json.loads((where.parent / 'status.json').read_text())
     assert record['lease_store'] == dict(record['lease_store'], backend='sqlite', where=str(where), shared=False)
