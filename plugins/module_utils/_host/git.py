@@ -11,7 +11,16 @@ The rules in full, with their reasons: ``docs/internals.md``, section ``_host/gi
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import os
+import time
+
+# Unmeasured guess: a fetch and a worktree add take seconds, so a minute is many launches' worth of
+# waiting. Experiment: time the longest fetch of the fleet's largest clone and keep a few times that.
+CLONE_LOCK_TIMEOUT = 120.0
+CLONE_LOCK_NAME = 'fleet-dispatch-workspace.lock'
 
 
 class GitError(Exception):
@@ -167,6 +176,45 @@ class Git(object):
         return None
 
 
+def _lock_path(clone):
+    """The clone's own git directory holds the lock (``.git/`` of a clone, the repository of a bare one)."""
+    gitdir = os.path.join(clone, '.git')
+    return os.path.join(gitdir if os.path.isdir(gitdir) else clone, CLONE_LOCK_NAME)
+
+
+@contextlib.contextmanager
+def clone_lock(clone, timeout=CLONE_LOCK_TIMEOUT, clock=time.monotonic, sleep=time.sleep):
+    """Hold the clone's exclusive lock while its refs and worktree list change (D10).
+
+    Two dispatchers launching on one master at once (a timer's sweep, a hand dispatch) fetch into the
+    same clone: unserialised, one reads the other's FETCH_HEAD and its launch is refused. The lock is a
+    ``flock`` on a file in the clone's git directory, opened without following a symlink; waiting past
+    ``timeout`` is a GitError that names the file.
+    """
+    path = _lock_path(clone)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0), 0o600)
+    except OSError as exc:
+        raise GitError('cannot open the clone lock %s: %s (is it a symlink, or the clone not writable by this user?)'
+                       % (path, exc.strerror or exc))
+    try:
+        deadline = clock() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise GitError('cannot lock the clone %s: %s' % (path, exc.strerror or exc))
+                if clock() >= deadline:
+                    raise GitError('another launch has held the clone lock %s for over %.0f s: nothing was changed; '
+                                   'find the git process on this clone (a hung fetch?) and retry' % (path, timeout))
+                sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
 class Workspace(object):
     """The workspace decisions over a ``Git``: ensure present / release.
 
@@ -221,18 +269,19 @@ class Workspace(object):
             res.update(created=True, pruned=changed_prune,
                        sha=self.git.rev_parse(self.clone, 'refs/remotes/%s/%s' % (self.git.remote, self.branch)))
             return res
-        if changed_prune:
-            self.git.worktree_prune(self.clone)
-        sha = self.git.fetch(self.clone, self.branch)
-        parent = os.path.dirname(self.path)
-        if not os.path.isdir(parent):
-            os.makedirs(parent, mode=0o755)
-        self.git.worktree_add(self.clone, self.path, sha)
-        problem = self.git.verify(self.path, sha)
-        if problem:
-            # A tree we created a moment ago holds no work: take it back rather than hand it over.
-            self.git.worktree_remove(self.clone, self.path, force=True, check=False)
-            raise GitError('the new workspace %s does not verify: %s (not handed over)' % (self.path, problem))
+        with clone_lock(self.clone):
+            if changed_prune:
+                self.git.worktree_prune(self.clone)
+            sha = self.git.fetch(self.clone, self.branch)
+            parent = os.path.dirname(self.path)
+            if not os.path.isdir(parent):
+                os.makedirs(parent, mode=0o755)
+            self.git.worktree_add(self.clone, self.path, sha)
+            problem = self.git.verify(self.path, sha)
+            if problem:
+                # A tree we created a moment ago holds no work: take it back rather than hand it over.
+                self.git.worktree_remove(self.clone, self.path, force=True, check=False)
+                raise GitError('the new workspace %s does not verify: %s (not handed over)' % (self.path, problem))
         res.update(created=True, pruned=changed_prune, sha=sha, fresh=True)
         return res
 
@@ -246,7 +295,8 @@ class Workspace(object):
         if tree and not exists:
             res['pruned'] = True
             if not check:
-                self.git.worktree_prune(self.clone)
+                with clone_lock(self.clone):
+                    self.git.worktree_prune(self.clone)
             return res
         if not tree:
             res.update(kept=True, reason='%s is not a worktree of %s; kept untouched' % (self.path, self.clone))
@@ -265,5 +315,6 @@ class Workspace(object):
             return res
         res['removed'] = True
         if not check:
-            self.git.worktree_remove(self.clone, self.path)
+            with clone_lock(self.clone):
+                self.git.worktree_remove(self.clone, self.path)
         return res

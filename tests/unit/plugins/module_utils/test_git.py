@@ -214,3 +214,54 @@ def test_release_of_a_missing_directory_prunes_the_registration(repo):
     subprocess.run(['rm', '-rf', path], check=True)
     res = Workspace(g, str(repo['clone']), path).present()
     assert res['created'] and res['pruned']
+
+
+def _make_workspaces(args):
+    """One dispatcher's launches on one master: ``n`` workspaces on the shared clone, counting failures."""
+    clone, root, tag, n = args
+    failures = []
+    for k in range(n):
+        try:
+            Workspace(Git(SubprocessRunner()), clone, os.path.join(root, 'task-%s-%d' % (tag, k))).present()
+        except GitError as exc:
+            failures.append(str(exc))
+    return failures
+
+
+def test_dispatchers_launching_at_once_on_one_clone_never_fail_each_other(repo):
+    """Two dispatchers (a timer's sweep and a hand dispatch) launch on one master at the same moment:
+    their fetches into the one clone race on FETCH_HEAD, and the race benchmark saw a launch refused
+    with "git fetch exited 0 but ... FETCH_HEAD is None". The clone's steps are serialised by a lock
+    (D10): every workspace is made, none fails. Counts what happened and asserts zero failures."""
+    import multiprocessing
+    ctx = multiprocessing.get_context('spawn')
+    jobs = [(str(repo['clone']), str(repo['ws_real']), tag, 6) for tag in 'abcdef']
+    with ctx.Pool(len(jobs)) as pool:
+        failures = [f for got in pool.map(_make_workspaces, jobs) for f in got]
+    assert failures == []
+    made = [t for t in Git(SubprocessRunner()).worktrees(str(repo['clone'])) if t['detached']]
+    assert len(made) == 36
+
+
+def test_a_held_clone_lock_times_out_with_the_file_named_and_a_symlink_is_refused(repo, tmp_path):
+    import fcntl
+    from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import CLONE_LOCK_NAME, clone_lock
+    lock = repo['clone'] / '.git' / CLONE_LOCK_NAME
+    with clone_lock(str(repo['clone'])):
+        assert lock.exists()
+    held = os.open(str(lock), os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    ticks = iter(range(0, 1000, 10))
+    try:
+        with pytest.raises(GitError) as err:
+            with clone_lock(str(repo['clone']), timeout=30, clock=lambda: next(ticks), sleep=lambda s: None):
+                pytest.fail('the lock was held by another launch')
+        assert str(lock) in str(err.value) and 'nothing was changed' in str(err.value)
+    finally:
+        os.close(held)
+    lock.unlink()
+    lock.symlink_to(tmp_path / 'elsewhere')
+    with pytest.raises(GitError) as err:
+        with clone_lock(str(repo['clone'])):
+            pytest.fail('a symlinked lock file was followed')
+    assert 'symlink' in str(err.value) and not (tmp_path / 'elsewhere').exists()
