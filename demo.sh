@@ -56,15 +56,18 @@ plan_demo() {   # $1: why nothing is launched
 DEMO_MODES=1=merge,5=claim,10=die503,12=merge,13=ratelimit
 DEMO_ITEMS=(1 5 10 12 13)
 
-# The runs, the same on every worker: the board, the sweep (followed by demo/wait.py), #13's limit by
+# The board and the runs, the same on every worker: the board (demo_board), the sweep (followed by demo/wait.py), #13's limit by
 # hand, the board after, a last sweep that finds the master dark, a summary. $1: where the runs ran.
 # Needs inv (the inventory arguments) and FLEET_DEMO_BOARD (the board spec, for demo/wait.py).
-demo_runs() {
-  local where=$1 since follower
+demo_board() {
   say "the demo board, on the ledger (#13 held back in Backlog: the rate limit comes last, by hand)"
   ansible-playbook "${inv[@]}" fleet.dispatch.demo
   ansible "${inv[@]}" localhost -m fleet.dispatch.board_item -a 'board={{ dispatch_board }} number=13 status=Backlog'
   ansible-playbook "${inv[@]}" fleet.dispatch.status
+}
+
+demo_runs() {
+  local where=$1 since follower
   since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   say "the sweep, in apply mode (the fake agent's mode by item: $DEMO_MODES); the runs, as they go"
   PYTHONPATH="$DEMO/collections" python3 "$REPO/demo/wait.py" --since "$since" &
@@ -145,6 +148,7 @@ EOG
   ansible-playbook "${inv[@]}" fleet.dispatch.provision
   # the board's DSN reaches the wait through its environment, not its command line
   export FLEET_DEMO_BOARD="{\"kind\": \"ledger\", \"dsn\": \"postgresql://fleet:$password@$ip:5432/fleet\"}"
+  demo_board
   demo_runs "the test-bed host $host (master fleet1)"
 }
 
@@ -261,6 +265,8 @@ EOG
   (tmp=$(mktemp -d) && git -C "$tmp" init -q -b main && echo demo > "$tmp/README" &&
    git -C "$tmp" add README && git -C "$tmp" -c user.name=demo -c user.email=demo@localhost commit -q -m init &&
    git clone -q --bare "$tmp" "$work/repo.git" && rm -rf "$tmp")
+  # first the board: the provision checks that the master's runner opens it (fleet-runner check-board)
+  demo_board
   say "the worker: master $me, the runner, the PATH file, the notifier (fleet.dispatch.provision, worker_rootless)"
   ansible-playbook "${inv[@]}" fleet.dispatch.provision
   export FLEET_DEMO_BOARD="{\"kind\": \"ledger\", \"path\": \"$work/ledger.sqlite3\"}"

@@ -60,7 +60,7 @@ def _tree():
     """The working tree as a tar stream (what a fresh clone has, with this checkout's changes)."""
     return subprocess.run(['tar', '-C', str(REPO), '--exclude=./.git', '--exclude=./build', '--exclude=./.venv',
                            '--exclude=__pycache__', '--exclude=.pytest_cache', '-cf', '-', '.'],
-                          capture_output=True, check=True).stdout
+                          capture_output=True, check=True, stdin=subprocess.DEVNULL).stdout
 
 
 @pytest.fixture(scope='module')
@@ -76,7 +76,8 @@ def demo(bed_factory, tmp_path_factory):
             break
         time.sleep(1)
     wheels = _wheelhouse(tmp_path_factory.mktemp('wheels'))
-    tar = subprocess.run(['tar', '-C', str(wheels), '-cf', '-', '.'], capture_output=True, check=True).stdout
+    tar = subprocess.run(['tar', '-C', str(wheels), '-cf', '-', '.'], capture_output=True, check=True,
+                         stdin=subprocess.DEVNULL).stdout
     assert _ssh(bed, host, 'mkdir -p wheels %s && tar -xf - -C wheels' % COPY, tar).returncode == 0
     assert _ssh(bed, host, 'tar -xf - -C %s' % COPY, _tree()).returncode == 0
     # the user's own things: a unit, a program on ~/.local/bin, a trusted repository
