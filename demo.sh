@@ -70,7 +70,7 @@ demo_runs() {
   local where=$1 since follower
   since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   say "the sweep, in apply mode (the fake agent's mode by item: $DEMO_MODES); the runs, as they go"
-  PYTHONPATH="$DEMO/collections" python3 "$REPO/demo/wait.py" --since "$since" &
+  PYTHONPATH="$DEMO/collections" python3 "$REPO/demo/wait.py" --since "$since" --items 1,5,10,12 &
   follower=$!
   ansible-playbook "${inv[@]}" fleet.dispatch.sweep -e dispatch_mode=apply
   wait "$follower"
