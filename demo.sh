@@ -201,6 +201,7 @@ user_cleanup() {   # $1: the demo's work dir (its record of what the home had be
       rm -f "$HOME/.gitconfig"
     fi
   fi
+  [ -e "$work/before/ansible.existed" ] || rm -rf "${HOME:?}/.ansible"
   echo "demo: $me's other units and files were not touched" >&2
 }
 
@@ -226,6 +227,9 @@ user_demo() {
     fi
   done
   [ -e "$HOME/.gitconfig" ] && touch "$work/before/gitconfig.existed"
+  [ -e "$HOME/.ansible" ] && touch "$work/before/ansible.existed"
+  # Ansible's own temporary files in build/demo, not ~/.ansible
+  export ANSIBLE_LOCAL_TEMP="$work/ansible-tmp" ANSIBLE_REMOTE_TEMP="$work/ansible-tmp"
   git config --global --get-all safe.directory 2>/dev/null | grep -qxF "$work/repo.git" && touch "$work/before/gitconfig.trusted"
   # shellcheck disable=SC2064  # expand now: the work dir is fixed for this run
   trap "user_cleanup '$work'" EXIT

@@ -167,7 +167,7 @@ def test_the_demo_removed_what_it_added_and_left_the_users_own_alone(demo):
                  'systemctl --user list-unit-files --no-legend "fleet-notify@*" || true')
     assert 'task-' not in units and 'fleet-notify' not in units, units
     left = read('cd && for p in .config/fleet-dispatch .local/bin/fleet-runner .config/environment.d/50-fleet-path.conf '
-                '.local/libexec/fleet-dispatch .local/lib/fleet-dispatch .local/state/fleet-dispatch fleet; do '
+                '.local/libexec/fleet-dispatch .local/lib/fleet-dispatch .local/state/fleet-dispatch fleet .ansible; do '
                 '[ -e "$p" ] && echo "$p"; done; true')
     assert left.split() == [], left
     assert read('cd && ls %s %s' % (OWN_UNIT, OWN_BIN)).split() == [OWN_UNIT, OWN_BIN]
