@@ -72,7 +72,7 @@ def demo(bed_factory, tmp_path_factory):
     bed.ssh(host, 'sudo useradd -m -s /bin/bash %s && sudo loginctl enable-linger %s' % (USER, USER))
     bed.ssh(host, 'sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv '
                   '>/dev/null', timeout=600)
-    for _ in range(60):
+    for _attempt in range(60):
         if _ssh(bed, host, 'systemctl --user is-system-running', timeout=30).stdout.strip() in (b'running', b'degraded'):
             break
         time.sleep(1)
@@ -88,7 +88,7 @@ def demo(bed_factory, tmp_path_factory):
     runs = []
     # FLEET_DEMO_USER_RUNS=2 runs it twice (the second on the first one's leftovers); once by default:
     # one run takes 10-20 min on 2 shared cores at load 12-20 (the provision's ~100 copy tasks dominate)
-    for _ in range(int(os.environ.get('FLEET_DEMO_USER_RUNS', '1'))):
+    for _run in range(int(os.environ.get('FLEET_DEMO_USER_RUNS', '1'))):
         started = time.monotonic()
         # PIP_*: the venv from the wheelhouse (no PyPI from the hosts); nothing else of this controller's environment
         proc = _ssh(bed, host, 'cd %s && PIP_NO_INDEX=1 PIP_FIND_LINKS=$HOME/wheels ./demo.sh' % COPY)
