@@ -8,8 +8,10 @@ it) in the environment variable ``FLEET_DEMO_BOARD``, never on the command line.
 every ``--poll`` seconds through the collection's own ledger code and prints each change as it
 happens: a run that posted its start marker is live (the runner posts it inside the unit, D3);
 a run whose last marker after that start is an outcome has closed out, with that marker. Ends
-when every run started since ``--since`` has closed out (exit 0), or after ``--timeout`` seconds
-(exit 1, naming the runs still live). Prints a summary line per run at the end.
+when every run started since ``--since`` has closed out and, with ``--items``, each of those items
+has had one (the sweep launches them one after another: an early read sees only the first runs),
+exit 0; or after ``--timeout`` seconds (exit 1, naming the runs still live or not yet started).
+Prints a summary line per run at the end.
 
 ``--summary DIR`` instead prints, from the last sweep's ``plan.json`` in DIR (no board read), each
 item the demo ran with its reason and last marker, each held candidate and why, and each master's
@@ -79,6 +81,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--since', help='ISO-8601 time before the sweep started')
     parser.add_argument('--summary', metavar='DIR', help="print the demo's closing lines from DIR/plan.json")
+    parser.add_argument('--items', default='', help='comma-separated items whose runs to wait for (default: the runs seen)')
     parser.add_argument('--poll', type=float, default=2.0)
     parser.add_argument('--timeout', type=float, default=600.0)
     args = parser.parse_args(argv)
@@ -87,6 +90,7 @@ def main(argv=None):
     if not args.since:
         parser.error('--since or --summary is required')
     since = parse_time(args.since) - _dt.timedelta(seconds=2)
+    expected = set(int(n) for n in args.items.split(',') if n.strip())
     spec = json.loads(os.environ['FLEET_DEMO_BOARD'])
     board = LedgerBoard.from_spec(spec)
     shown = {}
@@ -100,11 +104,13 @@ def main(argv=None):
                     print('  [%s] %s' % (_dt.datetime.now(_dt.timezone.utc).strftime('%H:%M:%S'), line), flush=True)
                     shown[number] = line
             live = sorted(n for n, run in runs.items() if run[2] is None)
-            if runs and not live:
+            unstarted = sorted(expected - set(runs))
+            if runs and not live and not unstarted:
                 break
             if time.monotonic() > deadline:
-                print('demo: still live after %d s: %s (see ansible-playbook fleet.dispatch.logs -e issue=N)'
-                      % (args.timeout, ', '.join('task-%d' % n for n in live) or 'no run started'), file=sys.stderr)
+                print('demo: after %d s still live: %s; not started: %s (see ansible-playbook fleet.dispatch.logs -e issue=N)'
+                      % (args.timeout, ', '.join('task-%d' % n for n in live) or 'none',
+                         ', '.join('#%d' % n for n in unstarted) or ('none' if runs else 'no run at all')), file=sys.stderr)
                 return 1
             time.sleep(args.poll)
     finally:

@@ -3,7 +3,8 @@
 ``--modes`` (one agent command for a master, a mode per item).
 
 The follower's rule: a start marker after ``--since`` is a live run; the first other marker after
-that start is its close-out; it ends when every such run has closed out.
+that start is its close-out; it ends when every such run has closed out (with ``--items``, once
+each of those items has had one).
 """
 from __future__ import annotations
 
@@ -52,6 +53,36 @@ def test_a_start_after_since_is_live_until_its_close_out(tmp_path):
     assert wait._describe(3, runs[3]) == ('task-3 (item 3) closed out: \U0001f501 retry, eligible again at 2026-12-01T10:30:00Z; '
                                           'the item is open')
     assert 'the master is dark (rate_limit until 2026-12-01T12:00:00Z)' in wait._describe(4, runs[4])
+
+
+def test_with_items_it_waits_for_a_run_not_started_yet(tmp_path, monkeypatch, capsys):
+    # the sweep launches one run after another: an early read sees #2 closed and #3 not started yet
+    board = _board(tmp_path)
+    try:
+        board.post_marker(2, format_marker('start', {'unit': 'task-2'}), at='2026-12-01T10:00:05Z')
+        board.post_marker(2, format_marker('noop', {'unit': 'task-2'}), at='2026-12-01T10:00:06Z')
+    finally:
+        board.close()
+    monkeypatch.setenv('FLEET_DEMO_BOARD', json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}))
+    polls = []
+
+    def start_three_later(_seconds):      # the second poll's read finds #3 started and closed out
+        polls.append(_seconds)
+        if len(polls) == 1:
+            late = LedgerBoard(path=str(tmp_path / 'ledger.sqlite3'))
+            try:
+                late.post_marker(3, format_marker('start', {'unit': 'task-3'}), at='2026-12-01T10:00:09Z')
+                late.post_marker(3, format_marker('success', {'unit': 'task-3'}), at='2026-12-01T10:00:10Z')
+            finally:
+                late.close()
+    monkeypatch.setattr(wait.time, 'sleep', start_three_later)
+    assert wait.main(['--since', '2026-12-01T10:00:00Z', '--items', '2,3', '--poll', '0']) == 0
+    assert len(polls) == 1, polls
+    assert 'every run the sweep launched has closed out: #2 noop, #3 success' in capsys.readouterr().out
+    # an expected item that never starts: the wait ends at its timeout, naming it
+    monkeypatch.setattr(wait.time, 'sleep', lambda _s: None)
+    assert wait.main(['--since', '2026-12-01T10:00:09Z', '--items', '3,4', '--poll', '0', '--timeout', '0']) == 1
+    assert 'not started: #4' in capsys.readouterr().err
 
 
 def test_the_summary_names_the_dark_master_and_its_reset(tmp_path, capsys):

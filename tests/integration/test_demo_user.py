@@ -1,0 +1,176 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``make demo`` on a machine with a systemd user manager, without root: the user case, end to end.
+
+One bed host stands in for a newcomer's desktop: a user ``demo`` (not root, no sudo) with a user
+manager, a copy of the repository in its home, Debian's ``python3-venv``. ``demo.sh`` runs there over
+SSH as that user (a real PAM session; FLEET_DEMO_USER_RUNS=2 runs it twice), as ``make demo``
+would: it picks the user case by itself, makes its venv (demo/requirements.txt) from a wheelhouse
+built on this controller (the hosts reach Debian's mirror but not PyPI: HTTPS there needs this
+machine's CA), provisions ``demo`` as the one master of localhost with roles/worker
+``worker_rootless``, sweeps in apply mode, waits, darkens the master by hand and sweeps again. The
+assertions read the last run's status.json, plan.json and output, and the home afterwards: the
+demo's units, files and git setting gone, the user's own (a unit, a program in ~/.local/bin, a
+trusted repository) left alone.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+
+pytestmark = pytest.mark.testbed
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+USER = 'demo'
+COPY = '/home/%s/fleet.dispatch' % USER
+# A bound only (two demo runs, a venv, an apt install on 2 shared cores): the measured time is printed.
+TIMEOUT = 1800
+# What the user had before the demo, which the demo must leave alone.
+OWN_UNIT = '.config/systemd/user/mine.service'
+OWN_BIN = '.local/bin/mine'
+OWN_TRUST = '/srv/mine.git'
+
+
+def _ssh(bed, host, cmd, data=None, timeout=TIMEOUT):
+    """``cmd`` on ``host`` as the demo user over a real SSH login; ``data`` (bytes) on its stdin."""
+    argv = ['ssh', '-i', bed.key, '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no',
+            '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=5',
+            '%s@%s' % (USER, bed.ip[host]), cmd]
+    return subprocess.run(argv, input=data if data is not None else b'', capture_output=True, timeout=timeout, check=False)
+
+
+def _wheelhouse(where):
+    """The user case's requirements (demo/requirements.txt) and pip, as wheels for the host's python3 (3.11)."""
+    subprocess.run([sys.executable, '-m', 'pip', 'download', '-q', '-d', str(where), '--only-binary=:all:',
+                    '-r', str(REPO / 'demo' / 'requirements.txt'), 'pip'], check=True, timeout=600,
+                   stdin=subprocess.DEVNULL)
+    return where
+
+
+def _tree():
+    """The working tree as a tar stream (what a fresh clone has, with this checkout's changes)."""
+    return subprocess.run(['tar', '-C', str(REPO), '--exclude=./.git', '--exclude=./build', '--exclude=./.venv',
+                           '--exclude=__pycache__', '--exclude=.pytest_cache', '-cf', '-', '.'],
+                          capture_output=True, check=True, stdin=subprocess.DEVNULL).stdout
+
+
+@pytest.fixture(scope='module')
+def demo(bed_factory, tmp_path_factory):
+    bed = bed_factory(1)
+    (host,) = bed.hosts
+    # the newcomer's machine: a user with a user manager (linger: it outlives each SSH login) and python3-venv
+    bed.ssh(host, 'sudo useradd -m -s /bin/bash %s && sudo loginctl enable-linger %s' % (USER, USER))
+    bed.ssh(host, 'sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv '
+                  '>/dev/null', timeout=600)
+    for _attempt in range(60):
+        if _ssh(bed, host, 'systemctl --user is-system-running', timeout=30).stdout.strip() in (b'running', b'degraded'):
+            break
+        time.sleep(1)
+    wheels = _wheelhouse(tmp_path_factory.mktemp('wheels'))
+    tar = subprocess.run(['tar', '-C', str(wheels), '-cf', '-', '.'], capture_output=True, check=True,
+                         stdin=subprocess.DEVNULL).stdout
+    assert _ssh(bed, host, 'mkdir -p wheels %s && tar -xf - -C wheels' % COPY, tar).returncode == 0
+    assert _ssh(bed, host, 'tar -xf - -C %s' % COPY, _tree()).returncode == 0
+    # the user's own things: a unit, a program on ~/.local/bin, a trusted repository
+    mine = ('mkdir -p ~/.config/systemd/user ~/.local/bin && printf "[Service]\\nExecStart=/bin/true\\n" > ~/%s && '
+            'printf "#!/bin/sh\\n" > ~/%s && git config --global --add safe.directory %s' % (OWN_UNIT, OWN_BIN, OWN_TRUST))
+    assert _ssh(bed, host, mine).returncode == 0
+    runs = []
+    # FLEET_DEMO_USER_RUNS=2 runs it twice (the second on the first one's leftovers); once by default:
+    # one run takes 10-20 min on 2 shared cores at load 12-20 (the provision's ~100 copy tasks dominate)
+    for _run in range(int(os.environ.get('FLEET_DEMO_USER_RUNS', '1'))):
+        started = time.monotonic()
+        # PIP_*: the venv from the wheelhouse (no PyPI from the hosts); nothing else of this controller's environment
+        proc = _ssh(bed, host, 'cd %s && PIP_NO_INDEX=1 PIP_FIND_LINKS=$HOME/wheels ./demo.sh' % COPY)
+        out, err = proc.stdout.decode('utf-8', 'replace'), proc.stderr.decode('utf-8', 'replace')
+        assert proc.returncode == 0, (out + err)[-8000:]
+        runs.append({'out': out, 'err': err, 'seconds': time.monotonic() - started})
+    print('\nmake demo, user case, on a bed host: %s s (the first run includes the venv)'
+          % ', '.join('%.0f' % run['seconds'] for run in runs))
+
+    def read(cmd):
+        proc = _ssh(bed, host, cmd, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.decode('utf-8')
+    state = '%s/build/demo/state/fleet-dispatch/*' % COPY
+    return {'bed': bed, 'host': host, 'runs': runs, 'out': runs[-1]['out'], 'err': runs[-1]['err'],
+            'status': json.loads(read('cat %s/status.json' % state)), 'plan': json.loads(read('cat %s/plan.json' % state)),
+            'page': read('cat %s/status.html' % state), 'metrics': read('cat %s/fleet-dispatch.prom' % state),
+            'vars': read('cat %s/build/demo/user/group_vars/all.yml' % COPY), 'read': read}
+
+
+def _items(doc):
+    return dict((item['number'], item) for item in doc['items'])
+
+
+def test_the_demo_chose_the_user_case_by_itself(demo):
+    for run in demo['runs']:
+        assert 'this machine is the worker (localhost) and %s its one master' % USER in run['out'], run['out'][-3000:]
+        assert 'mode:        apply on this machine (master %s, its own user manager)' % USER in run['out']
+
+
+def test_the_demo_closes_the_merged_items_and_keeps_the_noop_and_the_retry_open(demo):
+    items = _items(demo['status'])
+    for number in (1, 12):          # merge mode: the fake agent's merged change closed them (D2)
+        item = items[number]
+        assert item['state'] == 'closed' and item['reason'] == 'done', item
+        assert item['last_marker']['kind'] == 'success' and item['last_marker']['fields']['host'] == demo['host'], item
+        assert any(a['merged'] and number in a['closes'] for a in item['artifacts']), item
+    noop = items[5]                 # claim mode: success claimed, nothing merged
+    assert noop['state'] == 'open' and noop['last_marker']['kind'] == 'noop', noop
+    retry = items[10]               # die503: provably did nothing, eligible again later (D7)
+    assert retry['reason'] == 'retry_wait' and retry['last_marker']['kind'] == 'retry' and retry['not_before'], retry
+    dark = items[13]                # ratelimit: a capacity death, not an attempt (D8)
+    assert dark['last_marker']['kind'] == 'capacity' and dark['last_marker']['fields']['source'] == 'rate_limit', dark
+
+
+def test_the_last_sweep_finds_the_master_dark_until_the_stated_reset_and_places_nothing(demo):
+    (master,) = demo['plan']['masters']
+    assert master['worker'] == 'localhost' and master['master'] == USER, master
+    assert master['dark'] is True and master['source'] == 'rate_limit', master
+    stated = re.search(r'FAKE_AGENT_RESET: "(\S+)"', demo['vars']).group(1)
+    assert parse_time(master['reset_at']) == parse_time(stated), (master, stated)
+    assert demo['plan']['mode'] == 'apply' and not demo['plan']['launched'], demo['plan']['launched']
+    held = sorted(int(u['number']) for u in demo['plan']['unplaced'])
+    assert 4 in held and 5 in held, demo['plan']['unplaced']
+    assert 'master localhost/%s: dark (rate_limit) until %s' % (USER, master['reset_at']) in demo['out'], demo['out'][-3000:]
+
+
+def test_the_demo_printed_the_runs_as_they_closed_out(demo):
+    out = demo['out']
+    for line in ('task-1 (item 1) closed out: \u2705 success; the item is closed',
+                 'task-5 (item 5) closed out: \u26aa noop; the item is open',
+                 'task-10 (item 10) closed out: \U0001f501 retry, eligible again at ',
+                 'item 13 closed out: capacity'):
+        assert line in out, (line, out[-6000:])
+    assert 'every run the sweep launched has closed out: #1 success, #5 noop, #10 retry, #12 success' in out, out[-4000:]
+
+
+def test_the_demo_wrote_the_page_and_the_metrics_with_the_dark_master(demo):
+    assert USER in demo['page'] and 'rate_limit' in demo['page'], demo['page'][:2000]
+    assert 'fleet_dispatch_dark_masters{source="rate_limit"} 1' in demo['metrics'], demo['metrics']
+
+
+def test_the_demo_removed_what_it_added_and_left_the_users_own_alone(demo):
+    read = demo['read']
+    units = read('systemctl --user list-units --all --no-legend --plain "task-*" "fleet-notify@*"; '
+                 'systemctl --user list-unit-files --no-legend "fleet-notify@*" || true')
+    assert 'task-' not in units and 'fleet-notify' not in units, units
+    left = read('cd && for p in .config/fleet-dispatch .local/bin/fleet-runner .config/environment.d/50-fleet-path.conf '
+                '.local/libexec/fleet-dispatch .local/lib/fleet-dispatch .local/state/fleet-dispatch fleet .ansible; do '
+                '[ -e "$p" ] && echo "$p"; done; true')
+    assert left.split() == [], left
+    assert read('cd && ls %s %s' % (OWN_UNIT, OWN_BIN)).split() == [OWN_UNIT, OWN_BIN]
+    trusted = read('git config --global --get-all safe.directory || true').split()
+    assert trusted == [OWN_TRUST], trusted
+    assert 'demo: stopping the demo' in demo['err'], demo['err'][-2000:]
