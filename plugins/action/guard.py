@@ -24,7 +24,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import secret_looking
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.announce import cycle as announce_cycle
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import launch_work, probe_answers
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import launch_answers, launch_work, probe_answers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.reaper import DEFAULT_FLOOR_S, reaping
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.start import confirm
@@ -70,6 +70,9 @@ ARGUMENT_SPEC = dict(
     branch=dict(type='str', default='main'),
     reap_floor=dict(type='float', default=DEFAULT_FLOOR_S),
     timing=dict(type='dict', default={}),
+    # stage=report: the per-worker worker_launch results, read per batch in the same call
+    worker_launches=dict(type='dict'),
+    batches=dict(type='list', elements='dict', default=[]),
 )
 
 # what Ansible adds to a module's answer; the rest is the module's own return values
@@ -113,6 +116,12 @@ class ActionModule(ActionBase):
         _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         if args['stage'] == 'decide':
             outs, out = decide(args)
+        elif args['stage'] == 'report' and args['worker_launches'] is not None:
+            # the launch answered: stamped before the answers are read (issue 13)
+            timing = dict(args['timing'] or {}, launched=time.time())
+            out = step('report', dict(args, launches=launch_answers(args['batches'], args['worker_launches'])))
+            out['timing'] = timing
+            outs = [out]
         else:
             out = step(args['stage'], args)
             outs = [out]

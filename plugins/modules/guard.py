@@ -106,6 +106,17 @@ options:
     default: {}
   launches:
     description: The registered loop results of M(fleet.dispatch.launch), one per master, loop item a RV(batches) entry (O(stage=report)).
+  worker_launches:
+    description:
+      - O(stage=report) - worker name to its M(fleet.dispatch.worker_launch) result, instead of O(launches); each of O(batches) is then
+        answered from its worker's result (a worker missing here, failed or unreachable fails its runs), and RV(timing) adds
+        C(launched), the step's start.
+    type: dict
+  batches:
+    description: O(stage=report) with O(worker_launches) - RV(batches) of the V(batch) step.
+    type: list
+    elements: dict
+    default: []
     type: list
     elements: dict
     default: []
@@ -187,7 +198,9 @@ options:
     type: float
     default: 1800
   timing:
-    description: O(stage=decide) - the cycle's epoch stamps so far; RV(timing) adds C(probed) (the step's start) and C(placed) (its end).
+    description:
+      - The cycle's epoch stamps so far. O(stage=decide) - RV(timing) adds C(probed) (the step's start) and C(placed) (its end);
+        O(stage=report) with O(worker_launches) - C(launched).
     type: dict
     default: {}
 seealso:
@@ -319,8 +332,8 @@ reaping:
   returned: when O(stage=decide)
   type: dict
 timing:
-  description: O(stage=decide) - O(timing) with C(probed) and C(placed).
-  returned: when O(stage=decide)
+  description: O(stage=decide) - O(timing) with C(probed) and C(placed); O(stage=report) with O(worker_launches) - with C(launched).
+  returned: when O(stage=decide), or O(stage=report) with O(worker_launches)
   type: dict
 unconfirmed:
   description: O(stage=confirm) - the launched runs with no start record within the wait (still running) or no answer.
