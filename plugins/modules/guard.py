@@ -21,7 +21,7 @@ description:
     the most measured headroom, without a cap. O(stage=report) reads the launch results. O(stage=confirm) joins the launched
     runs with the masters' M(fleet.dispatch.start_info) answers and the board's markers - launched is not started (D20) - and
     says V(started), V(failed to start) followed by the runner's reason, or V(start not confirmed) for each.
-  - O(stage=decide) is play 3 of the guarded path in one call (the lease is held while it runs, so each forked task there counts):
+  - O(stage=decide) is play 3 of the guarded path in one call (the lease is held while it runs, so each forked task there counts) -
     it reads O(worker_probes) as one answer per master, then runs the V(probe), V(place) and V(batch) steps in that order, exactly
     as their own stages do (RV(probed), RV(placed), RV(batched)), gives each worker with work its launch list (RV(work)) and reads
     the reaper's clock half (RV(reaping)). The refusals and warnings of the three steps are said on stderr as theirs are.
@@ -106,6 +106,9 @@ options:
     default: {}
   launches:
     description: The registered loop results of M(fleet.dispatch.launch), one per master, loop item a RV(batches) entry (O(stage=report)).
+    type: list
+    elements: dict
+    default: []
   worker_launches:
     description:
       - O(stage=report) - worker name to its M(fleet.dispatch.worker_launch) result, instead of O(launches); each of O(batches) is then
@@ -114,9 +117,6 @@ options:
     type: dict
   batches:
     description: O(stage=report) with O(worker_launches) - RV(batches) of the V(batch) step.
-    type: list
-    elements: dict
-    default: []
     type: list
     elements: dict
     default: []
