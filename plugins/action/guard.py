@@ -7,23 +7,32 @@ Thin: every decision is a pure function of ``module_utils/_core/plan.py``. The a
 its options, turns Ansible's registered loop results into the plain answer records ``_core.plan``
 reads (``answers``), calls the step, and says every refusal on **stderr** as an Ansible warning:
 a refusal writes nothing to the board, it is logged.
+
+``stage=decide`` is play 3 of the guarded path in ONE call (issue 13): the per-worker probe answers
+become one answer per master (``_core.fanout.probe_answers``), then the probe, place and batch steps
+run in sequence exactly as their own stages do, and each worker with work gets its launch list
+(``_core.fanout.launch_work``). One task instead of six forked task runs inside the lease; the same
+functions, so there is no second copy of any step (D15).
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import secret_looking
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.announce import cycle as announce_cycle
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import launch_answers, launch_work, probe_answers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC, parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.reaper import DEFAULT_FLOOR_S, reaping
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.start import confirm
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import (
     batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
-STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'report', 'confirm', 'announce')
+STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'decide', 'report', 'confirm', 'announce')
 
 ARGUMENT_SPEC = dict(
     stage=dict(type='str', required=True, choices=list(STAGES)),
@@ -53,6 +62,17 @@ ARGUMENT_SPEC = dict(
     launched=dict(type='list', elements='dict', default=[]),
     starts=dict(type='list', elements='dict', default=[]),
     wait=dict(type='float', default=0),
+    # stage=decide (issue 13): probe + place + batch + the launch lists in one call
+    worker_probes=dict(type='dict', default={}),
+    probe_now=dict(type='bool', default=True),
+    clones=dict(type='dict', default={}),
+    clone=dict(type='str', default=''),
+    branch=dict(type='str', default='main'),
+    reap_floor=dict(type='float', default=DEFAULT_FLOOR_S),
+    timing=dict(type='dict', default={}),
+    # stage=report: the per-worker worker_launch results, read per batch in the same call
+    worker_launches=dict(type='dict'),
+    batches=dict(type='list', elements='dict', default=[]),
 )
 
 # what Ansible adds to a module's answer; the rest is the module's own return values
@@ -94,44 +114,85 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        stage, cands = args['stage'], args['candidates']
-        if stage == 'name':
-            out = name_candidates(cands, board_id=args['board_id'])
-        elif stage == 'lease':
-            out = gate_leases(cands, args['leases'], enabled=args['lease_enabled'])
-        elif stage == 'probe':
-            surveyed = survey(answers(args['probes']))
-            out = gate_probe(cands, surveyed)
-            out['survey'] = surveyed
-            out['duplicates'] = surveyed['duplicates']
-            out['repairs'] = repairs(surveyed, owner=args['owner'], now=datetime.datetime.now(UTC))
-            for dup in surveyed['duplicates']:
-                keep = dup['keep']
-                out['warnings'].append('%s is live on %d masters: keeping the oldest on %s/%s (started %s), stopping %s' % (
-                    dup['unit'], 1 + len(dup['stop']), keep.get('worker'), keep.get('master'), keep.get('started_at'),
-                    ', '.join('%s/%s' % (u.get('worker'), u.get('master')) for u in dup['stop'])))
-        elif stage == 'place':
-            out = gate_place(cands, args['masters'], answers(args['capacity']), args['survey'])
-        elif stage == 'batch':
-            made = None if args['workspaces'] is None else answers(args['workspaces'])
-            out = batches(cands, made, command=args['command'], setenv=args['setenv'], owner=args['owner'])
-            for name in secret_looking(args['setenv'] or {}):   # issue 14: named, never its value
-                out['warnings'].append('setenv %s looks like a secret: its value is in this step\'s batches (and plan.json), '
-                                       'the launch and the worker\'s journal unmasked; secrets belong in the credentials file' % name)
-        elif stage == 'confirm':
-            out = confirm(args['launched'], answers(args['starts']), args['items'], wait=args['wait'])
-        elif stage == 'announce':
-            now = parse_time(args['now']) if args['now'] else datetime.datetime.now(UTC)
-            out = announce_cycle(args['items'] or [], masters=args['masters'], capacity=answers(args['capacity']),
-                                 surveyed=args['survey'] or None, previous=args['previous'], unreaped=args['unreaped'],
-                                 now=now, blind_cycles=args['blind_cycles'],
-                                 capacity_window=datetime.timedelta(seconds=args['capacity_window']))
+        if args['stage'] == 'decide':
+            outs, out = decide(args)
+        elif args['stage'] == 'report' and args['worker_launches'] is not None:
+            # the launch answered: stamped before the answers are read (issue 13)
+            timing = dict(args['timing'] or {}, launched=time.time())
+            out = step('report', dict(args, launches=launch_answers(args['batches'], args['worker_launches'])))
+            out['timing'] = timing
+            outs = [out]
         else:
-            out = launch_report(answers(args['launches']))
-        for ref in out.get('refused', []):
-            self._display.warning(_refusal_text(ref))
-        for text in out.pop('warnings', []):
-            self._display.warning(text)
+            out = step(args['stage'], args)
+            outs = [out]
+        for one in outs:
+            for ref in one.get('refused', []):
+                self._display.warning(_refusal_text(ref))
+            for text in one.pop('warnings', []):
+                self._display.warning(text)
         result.update(out)
         result['changed'] = False
         return result
+
+
+def step(stage, args):
+    """One step on validated options: its answer, with the refusals in ``refused`` and the other warnings in
+    ``warnings`` (the action says both on stderr)."""
+    cands = args['candidates']
+    if stage == 'name':
+        out = name_candidates(cands, board_id=args['board_id'])
+    elif stage == 'lease':
+        out = gate_leases(cands, args['leases'], enabled=args['lease_enabled'])
+    elif stage == 'probe':
+        surveyed = survey(answers(args['probes']))
+        out = gate_probe(cands, surveyed)
+        out['survey'] = surveyed
+        out['duplicates'] = surveyed['duplicates']
+        out['repairs'] = repairs(surveyed, owner=args['owner'], now=datetime.datetime.now(UTC))
+        for dup in surveyed['duplicates']:
+            keep = dup['keep']
+            out['warnings'].append('%s is live on %d masters: keeping the oldest on %s/%s (started %s), stopping %s' % (
+                dup['unit'], 1 + len(dup['stop']), keep.get('worker'), keep.get('master'), keep.get('started_at'),
+                ', '.join('%s/%s' % (u.get('worker'), u.get('master')) for u in dup['stop'])))
+    elif stage == 'place':
+        out = gate_place(cands, args['masters'], answers(args['capacity']), args['survey'])
+    elif stage == 'batch':
+        made = None if args['workspaces'] is None else answers(args['workspaces'])
+        out = batches(cands, made, command=args['command'], setenv=args['setenv'], owner=args['owner'])
+        for name in secret_looking(args['setenv'] or {}):   # issue 14: named, never its value
+            out['warnings'].append('setenv %s looks like a secret: its value is in this step\'s batches (and plan.json), '
+                                   'the launch and the worker\'s journal unmasked; secrets belong in the credentials file' % name)
+    elif stage == 'confirm':
+        out = confirm(args['launched'], answers(args['starts']), args['items'], wait=args['wait'])
+    elif stage == 'announce':
+        now = parse_time(args['now']) if args['now'] else datetime.datetime.now(UTC)
+        out = announce_cycle(args['items'] or [], masters=args['masters'], capacity=answers(args['capacity']),
+                             surveyed=args['survey'] or None, previous=args['previous'], unreaped=args['unreaped'],
+                             now=now, blind_cycles=args['blind_cycles'],
+                             capacity_window=datetime.timedelta(seconds=args['capacity_window']))
+    else:
+        out = launch_report(answers(args['launches']))
+    out.setdefault('refused', [])
+    out.setdefault('warnings', [])
+    return out
+
+
+def decide(args):
+    """``stage=decide``: play 3 of the guarded path in one call - the per-worker probe answers read per master,
+    then the probe, place and batch steps (each as its own stage returns it), the workers' launch lists, the
+    reaper's clock half (``_core.reaper.reaping``) and the ``probed``/``placed`` stamps. Returns (the three
+    steps' answers, to warn in order; the combined answer)."""
+    timing = dict(args['timing'] or {}, probed=time.time())
+    results = probe_answers(args['masters'], args['worker_probes']) if args['probe_now'] else []
+    probed = step('probe', dict(args, probes=results))
+    placed = step('place', dict(args, candidates=probed['admitted'], capacity=results, survey=probed['survey']))
+    batched = step('batch', dict(args, candidates=placed['admitted'], workspaces=None))
+    work = launch_work(batched['batches'], args['clones'], args['clone'], args['branch'])
+    reaped = reaping(args['items'] or [], now=args['now'], floor=args['reap_floor']) if args['now'] else {'threshold': None, 'due': []}
+    out = {'probe': {'results': results}, 'probed': probed, 'placed': placed, 'batched': batched, 'work': work,
+           'reaping': reaped, 'admitted': placed['admitted'],
+           'refused': probed['refused'] + placed['refused'] + batched['refused']}
+    outs = [probed, placed, batched]
+    timing['placed'] = time.time()
+    out['timing'] = timing
+    return outs, out

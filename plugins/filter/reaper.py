@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.fleet.dispatch.plugins.action.guard import answers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import survey
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.reaper import DEFAULT_FLOOR_S, decide, due, threshold
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.reaper import DEFAULT_FLOOR_S, decide, reaping
 
 
 def reap_due(items, now, floor=DEFAULT_FLOOR_S):
@@ -23,8 +23,7 @@ def reap_due(items, now, floor=DEFAULT_FLOOR_S):
     if not isinstance(items, list):
         raise AnsibleFilterError('reap_due expects the items list of fleet.dispatch.board_info')
     try:
-        limit = threshold(items, floor=floor)
-        return {'threshold': limit, 'due': due(items, now=now, limit=limit)}
+        return reaping(items, now=now, floor=floor)
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError('reap_due: %s' % exc)
 

@@ -21,6 +21,10 @@ description:
     the most measured headroom, without a cap. O(stage=report) reads the launch results. O(stage=confirm) joins the launched
     runs with the masters' M(fleet.dispatch.start_info) answers and the board's markers - launched is not started (D20) - and
     says V(started), V(failed to start) followed by the runner's reason, or V(start not confirmed) for each.
+  - O(stage=decide) is play 3 of the guarded path in one call (the lease is held while it runs, so each forked task there counts) -
+    it reads O(worker_probes) as one answer per master, then runs the V(probe), V(place) and V(batch) steps in that order, exactly
+    as their own stages do (RV(probed), RV(placed), RV(batched)), gives each worker with work its launch list (RV(work)) and reads
+    the reaper's clock half (RV(reaping)). The refusals and warnings of the three steps are said on stderr as theirs are.
   - O(stage=announce) finds the stalls nobody is coming for (the announcer, C(_core/announce.py)) from the board's items, this
     cycle's probe survey and capacity answers, and the previous cycle's record of consecutive failed probes; it writes nothing
     (M(fleet.dispatch.board_report) files the reports).
@@ -39,7 +43,7 @@ options:
     description: Which step to run.
     type: str
     required: true
-    choices: [name, lease, probe, place, batch, report, confirm, announce]
+    choices: [name, lease, probe, place, batch, decide, report, confirm, announce]
   candidates:
     description: The candidates still admitted (from RV(fleet.dispatch.board_info#module:candidates), then from the previous step).
     type: list
@@ -105,6 +109,17 @@ options:
     type: list
     elements: dict
     default: []
+  worker_launches:
+    description:
+      - O(stage=report) - worker name to its M(fleet.dispatch.worker_launch) result, instead of O(launches); each of O(batches) is then
+        answered from its worker's result (a worker missing here, failed or unreachable fails its runs), and RV(timing) adds
+        C(launched), the step's start.
+    type: dict
+  batches:
+    description: O(stage=report) with O(worker_launches) - RV(batches) of the V(batch) step.
+    type: list
+    elements: dict
+    default: []
   previous:
     description: The previous cycle's RV(record) (O(stage=announce)); empty or unreadable restarts every count at one.
     type: dict
@@ -115,7 +130,9 @@ options:
     elements: dict
     default: []
   now:
-    description: The cycle's time as ISO-8601 (O(stage=announce)); defaults to the clock.
+    description:
+      - The cycle's time as ISO-8601 (O(stage=announce)); defaults to the clock.
+      - The board's time (RV(fleet.dispatch.board_info#module:now), O(stage=decide)); empty - no RV(reaping) due.
     type: str
     default: ''
   blind_cycles:
@@ -145,7 +162,7 @@ options:
     default: []
   items:
     description:
-      - The board's items, RV(fleet.dispatch.board_info#module:board_items) (O(stage=announce)).
+      - The board's items, RV(fleet.dispatch.board_info#module:board_items) (O(stage=announce); O(stage=decide) reads the reaper's clock half from them).
       - The board's items of the started runs, from M(fleet.dispatch.board_info) (O(stage=confirm)); a started run must have a
         marker of its run id on this board. Omit it (null) when the board was not read; the board check is then skipped.
     type: list
@@ -154,6 +171,38 @@ options:
     description: The start check's bound in seconds, for the words of an unconfirmed start (O(stage=confirm)).
     type: float
     default: 0
+  worker_probes:
+    description:
+      - O(stage=decide) - worker name to its M(fleet.dispatch.worker_probe) result; a worker missing here or whose result failed or
+        was unreachable leaves its masters blind (a failed answer, D5).
+    type: dict
+    default: {}
+  probe_now:
+    description: O(stage=decide) - V(false) when this cycle probed nobody (a hand dispatch without a candidate); every master is skipped.
+    type: bool
+    default: true
+  clones:
+    description: O(stage=decide) - the clone on the workers per repository (owner/name), for RV(work).
+    type: dict
+    default: {}
+  clone:
+    description: O(stage=decide) - the clone on the workers of an item whose repository is not in O(clones).
+    type: str
+    default: ''
+  branch:
+    description: O(stage=decide) - the branch each workspace is made from.
+    type: str
+    default: main
+  reap_floor:
+    description: O(stage=decide) - the reaper's floor in seconds (C(dispatch_reap_floor)); with O(items) and O(now) it gives RV(reaping).
+    type: float
+    default: 1800
+  timing:
+    description:
+      - The cycle's epoch stamps so far. O(stage=decide) - RV(timing) adds C(probed) (the step's start) and C(placed) (its end);
+        O(stage=report) with O(worker_launches) - C(launched).
+    type: dict
+    default: {}
 seealso:
   - module: fleet.dispatch.start_info
   - module: fleet.dispatch.units_info
@@ -180,7 +229,7 @@ EXAMPLES = r'''
 RETURN = r'''
 admitted:
   description: The candidates that pass this step (each with C(unit); after O(stage=place) also C(worker) and C(master)).
-  returned: when O(stage) is V(name), V(lease), V(probe) or V(place)
+  returned: when O(stage) is V(name), V(lease), V(probe), V(place) or V(decide)
   type: list
   elements: dict
 refused:
@@ -258,6 +307,34 @@ failed_to_start:
   returned: when O(stage=confirm)
   type: list
   elements: dict
+probe:
+  description: O(stage=decide) - C(results), the per-master probe answers in the shape of registered loop results (loop var C(_dispatch_m)).
+  returned: when O(stage=decide)
+  type: dict
+probed:
+  description: O(stage=decide) - the answer of the V(probe) step (C(admitted), C(refused), C(survey), C(duplicates), C(repairs)).
+  returned: when O(stage=decide)
+  type: dict
+placed:
+  description: O(stage=decide) - the answer of the V(place) step (C(admitted), C(refused), C(plan), C(masters)).
+  returned: when O(stage=decide)
+  type: dict
+batched:
+  description: O(stage=decide) - the answer of the V(batch) step (C(batches), C(refused)).
+  returned: when O(stage=decide)
+  type: dict
+work:
+  description: O(stage=decide) - worker name to the items of its one M(fleet.dispatch.worker_launch) call.
+  returned: when O(stage=decide)
+  type: dict
+reaping:
+  description: O(stage=decide) - the reaper's clock half, C(threshold) and C(due) (as the C(fleet.dispatch.reap_due) filter returns it).
+  returned: when O(stage=decide)
+  type: dict
+timing:
+  description: O(stage=decide) - O(timing) with C(probed) and C(placed); O(stage=report) with O(worker_launches) - with C(launched).
+  returned: when O(stage=decide), or O(stage=report) with O(worker_launches)
+  type: dict
 unconfirmed:
   description: O(stage=confirm) - the launched runs with no start record within the wait (still running) or no answer.
   returned: when O(stage=confirm)

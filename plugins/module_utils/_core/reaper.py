@@ -103,6 +103,13 @@ def due(items: Any, *, now: Any, limit: Dict[str, Any]) -> List[Dict[str, Any]]:
     return out
 
 
+def reaping(items: Any, *, now: Any, floor: Any = DEFAULT_FLOOR_S) -> Dict[str, Any]:
+    """The clock half of one cycle, ``{threshold, due}``: the threshold of this board and the starts older
+    than it (the ``reap_due`` filter of reap.yml and the guard's ``decide`` step read this one function)."""
+    limit = threshold(items, floor=floor)
+    return {'threshold': limit, 'due': due(items, now=now, limit=limit)}
+
+
 def decide(due_items: Any, surveyed: Dict[str, Any], masters: Any, *, now: Any, limit: Dict[str, Any],
            leases: Any = None, lease_enabled: bool = True) -> Dict[str, Any]:
     """Which due items get a reset now: ``{reap: [...], held: [...]}`` (D5, D14, D20).

@@ -64,3 +64,80 @@ def test_the_announce_step_reads_registered_capacity_results_and_the_previous_re
                    'previous': previous, 'blind_cycles': 3}).run(task_vars={})
     assert sorted((s['kind'], s['subject']) for s in out['stalls']) == [('blind', 'w2'), ('revoked', 'acct')]
     assert out['record']['blind']['w2/b']['cycles'] == 3 and out['record']['time'] == '2026-12-01T12:00:00.000000Z'
+
+
+# -- stage=decide and stage=report with worker_launches: one call, the same steps (issue 13, D15) ----------------
+DECIDE_MASTERS = [{'worker': 'w1', 'master': 'a', 'account': ''}, {'worker': 'w1', 'master': 'b', 'account': ''},
+                  {'worker': 'w2', 'master': 'a', 'account': ''}]
+
+
+def _unit(number, inv):
+    return {'name': 'task-%d' % number, 'item': {'number': number, 'repo': ''}, 'invocation_id': inv, 'start_us': 1,
+            'start_wall_us': 1, 'started_at': '2026-12-01T11:00:00Z'}
+
+
+def _decide_args():
+    # w1/a runs task-7 already; w1/b is free; w2 never answered (its master is blind)
+    probes = {'w1': {'changed': False, 'masters': [
+        {'master': 'a', 'failed': False, 'msg': '', 'units': [_unit(7, 'i7')], 'dark': False, 'headroom': {'live_runs': 1}},
+        {'master': 'b', 'failed': False, 'msg': '', 'units': [], 'dark': False, 'headroom': {'live_runs': 0}}]},
+        'w2': {'failed': True, 'msg': 'no answer from this worker'}}
+    cands = [{'number': 7, 'repo': '', 'unit': 'task-7'}, {'number': 8, 'repo': '', 'unit': 'task-8'}]
+    return {'stage': 'decide', 'candidates': cands, 'masters': DECIDE_MASTERS, 'worker_probes': probes, 'owner': 'me',
+            'command': ['run', '{number}', '{workdir}'], 'clone': '~/clones/main', 'branch': 'trunk',
+            'timing': {'start': 1.0, 'leased': 2.0}}
+
+
+def _warned(args):
+    action = _action(args)
+    with mock.patch.object(action, '_display') as display:
+        out = action.run(task_vars={})
+    return out, [c.args[0] for c in display.warning.call_args_list]
+
+
+def test_the_decide_step_is_the_probe_place_and_batch_steps_in_one_call():
+    """stage=decide answers exactly what the three stages answer when called one after another on the same
+    probe answers (one implementation), gives the worker with work its launch list and stamps the step."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import launch_work, probe_answers
+    args = _decide_args()
+    out, warnings = _warned(args)
+    results = probe_answers(DECIDE_MASTERS, args['worker_probes'])
+    probed = _action({'stage': 'probe', 'candidates': args['candidates'], 'probes': results, 'owner': 'me'}).run(task_vars={})
+    placed = _action({'stage': 'place', 'candidates': probed['admitted'], 'masters': DECIDE_MASTERS, 'capacity': results,
+                      'survey': probed['survey']}).run(task_vars={})
+    batched = _action({'stage': 'batch', 'candidates': placed['admitted'], 'command': args['command'],
+                       'owner': 'me'}).run(task_vars={})
+    assert out['probe'] == {'results': results}
+    for key in ('admitted', 'refused', 'survey', 'duplicates'):
+        assert out['probed'][key] == probed[key], key
+    for key in ('admitted', 'refused', 'plan', 'masters'):
+        assert out['placed'][key] == placed[key], key
+    assert out['batched']['batches'] == batched['batches'] and out['batched']['refused'] == batched['refused']
+    assert out['work'] == launch_work(batched['batches'], {}, '~/clones/main', 'trunk')
+    # task-7 is live on w1/a: refused at the probe; task-8 goes to w1/b (w2/a is blind and gets nothing)
+    assert [(r['number'], r['stage']) for r in out['refused']] == [(7, 'probe')]
+    assert [(a['number'], a['worker'], a['master']) for a in out['admitted']] == [(8, 'w1', 'b')]
+    assert [(i['number'], i['master'], i['branch']) for i in out['work']['w1']] == [(8, 'b', 'trunk')] and 'w2' not in out['work']
+    assert out['timing']['leased'] == 2.0 and out['timing']['placed'] >= out['timing']['probed'] > 2.0
+    assert out['changed'] is False and 'warnings' not in out['probed']
+    # every refusal is said on stderr (a warning), once (D6)
+    assert [w for w in warnings if 'refused' in w] == ['#7 refused (probe): %s' % out['refused'][0]['why']]
+
+
+def test_the_decide_step_of_a_cycle_that_probed_nobody_places_nothing_and_reads_the_reaper_clock():
+    args = dict(_decide_args(), probe_now=False, worker_probes={}, items=[], now='2026-12-01T12:00:00Z', reap_floor=600)
+    out, _w = _warned(args)
+    assert out['probe'] == {'results': []} and out['admitted'] == [] and out['work'] == {}
+    assert out['reaping']['due'] == [] and out['reaping']['threshold']['seconds'] == 600
+
+
+def test_the_report_step_reads_each_workers_launch_answer_and_stamps_the_launch():
+    batches = [{'worker': 'w1', 'master': 'a', 'items': [{'number': 1, 'unit': 'task-1'}]},
+               {'worker': 'w2', 'master': 'a', 'items': [{'number': 3, 'unit': 'task-3'}]}]
+    launches = {'w1': {'masters': [{'master': 'a', 'failed': False, 'msg': '', 'results': [
+        {'number': 1, 'repo': '', 'unit': 'task-1', 'reason': 'launched', 'invocation_id': 'i'}]}]},
+        'w2': {'unreachable': True, 'msg': 'ssh: connect refused'}}
+    out, _w = _warned({'stage': 'report', 'worker_launches': launches, 'batches': batches, 'timing': {'leased': 2.0}})
+    assert [r['unit'] for r in out['launched']] == ['task-1']
+    assert [(r['unit'], r['why']) for r in out['failed']] == [('task-3', 'ssh: connect refused')]
+    assert out['timing']['launched'] > out['timing']['leased'] == 2.0
