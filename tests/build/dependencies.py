@@ -167,9 +167,27 @@ def files(repo, tops):
                 yield p
 
 
-def check(repo, known=None):
+def builtin_redirects():
+    """``{name: target}`` for each ``ansible.builtin.<name>`` that ansible-core only redirects to another
+    collection (``config/ansible_builtin_runtime.yml``) and does not ship itself: ``ansible.builtin.filetree``
+    is community.general's lookup, so a role using it needs community.general declared."""
+    import ansible
+    core = pathlib.Path(ansible.__file__).parent
+    routing = (yaml.safe_load((core / 'config' / 'ansible_builtin_runtime.yml').read_text(encoding='utf-8')) or {})
+    shipped = set(p.stem for p in core.glob('modules/*.py')) | set(p.stem for p in core.glob('plugins/*/*.py'))
+    out = {}
+    for _kind, entries in (routing.get('plugin_routing') or {}).items():
+        for name, route in (entries or {}).items():
+            target = (route or {}).get('redirect') or ''
+            if target and not target.startswith('ansible.builtin.') and name not in shipped:
+                out[name] = target
+    return out
+
+
+def check(repo, known=None, redirects=None):
     """(problems, summary): one problem line per undeclared collection, naming a file that uses it."""
     repo = pathlib.Path(repo)
+    redirects = builtin_redirects() if redirects is None else redirects
     known = set(known if known is not None else known_collections(default_roots()))
     shipped_decl, tests_decl = declared(repo)
     known |= shipped_decl | tests_decl
@@ -180,7 +198,9 @@ def check(repo, known=None):
             rel = path.relative_to(repo)
             k = 'tests' if kind == 'tests' or 'molecule' in rel.parts else 'shipped'
             for ref in references(path, path.read_text(encoding='utf-8', errors='replace'), known):
-                coll = collection_of(ref)
+                if ref.startswith('ansible.builtin.') and ref.split('.', 2)[2] in redirects:
+                    ref = '%s (redirected from %s)' % (redirects[ref.split('.', 2)[2]], ref)
+                coll = collection_of(ref.split(' ')[0])
                 if coll in BUILTIN:
                     count += 1
                     continue

@@ -122,3 +122,22 @@ def test_install_declared_copies_from_the_roots_and_names_what_no_root_ships(tmp
     assert (dest / 'ansible_collections' / 'community' / 'postgresql' / 'MANIFEST.json').is_file()
     problems = dependencies.install_declared(repo, tmp_path / 'inst2', roots=[tmp_path / 'empty'])
     assert len(problems) == 1 and problems[0].startswith('community.postgresql is declared')
+
+
+def test_a_builtin_name_that_core_only_redirects_is_the_target_collection(tmp_path):
+    """ansible.builtin.filetree is community.general's lookup behind a redirect: roles/worker used it with
+    community.general never declared, so an install with ansible-core alone failed in provision."""
+    files = {'galaxy.yml': GALAXY_NONE,
+             'roles/r/tasks/main.yml': '''\
+                 - name: List
+                   ansible.builtin.set_fact:
+                     files: "{{ query('ansible.builtin.filetree', '/x') }}"
+                 - name: A real builtin lookup is fine
+                   ansible.builtin.debug:
+                     msg: "{{ lookup('ansible.builtin.file', '/x') }}"
+                 '''}
+    redirects = dependencies.builtin_redirects()
+    assert redirects.get('filetree') == 'community.general.filetree' and 'file' not in redirects and 'copy' not in redirects
+    problems = dependencies.check(_tree(tmp_path, files), known=KNOWN)[0]
+    assert len(problems) == 1 and problems[0].startswith('community.general (community.general.filetree (redirected from '
+                                                         'ansible.builtin.filetree) in roles/r/tasks/main.yml)')
