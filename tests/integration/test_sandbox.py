@@ -83,7 +83,7 @@ def worker(bed, tmp_path_factory):
         'worker_agent_credentials': {'AGENT_OWN_KEY': AGENT_KEY},
         # the strict profile (docs/sandbox.md)
         'worker_sandbox_private_tmp': True,
-        'worker_sandbox_hide': True,     # off by default (docs/sandbox.md): this test shows it on
+        # worker_sandbox_hide: the default (true) hides credentials.env and the other master's home
         'worker_sandbox_protect_system': 'strict',
         'worker_sandbox_protect_home': 'read-only',
     }
