@@ -43,7 +43,7 @@ PLAYBOOK = '''
 
 # The "agent": one line per probe, "<probe> ok|refused", into its workspace (the one place it may write).
 PROBE = r'''
-out="$PWD/probe.txt"; : > "$out"
+out="$PWD/probe.txt"; : > "$out"; runner=$PPID
 try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name ok" >> "$out"; else echo "$name refused" >> "$out"; fi; }
 env > "$PWD/env.txt"
 try workspace touch "$PWD/written"
@@ -55,6 +55,7 @@ try fleet_config touch "$HOME/.config/fleet-dispatch/runner.json"
 try var_tmp touch /var/tmp/sbx-escaped
 try credentials_file cat "$HOME/.config/fleet-dispatch/credentials.env"
 try other_home cat /home/sbxb/public.txt
+try runner_environ grep -aq FLEET_GITHUB_TOKEN /proc/$runner/environ
 try no_new_privs grep -q 'NoNewPrivs:.*1' /proc/self/status
 exit 0
 '''
@@ -147,7 +148,7 @@ def test_a_run_unit_confines_the_agent_and_keeps_the_board_secrets(worker):
     probes = dict(line.split(' ', 1) for line in worker.ssh('cat %s/probe.txt' % workdir).stdout.split('\n') if line)
     assert probes == {'workspace': 'ok', 'state': 'ok', 'agent_config': 'ok', 'home': 'refused', 'user_unit': 'refused',
                       'fleet_config': 'refused', 'var_tmp': 'ok', 'credentials_file': 'refused', 'other_home': 'refused',
-                      'no_new_privs': 'ok'}, probes
+                      'runner_environ': 'refused', 'no_new_privs': 'ok'}, probes
     # /var/tmp was the run's own (PrivateTmp): nothing reached the host's
     assert worker.ssh('test -e /var/tmp/sbx-escaped && echo present || echo absent').stdout.strip() == 'absent'
     assert worker.ssh('test -e %s/escaped && echo present || echo absent' % HOME).stdout.strip() == 'absent'

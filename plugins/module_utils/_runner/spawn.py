@@ -22,6 +22,24 @@ from typing import Callable, Optional
 KILL_GRACE = 10.0
 
 
+def keep_environment_private(prctl=None) -> bool:
+    """Make the runner's process not dumpable, so the agent cannot read its environment (issue 14).
+
+    The runner's environment holds the board token and the ledger DSN (the unit's ``EnvironmentFile=``).
+    The agent runs as the same user, and a same-user process may read a dumpable process's
+    ``/proc/PID/environ``: on the bed the agent read ``FLEET_GITHUB_TOKEN`` from its parent's that way
+    (``tests/integration/test_sandbox.py``). ``prctl(PR_SET_DUMPABLE, 0)`` makes those files the
+    kernel's (no core dump, no ptrace by the same user); ``execve`` resets it, so the agent itself is an
+    ordinary process. Returns whether it was set; a platform without ``prctl`` keeps running, dumpable."""
+    if prctl is None:
+        try:
+            import ctypes
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            return False
+    return prctl(4, 0, 0, 0, 0) == 0   # PR_SET_DUMPABLE (4, <linux/prctl.h>), 0: not dumpable
+
+
 class PopenSpawner(object):
     """Start the agent in its own process group (so a stop takes the whole tree), output to one file."""
 
