@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 
-from test_playbooks import board, playbook, state_file  # noqa: F401 - the fixture and helpers of the playbook tests
+import test_playbooks
+from test_playbooks import playbook, state_file
+
+board = test_playbooks.board   # the playbook tests' board fixture (pytest finds it by this name)
 
 PASSWORD = 'Pw-9lease-from-env'
 DSN = 'postgresql://fleet:%s@127.0.0.1:9/fleet?connect_timeout=1' % PASSWORD   # port 9 (discard): nothing answers
 
 
-def test_a_lease_dsn_from_the_environment_never_shows_its_password(tmp_path, board, monkeypatch):  # noqa: F811
+def test_a_lease_dsn_from_the_environment_never_shows_its_password(tmp_path, board, monkeypatch):
     monkeypatch.setenv('FLEET_DISPATCH_LEASE_DSN', DSN)
     res = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_lease_backend=postgres', '-v')
     said = res.stdout + res.stderr

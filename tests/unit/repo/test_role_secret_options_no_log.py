@@ -20,7 +20,7 @@ def _options():
     for path in sorted((REPO / 'roles').glob('*/meta/argument_specs.yml')):
         specs = yaml.safe_load(path.read_text())['argument_specs']
         for entry, spec in specs.items():
-            stack = [(name, opt) for name, opt in (spec.get('options') or {}).items()]
+            stack = list((spec.get('options') or {}).items())
             while stack:
                 name, opt = stack.pop()
                 yield '%s:%s:%s' % (path.parts[-3], entry, name), name.rsplit('.', 1)[-1], opt
