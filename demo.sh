@@ -121,6 +121,9 @@ worker_clones:
 worker_runner_agent_command: [/usr/bin/python3, /usr/local/lib/fake_agent.py, --mode, merge, --modes, "$DEMO_MODES"]
 worker_runner_agent_env:
   FAKE_AGENT_RESET: "$reset"
+# the fake agent's forge half merges with its own credential (never the runner's credentials.env)
+worker_agent_credentials:
+  FAKE_FORGE_DSN: "postgresql://fleet:{{ ledger_password }}@$ip:5432/fleet"
 # a long first retry wait, so the status after the runs still shows the retry in its wait
 worker_runner_backoff: [1800, 1800, 1800]
 EOG

@@ -184,7 +184,9 @@ def worker(request, bed, tmp_path_factory, fresh_database):
         # the worker's python needs psycopg for a PostgreSQL ledger (Debian's package)
         bed.ssh(host, 'python3 -c "import psycopg" 2>/dev/null || (sudo apt-get update -qq && '
                       'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null)', timeout=600)
-        extra = {'worker_credentials': {'FLEET_BOARD_DSN': worker_dsn}, 'worker_runner_board': {'kind': 'ledger'}}
+        # the runner's DSN in its credentials file; the fake agent's forge half (its merge) its own (D18)
+        extra = {'worker_credentials': {'FLEET_BOARD_DSN': worker_dsn}, 'worker_runner_board': {'kind': 'ledger'},
+                 'worker_agent_credentials': {'FAKE_FORGE_DSN': worker_dsn}}
     else:
         ledger = home + '/ledger.sqlite3'
         # the ledger file is made later, with the installed runner's own code: provision's board check

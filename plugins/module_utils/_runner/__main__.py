@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 from .program import main
+from .spawn import keep_environment_private
 
 if __name__ == '__main__':
+    keep_environment_private()   # the board's secrets in this process's environment stay its own (issue 14)
     raise SystemExit(main())

@@ -49,7 +49,7 @@ from .._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
 from .._store.handoff import ClaimUnproven, HandoffStore
 from .._store.sessions import LedgerUnreachable, SessionError, SessionStore
 from .._store.sql import dsn_passwords
-from .spawn import KILL_GRACE, PopenSpawner, stop_group
+from .spawn import DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, read_agent_credentials, stop_group
 from .words import subcommand_words
 
 SUBCOMMANDS = ('chain', 'session', 'handoff')
@@ -527,6 +527,11 @@ class SessionRun(object):
 
     def run(self):
         import shutil
+        try:   # the agent's own credentials (issue 14): as the item runner reads them, before anything is spent
+            credentials = read_agent_credentials(_expand(self.conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS))
+        except (OSError, ValueError) as exc:
+            self.log('ERROR: %s; the agent is NOT started' % exc)
+            return EXIT_USAGE
         try:
             with self.store_factory() as store:
                 row = store.get(self.ident)
@@ -557,7 +562,8 @@ class SessionRun(object):
                 argv.append(part)
         # issue 14: the ledger's and the board's secrets stay with the runner (_core.agent_env)
         env = agent_environment(self.environ, secrets=ledger_secrets(self.environ),
-                                agent_env=dict((str(k), str(v)) for k, v in (self.conf.get('agent_env') or {}).items()))
+                                agent_env=dict((str(k), str(v)) for k, v in (self.conf.get('agent_env') or {}).items()),
+                                credentials=credentials)
         env.update({'FLEET_SESSION': self.ident, 'FLEET_UNIT': self.unit, 'FLEET_RUN_DIR': self.run_dir,
                     'FLEET_OUTPUT_DIR': self.out_dir, 'FLEET_BRIEF_FILE': self.brief_path,
                     'FLEET_BRIEF_VERSION': CHAIN_BRIEF_VERSION})

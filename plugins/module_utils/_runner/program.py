@@ -20,7 +20,6 @@ import os
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import time
@@ -30,7 +29,7 @@ from typing import Any, Dict, List, Optional
 
 from .._board.factory import open_board
 from .._board.protocol import BoardError, BoardUnreadable
-from .._core.agent_env import BOARD_SECRET_ENV, agent_environment, parse_env_file
+from .._core.agent_env import BOARD_SECRET_ENV, agent_environment
 from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
 from .._core.capacity import board_unreachable_state, clears_after_clean_run, clears_after_start, clears_after_update, update_failed_state
 from .._core.closeout import Decision, decide
@@ -42,7 +41,7 @@ from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note
 from .words import subcommand_words
-from .spawn import KILL_GRACE, PopenSpawner, stop_group  # noqa: F401  (PopenSpawner: main()'s default, tests)
+from .spawn import DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, read_agent_credentials, stop_group  # noqa: F401  (PopenSpawner: main()'s default, tests)
 from .brief import BRIEF_VERSION, render
 from .chain import ItemSession, chain_words, item_chain_config, ledger_secrets, main as chain_main
 from .check import main as check_board_main
@@ -56,7 +55,6 @@ EXIT_START_LOST = 5       # the start marker could not be posted; the agent was 
 
 DEFAULT_CONFIG = '~/.config/fleet-dispatch/runner.json'
 DEFAULT_BOARD_SPEC = '~/.config/fleet-dispatch/board.json'
-DEFAULT_AGENT_CREDENTIALS = '~/.config/fleet-dispatch/agent-credentials.env'
 ARGV_BRIEF_MAX = 131072 - 1
 """Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the NUL: one argv string longer than this makes
 execve fail with E2BIG, so a ``{brief}`` argv-mode brief over it is refused before the start marker."""
@@ -360,15 +358,7 @@ class Run(object):
     def _agent_credentials(self) -> Dict[str, str]:
         """The agent credentials file's ``NAME=value`` lines; ``ValueError`` when it is not a regular file of
         this user's with mode 0600 or stricter (it holds the agent's own key: never group- or world-readable)."""
-        path = self.config.agent_credentials
-        if not path or not os.path.lexists(path):
-            return {}
-        info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-            raise ValueError('the agent credentials file %s must be a regular file of this user with mode 0600 '
-                             '(it is %o): chmod 600 it, or re-run fleet.dispatch.worker' % (path, info.st_mode & 0o7777))
-        with open(path, encoding='utf-8') as handle:
-            return parse_env_file(handle.read())
+        return read_agent_credentials(self.config.agent_credentials)
 
     def _argv_brief_refusal(self) -> str:
         """Why the brief cannot be passed as one argv string (``{brief}``), judged on the item's own text

@@ -32,9 +32,12 @@ replay     print the file ``FAKE_AGENT_REPLAY`` (a real captured output, e.g. a 
 
 What it reads: the brief on stdin (the runner's default) or from ``FLEET_BRIEF_FILE``; the item
 from ``FLEET_ITEM``; the board for ``merge``/``noisy`` from ``FAKE_AGENT_BOARD`` (a JSON spec) or
-the file ``FAKE_AGENT_BOARD_FILE`` (default ``~/.config/fleet-dispatch/board.json``), with the
-PostgreSQL DSN from ``FLEET_BOARD_DSN`` when the spec names none (the runner's secret, from the unit's
-EnvironmentFile).
+the file ``FAKE_AGENT_BOARD_FILE`` (default ``~/.config/fleet-dispatch/board.json``, the runner's spec
+without its secrets), with the PostgreSQL DSN from ``FAKE_FORGE_DSN`` when the spec names none. In
+those modes the fake plays the FORGE (a merge), and a forge's credential is the agent's own (D18: the
+merge identity is a credential decision): ``FAKE_FORGE_DSN`` comes from the agent credentials file
+(``worker_agent_credentials``), never from the runner's ``credentials.env`` (hidden from the run unit,
+``worker_sandbox_hide``) nor from its ``FLEET_BOARD_DSN`` (the runner keeps that to itself, issue 14).
 What it writes: ``FLEET_OUTPUT_DIR/result.json`` (structured output, D17) and, when
 ``FAKE_AGENT_LOG`` is set, one JSON line per invocation (mode, argv, brief, FLEET_* env) so a test
 can check what the runner handed over.
@@ -51,6 +54,9 @@ import os
 import sys
 import time
 import uuid
+
+FORGE_DSN_ENV = 'FAKE_FORGE_DSN'
+"""The fake forge's own ledger DSN (its merge identity, D18): from the agent credentials file only."""
 
 MODES = ('merge', 'claim', 'die503', 'ratelimit', 'revoked', 'hang', 'noisy', 'fail', 'replay')
 
@@ -92,23 +98,16 @@ def _board_spec():
     spec = json.loads(text)
     if not isinstance(spec, dict):
         raise SystemExit('fake agent: the board spec is not a JSON object')
-    # The fake plays the FORGE here (its merge), not an agent: the runner keeps the DSN out of the agent's
-    # environment (issue 14), so the forge's half is read from the master's credentials file itself.
+    # The fake plays the FORGE here (its merge), not an agent: its DSN is its own credential (FAKE_FORGE_DSN,
+    # from the agent credentials file), never the runner's (FLEET_BOARD_DSN, credentials.env: issue 14).
     if spec.get('kind') == 'ledger' and not spec.get('path') and not spec.get('dsn'):
-        dsn = os.environ.get('FLEET_BOARD_DSN') or _credentials().get('FLEET_BOARD_DSN')
-        if dsn:
-            spec['dsn'] = dsn
+        dsn = os.environ.get(FORGE_DSN_ENV)
+        if not dsn:
+            raise SystemExit('fake agent: the board spec names no ledger path or DSN and %s is not set: as the forge '
+                             'the fake needs its own credential; give it in worker_agent_credentials '
+                             '(%s: the ledger DSN), not in worker_credentials' % (FORGE_DSN_ENV, FORGE_DSN_ENV))
+        spec['dsn'] = dsn
     return spec
-
-
-def _credentials():
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import parse_env_file
-    path = os.path.expanduser('~/.config/fleet-dispatch/credentials.env')
-    try:
-        with open(path, encoding='utf-8') as handle:
-            return parse_env_file(handle.read())
-    except (OSError, ValueError):
-        return {}
 
 
 def _merge(item):

@@ -118,3 +118,16 @@ def test_the_agent_environment_is_an_allow_list():
     env = agent_environment(environ, secrets=[TOKEN], credentials={'ANTHROPIC_API_KEY': 'sk-agent-own'})
     assert env == {'PATH': '/usr/bin', 'HOME': '/home/m', 'LC_ALL': 'C.UTF-8', 'FLEET_ITEM': '7', 'FAKE_AGENT_MODE': 'claim',
                    'FLEET_AGENT_SETENV': 'FAKE_AGENT_MODE,GH_TOKEN', 'ANTHROPIC_API_KEY': 'sk-agent-own'}
+
+
+def test_the_runner_makes_itself_undumpable_so_the_agent_cannot_read_its_environment():
+    """issue 14: the bed showed the agent reading FLEET_GITHUB_TOKEN from /proc/<runner>/environ (same
+    user); the runner's entry point sets PR_SET_DUMPABLE to 0 (tests/integration/test_sandbox.py shows it
+    refused in a real unit)."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner import spawn
+    calls = []
+    assert spawn.keep_environment_private(prctl=lambda *a: calls.append(a) or 0) is True
+    assert calls == [(4, 0, 0, 0, 0)]
+    assert spawn.keep_environment_private(prctl=lambda *a: -1) is False
+    main = (__import__("pathlib").Path(spawn.__file__).parent / '__main__.py').read_text()
+    assert main.index('keep_environment_private()') < main.index('main())'), 'set before the runner reads anything'

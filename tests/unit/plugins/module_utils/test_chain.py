@@ -395,3 +395,34 @@ def test_handoff_subcommand_closes_with_an_any_handoff(ledger_url, tmp_path, cap
     assert program.main(argv, environ={}) == 0
     assert json.loads(capsys.readouterr().out)['handoff'] == 'any-docs'
     assert program.main(argv, environ={}) == runner_chain.EXIT_USAGE, 'a closed session is not closed again'
+
+
+def test_a_session_agent_gets_its_own_credentials_and_no_ledger_secret(ledger_url, tmp_path, monkeypatch):
+    """issue 14 item 3 for the chain runner's sessions too: the agent credentials file (its own key, D18)
+    reaches the session's agent, the ledger DSN does not; a file others can read starts no agent."""
+    ident, runner_conf, log = session_setup(ledger_url, tmp_path, 'plain work')
+    creds = tmp_path / 'agent-credentials.env'
+    creds.write_text('AGENT_OWN_KEY="sk-session-key-42"\n')
+    creds.chmod(0o600)
+    conf = json.loads(runner_conf.read_text())
+    conf['agent_credentials'] = str(creds)
+    conf['agent_env']['FAKE_AGENT_LOG'] = str(log)
+    runner_conf.write_text(json.dumps(conf))
+    seen = {}
+
+    class Agent(object):
+        def spawn(self, argv, stdin_path, capture_path, env, cwd):
+            seen.update(env)
+            return subprocess.Popen(['true'])
+    monkeypatch.chdir(tmp_path)
+    environ = {'PATH': os.environ['PATH'], 'FLEET_LEDGER_DSN': 'postgresql://fleet:ledger-pw-77@db/fleet'}
+    assert runner_chain.main('session', ['--config', str(runner_conf), '--session', ident], environ=environ,
+                             spawner=Agent()) == 0
+    assert seen.get('AGENT_OWN_KEY') == 'sk-session-key-42'
+    assert 'ledger-pw-77' not in json.dumps(seen) and 'FLEET_LEDGER_DSN' not in seen
+
+    creds.chmod(0o640)
+    seen.clear()
+    assert runner_chain.main('session', ['--config', str(runner_conf), '--session', ident], environ=environ,
+                             spawner=Agent()) == runner_chain.EXIT_USAGE
+    assert seen == {}, 'no agent started with a readable credentials file'
