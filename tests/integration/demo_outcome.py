@@ -38,3 +38,13 @@ def check_last_sweep_dark(plan, out, worker, master_name, stated_reset):
     held = sorted(int(u['number']) for u in plan['unplaced'])
     assert 4 in held and 5 in held, plan['unplaced']     # the unblocked dependant and the no-op wait
     assert 'master %s/%s: dark (rate_limit) until %s' % (worker, master_name, master['reset_at']) in out, out[-3000:]
+
+
+def check_printed_runs(out):
+    """demo/wait.py's progress: each run's close-out as it happened, then the summary of all of them."""
+    for line in ('task-1 (item 1) closed out: \u2705 success; the item is closed',
+                 'task-5 (item 5) closed out: \u26aa noop; the item is open',
+                 'task-10 (item 10) closed out: \U0001f501 retry, eligible again at ',
+                 'item 13 closed out: capacity'):
+        assert line in out, (line, out[-6000:])
+    assert 'every run the sweep launched has closed out: #1 success, #5 noop, #10 retry, #12 success' in out, out[-4000:]
