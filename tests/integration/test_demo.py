@@ -35,8 +35,6 @@ TIMEOUT = 1800
 
 
 @pytest.fixture(scope='module')
-
-
 def demo(tmp_path_factory):
     work = tmp_path_factory.mktemp('demo')
     env = dict(os.environ, FLEET_DEMO_DIR=str(work), FLEET_DEMO_CASE='bed', FLEET_DEMO_HOST=HOST, FLEET_DEMO_IP=IP,

@@ -67,8 +67,6 @@ def _tree():
 
 
 @pytest.fixture(scope='module')
-
-
 def demo(bed_factory, tmp_path_factory):
     bed = bed_factory(1)
     (host,) = bed.hosts
