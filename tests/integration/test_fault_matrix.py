@@ -378,7 +378,8 @@ def test_an_unwritable_lease_store_dispatches_with_one_warning_naming_the_fix(ma
     matrix.create(n)
     blocker = matrix.work / 'not-a-directory'
     blocker.write_text('a file where the lease directory should be\n')
-    res, plan, cycle = matrix.dispatch(dispatch_lease_path=str(blocker / 'leases'))
+    # the SQLite store named by path (a PostgreSQL ledger board's default store is its own database)
+    res, plan, cycle = matrix.dispatch(dispatch_lease_backend='sqlite', dispatch_lease_path=str(blocker / 'leases'))
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert launched(plan) == ['task-%d' % n] and cycle['result'] == 'ok'
     said = ' '.join(res.stderr.split())      # a warning may be wrapped over lines
