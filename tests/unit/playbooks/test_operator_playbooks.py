@@ -94,16 +94,19 @@ def test_clear_capacity_needs_an_inventory_worker(tmp_path, board):
 def test_a_cycle_that_probes_nothing_keeps_the_last_sweep_fleet_on_the_page(tmp_path, board, book):
     """status and a plan-mode sweep probe no master: the page shows the last probing sweep's record, dated,
     and they never overwrite it (fleet.json is written only by a cycle that probed)."""
-    res = playbook('status.yml', tmp_path, board)
-    assert res.returncode == 0, res.stdout + res.stderr
-    state, = (tmp_path / 'state' / 'fleet-dispatch').glob('*/status.html')
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import board_id
+    board_dir = tmp_path / 'state' / 'fleet-dispatch' / board_id(*board_identity(board))   # the board's own directory
+    board_dir.mkdir(parents=True)
     record = {'at': '2026-11-30T12:00:00Z', 'masters': [
         {'worker': 'localhost', 'master': 'agent1', 'dark': True, 'source': 'rate_limit', 'reset_at': '2099-01-01T00:00:00Z',
          'why': 'limit', 'live_runs': 1, 'headroom': {}, 'probe': 'ok'}]}
-    fleet_json = state.parent / 'fleet.json'
+    fleet_json = board_dir / 'fleet.json'
     fleet_json.write_text(json.dumps(record), encoding='utf-8')
     res = playbook(book, tmp_path, board)
     assert res.returncode == 0, res.stdout + res.stderr
+    state, = (tmp_path / 'state' / 'fleet-dispatch').glob('*/status.html')
+    assert state.parent == board_dir
     page = (state.parent / 'status.html').read_text(encoding='utf-8')
     assert 'class="master dark" data-master="localhost/agent1"' in page and '2099-01-01T00:00:00Z' in page
     assert 'not probed now; at 2026-11-30T12:00:00Z' in page
