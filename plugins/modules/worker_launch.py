@@ -102,6 +102,15 @@ options:
       - The systemd hardening of every run unit, as M(fleet.dispatch.launch)'s O(fleet.dispatch.launch#module:sandbox); omitted,
         each master's own C(~/.config/fleet-dispatch/sandbox.json) (written by the C(fleet.dispatch.worker) role) applies.
     type: dict
+  runner_dir:
+    description:
+      - Where the C(fleet.dispatch.worker) role installed the runner's code on this worker (its O(fleet.dispatch.worker#role:main:worker_runner_code_dir)).
+      - When set, the action plugin first runs the call from that code (C(python3 -m ...module_utils._runner.worker_call), the same functions
+        this module calls), which skips Ansible's module wrapper inside the lease, but only when that code is this controller's collection
+        byte for byte (a digest of its C(module_utils)); otherwise, or when it cannot be run, the module itself runs. RV(call_path) says which.
+      - Empty (the default) always runs the module.
+    type: str
+    default: ''
 seealso:
   - module: fleet.dispatch.launch
   - module: fleet.dispatch.workspace
@@ -123,6 +132,15 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+call_path:
+  description:
+    - V(runner) when the call ran from the worker's installed runner code (O(runner_dir)), V(module) when the module ran.
+  returned: always
+  type: str
+call_path_reason:
+  description: Why the module ran although O(runner_dir) was set (the runner code differs or could not be run); empty otherwise.
+  returned: always
+  type: str
 masters:
   description: One answer per master with runs, in the order the masters first appear in O(items).
   returned: always
@@ -165,140 +183,22 @@ masters:
       elements: str
 '''
 
-import os
-import socket
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import home_dir
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import Git, GitError, Workspace
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.identity import for_each_master, in_home
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.launcher import (
-    call_problems, launch_items, recorded_path, sandbox_settings, stale_runners, unit_names)
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import worktree_name
-
-
-def _answer(item, unit, reason, why, workdir=None):
-    return dict(number=item['number'], repo=item['repo'] or '', unit=unit, launched=False, reason=reason, invocation_id=None,
-                start_us=None, active_state=None, stderr=why, workdir=workdir)
-
-
-def serve_master(module, bins, items, masked, warn):
-    """As the master: each run's workspace, then one launch of the runs that have one."""
-    p = module.params
-    check = module.check_mode
-    units, _notifiers = unit_names(items, p['notifier'])
-    path = p['path'] or recorded_path(home_dir())
-    if not path:
-        why = ('no PATH recorded for this master (%s): run the worker role (fleet.dispatch.worker), or set dispatch_run_path'
-               % os.path.join(home_dir(), '.config', 'fleet-dispatch', 'path'))
-        return dict(failed=False, msg='', path=None, results=[_answer(i, u, 'no-path', why) for i, u in zip(items, units)],
-                    launched=[], refused=[], failed_to_launch=list(units))
-    answers, ready, created = {}, [], []
-    for item, unit in zip(items, units):
-        root = in_home(item['root'], home_dir()) if item['root'] else os.path.join(home_dir(), 'fleet', 'workspaces')
-        try:
-            name = worktree_name(item['number'], item['host'] or socket.gethostname(), item['repo'])
-            ws = Workspace(Git(ModuleRunner(module), git=bins['git'], remote=item['remote']), in_home(item['clone'], home_dir()),
-                           os.path.join(root, name), branch=item['branch'])
-            res = ws.present(check=check)
-        except (GitError, ValueError) as exc:
-            answers[unit] = _answer(item, unit, 'no-workspace', str(exc))
-            continue
-        workdir = res['path']
-        if res['created'] or res['pruned']:
-            created.append(workdir)
-        ready.append(dict(item, workdir=workdir, command=[part.replace('{workdir}', workdir) for part in item['command']]))
-    env_file = in_home(p['environment_file'], home_dir()) if p['environment_file'] else None
-    problems = call_problems(ready, path, env_file, p['success_exit_status'], warn=warn, mask=masked.append)
-    try:
-        sandbox = sandbox_settings(p['sandbox'])
-    except ValueError as exc:
-        problems.append('%s; nothing was launched' % exc)
-    if not problems and p['runner_version'] and ready:
-        problems = stale_runners(ModuleRunner(module), ready, path, p['runner_version'])
-    out = dict(results=[], launched=[], refused=[], failed_to_launch=[], workspaces_created=created)
-    if problems:
-        return dict(out, failed=True, msg='; '.join(problems), path=path,
-                    results=[answers.get(u) or _answer(i, u, 'failed-to-launch', '; '.join(problems)) for i, u in zip(items, units)],
-                    failed_to_launch=list(units))
-    sd = SystemdUser(ModuleRunner(module), systemctl=bins['systemctl'], systemd_run=bins['systemd-run'])
-    if ready:
-        try:
-            out = launch_items(sd, ready, path, environment_file=env_file, notifier=p['notifier'],
-                               runner_version=p['runner_version'], success_exit_status=p['success_exit_status'],
-                               check=check, warn=warn, sandbox=sandbox)
-            out['workspaces_created'] = created
-        except SystemdError as exc:
-            return dict(exc.partial, failed=True, msg='%s: %s' % (exc.unit, exc), path=path, workspaces_created=created)
-    by_unit = dict((r['unit'], dict(r, workdir=i['workdir'])) for r, i in zip(out['results'], ready))
-    results = [by_unit.get(u) or answers[u] for u in units]
-    return dict(out, failed=False, msg='', path=path, results=results,
-                failed_to_launch=out['failed_to_launch'] + [u for u in units if u in answers])
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.worker_calls import LAUNCH_BINS, LAUNCH_SPEC, CallError, launch_worker
 
 
 def main():
-    item_spec = dict(
-        master=dict(type='str', required=True),
-        number=dict(type='int', required=True),
-        repo=dict(type='str', default=''),
-        clone=dict(type='str', required=True),
-        branch=dict(type='str', default='main'),
-        remote=dict(type='str', default='origin'),
-        host=dict(type='str'),
-        root=dict(type='str'),
-        command=dict(type='list', elements='str', required=True),
-        setenv=dict(type='dict', default={}),
-    )
-    module = AnsibleModule(
-        argument_spec=dict(
-            items=dict(type='list', elements='dict', required=True, options=item_spec),
-            path=dict(type='str', default=''),
-            environment_file=dict(type='str'),
-            notifier=dict(type='str', default='fleet-notify@'),
-            success_exit_status=dict(type='list', elements='int', default=[12, 13]),
-            runner_version=dict(type='str'),
-            sandbox=dict(type='dict'),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
+    module = AnsibleModule(argument_spec=LAUNCH_SPEC, supports_check_mode=True)
+    bins = dict((name, module.get_bin_path(name, required=True)) for name in LAUNCH_BINS)
     try:
-        unit_names(p['items'], p['notifier'])
-    except ValueError as exc:
+        result, masked = launch_worker(module.params, ModuleRunner(module), bins, module.check_mode, module.warn)
+    except CallError as exc:
         module.fail_json(msg=str(exc))
-    bins = dict((name, module.get_bin_path(name, required=True)) for name in ('git', 'systemctl', 'systemd-run'))
-    by_master = {}
-    for item in p['items']:
-        by_master.setdefault(item['master'], []).append(item)
-
-    def one(name, warn):
-        masked = []
-        out = serve_master(module, bins, by_master[name], masked, warn)
-        out['masked'] = masked
-        return out
-
-    answers = for_each_master(list(by_master), one)
-    masters = []
-    for name in by_master:
-        answer = answers[name]
-        for text in answer.get('warnings') or []:
-            module.warn('%s: %s' % (name, text))
-        if answer.get('ok'):
-            entry = dict(answer['value'])
-            for value in entry.pop('masked', []):
-                module.no_log_values.add(value)
-        else:
-            why = 'cannot serve master %s: %s' % (name, answer.get('msg'))
-            units, _n = unit_names(by_master[name], p['notifier'])
-            entry = dict(failed=True, msg=why, path=None, launched=[], refused=[], failed_to_launch=list(units), workspaces_created=[],
-                         results=[_answer(i, u, 'failed-to-launch', why) for i, u in zip(by_master[name], units)])
-        entry['master'] = name
-        masters.append(entry)
-    changed = any(m['launched'] or m.get('workspaces_created') for m in masters)
-    module.exit_json(changed=bool(changed), masters=masters)
+    for value in masked:
+        module.no_log_values.add(value)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

@@ -37,6 +37,15 @@ options:
   now:
     description: The current time as ISO-8601 (for reproducible plans and tests). Defaults to the clock, read once.
     type: str
+  runner_dir:
+    description:
+      - Where the C(fleet.dispatch.worker) role installed the runner's code on this worker (its O(fleet.dispatch.worker#role:main:worker_runner_code_dir)).
+      - When set, the action plugin first runs the call from that code (C(python3 -m ...module_utils._runner.worker_call), the same functions
+        this module calls), which skips Ansible's module wrapper inside the lease, but only when that code is this controller's collection
+        byte for byte (a digest of its C(module_utils)); otherwise, or when it cannot be run, the module itself runs. RV(call_path) says which.
+      - Empty (the default) always runs the module.
+    type: str
+    default: ''
 seealso:
   - module: fleet.dispatch.units_info
   - module: fleet.dispatch.capacity_info
@@ -52,6 +61,15 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+call_path:
+  description:
+    - V(runner) when the call ran from the worker's installed runner code (O(runner_dir)), V(module) when the module ran.
+  returned: always
+  type: str
+call_path_reason:
+  description: Why the module ran although O(runner_dir) was set (the runner code differs or could not be run); empty otherwise.
+  returned: always
+  type: str
 masters:
   description: One answer per master, in the order of O(masters).
   returned: always
@@ -114,51 +132,18 @@ headroom:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import resolve_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.headroom import measure
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.identity import for_each_master
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.probe import read_capacity, read_units
-from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdUser
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.worker_calls import PROBE_BINS, PROBE_SPEC, CallError, probe_worker
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            masters=dict(type='list', elements='str', required=True),
-            capacity=dict(type='bool', default=True),
-            now=dict(type='str'),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
+    module = AnsibleModule(argument_spec=PROBE_SPEC, supports_check_mode=True)
+    bins = dict((name, module.get_bin_path(name, required=True)) for name in PROBE_BINS)
     try:
-        now = resolve_now(p['now'])
-    except ValueError as exc:
-        module.fail_json(msg='now: %s' % exc)
-    systemctl = module.get_bin_path('systemctl', required=True)
-    head = measure(warn=module.warn)
-
-    def one(_name, warn):
-        # runs as the master (a child that switched to it, or this process when it already is that master)
-        out = read_units(SystemdUser(ModuleRunner(module), systemctl=systemctl), warn)
-        if p['capacity']:
-            out.update(read_capacity(now, warn))
-        return out
-
-    masters = []
-    answers = for_each_master(list(dict.fromkeys(p['masters'])), one)
-    for name in p['masters']:
-        answer = answers[name]
-        for text in answer.get('warnings') or []:
-            module.warn('%s: %s' % (name, text))
-        if answer.get('ok'):
-            entry = dict(answer['value'], master=name, failed=False, msg='')
-            entry['headroom'] = dict(head, live_runs=entry['live_runs'])
-        else:
-            entry = dict(master=name, failed=True, msg='cannot read master %s: %s' % (name, answer.get('msg')))
-        masters.append(entry)
-    module.exit_json(changed=False, masters=masters, headroom=head)
+        result = probe_worker(module.params, ModuleRunner(module), bins, module.warn)
+    except CallError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

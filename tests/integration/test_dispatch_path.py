@@ -132,9 +132,30 @@ def test_sweep_launches_every_eligible_demo_item_with_one_launch_call_per_worker
     assert sorted(i['number'] for b in rec['batches'] for i in b['items']) == launched
     # D13: no cap -- five items over six idle masters spread one per master
     assert len(pairs) == 5
+    # both calls ran from the runner code the worker role installed, not through the module wrapper (issue 13)
+    assert dict((w, p['probe']) for w, p in rec['call_paths'].items()) == dict((h, 'runner') for h in fleet.bed.hosts), rec['call_paths']
+    assert set(rec['call_paths'][w]['launch'] for w, _m in pairs) == {'runner'}, rec['call_paths']
     live = fleet.live_units()
     for u in rec['launched']:
         assert [k for k, units in live.items() if u['unit'] in units] == [(u['worker'], u['master'])]
+
+
+def test_a_worker_whose_runner_code_differs_is_served_by_the_modules_and_says_why(fleet, tmp_path):
+    """One byte changed in one worker's installed runner code: that worker's calls run the modules (the code
+    the controller ships), the others' the runner code, and the item launches either way (issue 13)."""
+    host = fleet.bed.hosts[0]
+    naming = '/usr/local/lib/fleet-dispatch/runner/ansible_collections/fleet/dispatch/plugins/module_utils/_core/naming.py'
+    fleet.bed.ssh(host, 'sudo cp -p %s /tmp/naming.py.orig && echo "# a local edit" | sudo tee -a %s >/dev/null' % (naming, naming))
+    try:
+        board = df.ledger_board(tmp_path / 'b.sqlite3', {45: 'stale runner code'})
+        res, rec = fleet.dispatch(board, issue=45)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+        assert [u['unit'] for u in rec['launched']] == ['task-45']
+        paths = rec['call_paths']
+        assert paths[host]['probe'] == 'module' and 'is not this controller' in paths[host]['why'], paths
+        assert [p['probe'] for w, p in sorted(paths.items()) if w != host] == ['runner', 'runner'], paths
+    finally:
+        fleet.bed.ssh(host, 'sudo cp -p /tmp/naming.py.orig %s' % naming)
 
 
 def test_dark_masters_get_nothing_and_the_sweep_says_which_and_until_when(fleet, tmp_path):

@@ -10,6 +10,7 @@ import pwd
 
 from fakes.scripted_runner import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SHOW_OPTS, UNIT_PROPS
+from ansible_collections.fleet.dispatch.plugins.module_utils._host import worker_calls
 from ansible_collections.fleet.dispatch.plugins.modules import worker_launch, worker_probe
 
 ME = pwd.getpwuid(os.getuid()).pw_name
@@ -52,7 +53,7 @@ def item(number, **kw):
 
 
 def test_launch_without_a_recorded_path_launches_nothing_and_says_so(run_module, tmp_path, monkeypatch):
-    monkeypatch.setattr(worker_launch, 'home_dir', lambda: str(tmp_path))
+    monkeypatch.setattr(worker_calls, 'home_dir', lambda: str(tmp_path))
     r = ScriptedRunner([])
     kind, res, _w = run_module(worker_launch, {'items': [item(1)]}, runner=r)
     assert kind == 'exit' and res['changed'] is False and r.calls == []
@@ -63,7 +64,7 @@ def test_launch_without_a_recorded_path_launches_nothing_and_says_so(run_module,
 
 def test_launch_answers_a_run_without_workspace_and_touches_no_unit(run_module, tmp_path, monkeypatch):
     """The clone is missing: the run is no-workspace (a refusal at the workspace step), systemd is never asked."""
-    monkeypatch.setattr(worker_launch, 'home_dir', lambda: str(tmp_path))
+    monkeypatch.setattr(worker_calls, 'home_dir', lambda: str(tmp_path))
     (tmp_path / '.config' / 'fleet-dispatch').mkdir(parents=True)
     (tmp_path / '.config' / 'fleet-dispatch' / 'path').write_text('/usr/bin:/bin\n')
 
