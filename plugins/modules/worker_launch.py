@@ -25,6 +25,7 @@ author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
   - fleet.dispatch.attributes
+  - fleet.dispatch.worker_call
 attributes:
   check_mode:
     support: full
@@ -102,15 +103,6 @@ options:
       - The systemd hardening of every run unit, as M(fleet.dispatch.launch)'s O(fleet.dispatch.launch#module:sandbox); omitted,
         each master's own C(~/.config/fleet-dispatch/sandbox.json) (written by the C(fleet.dispatch.worker) role) applies.
     type: dict
-  runner_dir:
-    description:
-      - Where the C(fleet.dispatch.worker) role installed the runner's code on this worker (its O(fleet.dispatch.worker#role:main:worker_runner_code_dir)).
-      - When set, the action plugin first runs the call from that code (C(python3 -m ...module_utils._runner.worker_call), the same functions
-        this module calls), which skips Ansible's module wrapper inside the lease, but only when that code is this controller's collection
-        byte for byte (a digest of its C(module_utils)); otherwise, or when it cannot be run, the module itself runs. RV(call_path) says which.
-      - Empty (the default) always runs the module.
-    type: str
-    default: ''
 seealso:
   - module: fleet.dispatch.launch
   - module: fleet.dispatch.workspace

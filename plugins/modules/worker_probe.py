@@ -23,6 +23,7 @@ author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
   - fleet.dispatch.attributes
+  - fleet.dispatch.worker_call
   - fleet.dispatch.attributes.INFO_MODULE
 options:
   masters:
@@ -37,15 +38,6 @@ options:
   now:
     description: The current time as ISO-8601 (for reproducible plans and tests). Defaults to the clock, read once.
     type: str
-  runner_dir:
-    description:
-      - Where the C(fleet.dispatch.worker) role installed the runner's code on this worker (its O(fleet.dispatch.worker#role:main:worker_runner_code_dir)).
-      - When set, the action plugin first runs the call from that code (C(python3 -m ...module_utils._runner.worker_call), the same functions
-        this module calls), which skips Ansible's module wrapper inside the lease, but only when that code is this controller's collection
-        byte for byte (a digest of its C(module_utils)); otherwise, or when it cannot be run, the module itself runs. RV(call_path) says which.
-      - Empty (the default) always runs the module.
-    type: str
-    default: ''
 seealso:
   - module: fleet.dispatch.units_info
   - module: fleet.dispatch.capacity_info
