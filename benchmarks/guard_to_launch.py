@@ -14,6 +14,7 @@ workers vs a sweep of one item on 1 worker (the fan-out's ratio; goal <= 1.3x).
 
     python benchmarks/guard_to_launch.py --repeat 20            # 3 hosts (10.88.230.x), then 6
     python benchmarks/guard_to_launch.py --repeat 20 --no-sweep # the 3 x 2 figures only
+    python benchmarks/guard_to_launch.py --repeat 10 --no-sweep --compare-module   # runner code vs modules, alternated
 
 Prints every figure, the goals beside them, and the load average; asserts nothing.
 """
@@ -52,38 +53,59 @@ def summary(name, values, log):
         log('%-18s no reading' % name)
 
 
-def measure(fleet, dispatch_fleet, repeat, workdir, log=print):
-    """``repeat`` hand dispatches; returns {phase: [seconds]} plus ``lease_to_start`` (and logs each)."""
+VARIANTS = {
+    'runner': {},                                   # the default: the calls from the worker's runner code
+    'module': {'dispatch_worker_runner_dir': ''},   # the modules through Ansible's module wrapper
+}
+
+
+def measure(fleet, dispatch_fleet, repeat, workdir, log=print, paths=('runner',)):
+    """``repeat`` hand dispatches per call path in ``paths`` (alternated dispatch by dispatch, so each sees
+    the same load); returns {path: {phase: [seconds]}} with ``lease_to_start`` (and logs each)."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    figures = dict((p, []) for p in PHASES + ('lease_to_start',))
+    figures = dict((path, dict((p, []) for p in PHASES + ('lease_to_start',))) for path in paths)
     fleet.stop_all(clear_log=True)
-    for i in range(repeat):
+    for i in range(repeat * len(paths)):
+        path = paths[i % len(paths)]
         number = 200000 + i + int(time.time()) % 1000 * 100
         board = dispatch_fleet.ledger_board(workdir / ('g%d.sqlite3' % i), {number: 'guard-to-launch %d' % i})
-        res, record = fleet.dispatch(board, issue=number, state_dir=str(workdir / ('s%d' % i)),
-                                     dispatch_lease_path=str(workdir / 'leases'), dispatch_start_wait=0)
+        extra = dict(VARIANTS[path], dispatch_lease_path=str(workdir / 'leases'), dispatch_start_wait=0)
+        res, record = fleet.dispatch(board, issue=number, state_dir=str(workdir / ('s%d' % i)), **extra)
         if res.returncode != 0 or not record or not record.get('launched'):
-            log('dispatch %d: nothing launched (rc=%s); skipped\n%s' % (i, res.returncode, res.stderr[-2000:]))
+            log('dispatch %d (%s): nothing launched (rc=%s); skipped\n%s' % (i, path, res.returncode, res.stderr[-2000:]))
+            continue
+        ran = sorted(set(v.get(k) for v in (record.get('call_paths') or {}).values() for k in ('probe', 'launch')) - {None})
+        if ran != [path]:
+            log('dispatch %d: meant the %s path, the calls ran %s (%s): not a reading of it; skipped' % (
+                i, path, ran, record.get('call_paths')))
+            fleet.stop_all()
             continue
         timings = record.get('timings') or {}
         for phase in PHASES:
             if timings.get(phase) is not None:
-                figures[phase].append(float(timings[phase]))
+                figures[path][phase].append(float(timings[phase]))
         lease = [le for le in record['leases'] if le.get('acquired')][0]
         ttl = float(os.environ.get('FLEET_DISPATCH_LEASE_TTL', '600'))
         acquired = parse_time(lease['expires_at']).timestamp() - ttl
         starts = [r['at'] for r in fleet.records() if r['kind'] == 'start' and r['item'] == number]
         if starts:
-            figures['lease_to_start'].append(min(starts) - acquired)
-        log('dispatch %2d item %d: %s; lease->start %s (load %s)' % (
-            i, number, ' '.join('%s=%s' % (p, timings.get(p)) for p in PHASES),
+            figures[path]['lease_to_start'].append(min(starts) - acquired)
+        log('dispatch %2d (%s) item %d: %s; lease->start %s (load %s)' % (
+            i, path, number, ' '.join('%s=%s' % (p, timings.get(p)) for p in PHASES),
             '%.2f s' % (min(starts) - acquired) if starts else 'no start record', load()))
         fleet.stop_all()
-    log('--- 3 hosts x 2 masters, %d hand dispatches (goal: guard_to_launch <= 1 s median, <= 2 s p95)' % repeat)
-    for phase in PHASES + ('lease_to_start',):
-        summary(phase, figures[phase], log)
+    for path in paths:
+        log('--- 3 hosts x 2 masters, %d hand dispatches, the calls from the %s (goal: guard_to_launch <= 1 s median, <= 2 s p95)' % (
+            repeat, 'worker\'s runner code' if path == 'runner' else 'modules (module wrapper)'))
+        for phase in PHASES + ('lease_to_start',):
+            summary(phase, figures[path][phase], log)
+    if len(paths) > 1 and all(figures[p]['guard_to_launch'] for p in paths):
+        base = statistics.median(figures['module']['guard_to_launch'])
+        for path in paths:
+            log('guard_to_launch median, %s path: %.2f s (%.2fx the module path)' % (
+                path, statistics.median(figures[path]['guard_to_launch']), statistics.median(figures[path]['guard_to_launch']) / base))
     return figures
 
 
@@ -148,6 +170,8 @@ def main(argv=None):
     p.add_argument('--sweeps', type=int, default=5, help='sweeps per fleet size')
     p.add_argument('--no-sweep', action='store_true', help='only the 3 x 2 hand dispatches')
     p.add_argument('--block', default='10.88.230', help='test-bed IP block (README: ad hoc use)')
+    p.add_argument('--compare-module', action='store_true',
+                   help='alternate each dispatch with one whose calls run the modules (dispatch_worker_runner_dir: "")')
     args = p.parse_args(argv)
     itconf, dispatch_fleet = race._setup_imports()
     workdir = pathlib.Path(tempfile.mkdtemp(prefix='fleet-g2l-'))
@@ -156,7 +180,8 @@ def main(argv=None):
     try:
         fleet = dispatch_fleet.Fleet(bed, workdir / 'fleet')
         fleet.provision()
-        measure(fleet, dispatch_fleet, args.repeat, workdir / 'runs', log=lambda s: print(s, flush=True))
+        measure(fleet, dispatch_fleet, args.repeat, workdir / 'runs', log=lambda s: print(s, flush=True),
+                paths=('runner', 'module') if args.compare_module else ('runner',))
     finally:
         bed.down()
     if args.no_sweep:

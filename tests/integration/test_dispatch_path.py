@@ -223,12 +223,15 @@ def test_race_short_zero_duplicates_with_the_lease_and_some_without(fleet, pg_ds
 
 
 def test_guard_to_launch_median_is_printed(fleet, tmp_path, capsys):
+    """Both call paths, alternated: the worker's runner code (the default) and the modules (issue 13)."""
     lines = []
-    figures = guard_to_launch.measure(fleet, df, 3, tmp_path, log=lines.append)
+    both = guard_to_launch.measure(fleet, df, 2, tmp_path, log=lines.append, paths=('runner', 'module'))
     print('\n'.join(lines))
-    starts = figures['lease_to_start']
-    assert len(starts) == 3 and all(f > 0 for f in starts), 'the lease is acquired before the unit starts (D4)'
-    # plan.json's phase timings (issue 13): every dispatch stamped each phase, in order
-    assert len(figures['guard_to_launch']) == 3 and all(f > 0 for f in figures['guard_to_launch'])
-    assert all(len(figures[p]) == 3 for p in ('lease', 'probe', 'place', 'workspace_launch', 'release'))
+    for path, figures in sorted(both.items()):
+        starts = figures['lease_to_start']
+        assert len(starts) == 2 and all(f > 0 for f in starts), 'the lease is acquired before the unit starts (D4)\n' + '\n'.join(lines)
+        # plan.json's phase timings (issue 13): every dispatch stamped each phase, in order
+        assert len(figures['guard_to_launch']) == 2 and all(f > 0 for f in figures['guard_to_launch'])
+        assert all(len(figures[p]) == 2 for p in ('lease', 'probe', 'place', 'workspace_launch', 'release')), path
     assert any(line.startswith('guard_to_launch') and ' median ' in line for line in lines)
+    assert any('the module path' in line for line in lines), lines
