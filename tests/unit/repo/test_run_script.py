@@ -81,3 +81,14 @@ def test_an_unknown_phase_is_refused_before_the_bootstrap(tmp_path):
     done = _run(root, 'sanityy')
     assert done.returncode == 2
     assert "no phase 'sanityy'" in done.stdout and 'bootstrap' not in done.stdout
+
+
+@pytest.mark.skipif(not (VENV / 'bin' / 'python').exists(), reason='needs the project venv')
+def test_a_failed_pytest_phase_names_its_failed_tests_on_its_line(tmp_path):
+    """The CI record keeps only the phase lines: 'integration: 1 failed' alone told nobody which test failed."""
+    root = _checkout(tmp_path, {'tests/unit/test_a.py': 'def test_ok():\n    pass\n\n\ndef test_fails():\n    assert 1 == 2\n',
+                                'tests/corpus/test_c.py': 'def test_c():\n    pass\n'})
+    done = _run(root, 'unit')
+    assert done.returncode == 1, done.stdout
+    line = [x for x in done.stdout.splitlines() if x.startswith('phase unit: FAILED')]
+    assert line and 'unit: 1 failed, 2 passed, failed: tests/unit/test_a.py::test_fails)' in line[0], done.stdout[-3000:]
