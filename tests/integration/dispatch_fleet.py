@@ -120,7 +120,8 @@ class Fleet(object):
 
     # the runs are fleet-race-run, not the runner; the runner's code is installed as in production (the
     # per-worker calls run from it, issue 13), with no runner board, so no board to check at provision time
-    PROVISION_VARS = {'worker_packages_install': False, 'worker_runner_install': True, 'worker_runner_board': {}, 'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}]}
+    PROVISION_VARS = {'worker_packages_install': False, 'worker_runner_install': True, 'worker_runner_board': {},
+                      'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}]}
 
     def provision_check(self):
         """``provision.yml --check --diff`` on hosts that were never provisioned; returns the CompletedProcess."""
