@@ -20,6 +20,7 @@ import os
 import shlex
 
 from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_bytes
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.plugins.action import ActionBase
@@ -99,8 +100,10 @@ class WorkerCallAction(ActionBase):
                                   params=checked.validated_parameters), sort_keys=True)
         cmd = 'PYTHONPATH=%s %s -m %s' % (shlex.quote(runner_dir), shlex.quote(self._interpreter(task_vars)), ENTRY)
         try:
-            res = self._low_level_execute_command(cmd, sudoable=True, in_data=request)
-        except AnsibleError as exc:
+            # bytes, as the module path sends its payload: the local connection writes in_data to a pipe as is
+            res = self._low_level_execute_command(cmd, sudoable=True, in_data=to_bytes(request, errors='surrogate_or_strict'))
+        except (AnsibleError, OSError, TypeError, ValueError) as exc:
+            # nothing was started: the call did not reach the worker
             return None, 'the runner call could not be sent (%s)' % exc
         doc = first_json(res.get('stdout'))
         if doc is None:

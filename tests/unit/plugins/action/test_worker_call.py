@@ -40,6 +40,8 @@ def _answers(*docs, rc=0, stderr=''):
     calls = []
 
     def run(cmd, sudoable=True, in_data=None, **_kw):
+        # the local connection writes in_data to the child's stdin pipe as is: it must be bytes (the demo's user case)
+        assert isinstance(in_data, bytes), type(in_data)
         calls.append({'cmd': cmd, 'sudoable': sudoable, 'request': json.loads(in_data)})
         doc = docs[len(calls) - 1]
         return {'rc': rc, 'stdout': doc if isinstance(doc, str) else json.dumps(doc), 'stderr': stderr}
@@ -125,8 +127,8 @@ def _worker_side(tmp_path, repo_root):
     env = dict(os.environ, PATH='%s:%s' % (bin_dir, os.environ['PATH']), XDG_STATE_HOME=str(tmp_path / 'state'))
 
     def run(cmd, sudoable=True, in_data=None, **_kw):
-        proc = subprocess.run(['/bin/sh', '-c', cmd], input=in_data, env=env, capture_output=True, text=True, check=False)
-        return {'rc': proc.returncode, 'stdout': proc.stdout, 'stderr': proc.stderr}
+        proc = subprocess.run(['/bin/sh', '-c', cmd], input=in_data, env=env, capture_output=True, check=False)
+        return {'rc': proc.returncode, 'stdout': proc.stdout.decode(), 'stderr': proc.stderr.decode()}
     return run
 
 
@@ -172,3 +174,17 @@ def test_the_worker_side_says_what_is_wrong_with_a_request_and_runs_nothing(requ
     from ansible_collections.fleet.dispatch.plugins.module_utils._runner import worker_call as entry
     doc = entry.answer(request_doc)
     assert list(doc) == ['unavailable'] and 'not a worker call request' in doc['unavailable']
+
+
+def test_the_local_connection_gets_bytes_and_a_send_that_breaks_runs_the_module(tmp_path):
+    """The demo's user case (worker localhost, connection local): a str request made the local connection's pipe
+    write fail ('memoryview: a bytes-like object is required') and the probe with it; now the request is bytes, and
+    a send that raises before anything ran leaves the call to the module."""
+    action = _action(worker_probe, {'masters': ['a'], 'runner_dir': '/r'})
+
+    def broken(cmd, sudoable=True, in_data=None, **_kw):
+        raise TypeError('memoryview: a bytes-like object is required, not %r' % type(in_data).__name__)
+    action._low_level_execute_command = broken
+    out = action.run(task_vars={})
+    assert out['call_path'] == 'module' and 'could not be sent' in out['call_path_reason'] and "'bytes'" in out['call_path_reason']
+    action._execute_module.assert_called_once()
