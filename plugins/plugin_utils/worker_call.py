@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The action side of ``fleet.dispatch.worker_probe``/``worker_launch`` (issue 13).
 
-Inside the lease each worker gets two calls; most of a module call's time on a worker is Ansible's
+Inside the lease (held from the probe to the launch, D4) each worker gets two calls; most of a module call's time on a worker is Ansible's
 module wrapper (unpacking the payload and compiling ``ansible.module_utils.basic`` on every call,
 docs/dispatch.md). When ``runner_dir`` names the runner code the worker role installed and that
 code is this collection's ``module_utils`` byte for byte (``code_digest``, checked on the worker),
@@ -11,7 +11,7 @@ the options are validated here with the module's own spec and the call runs from
 ``python3 -m ..._runner.worker_call``, the request on stdin (nothing from the board on a command
 line), in one SSH exec with the task's become. The module runs instead when ``runner_dir`` is empty,
 the code differs, or the call could not start; a launch that started and then broke is a failure,
-never run twice.
+never run twice. The runner code's warnings are said on stderr, as the module's are (D6).
 """
 from __future__ import annotations
 
