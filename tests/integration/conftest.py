@@ -6,7 +6,8 @@
 * ``bed`` (session): two hosts booted for the session, always torn down (finalizer and
   ``atexit``, by this session's run label so nothing is lost if the name list is).
 * ``bed_factory(n, block='10.88.210')`` (session): more hosts on request, e.g. the race harness
-  asks for three in its own block ``10.88.220``. Each call is its own ``Bed``.
+  asks for three in its own block ``10.88.220``. Each call is its own ``Bed``; the hosts a test
+  module booted go down when that module ends (``_down_the_modules_hosts``).
 
 A ``Bed`` has ``.hosts``, ``.ip[name]``, ``.inventory``, ``.key``, ``.run``, and
 ``.ssh(name, cmd, user='tester', check=True)`` (a real SSH login: PAM/logind gives the session
@@ -234,7 +235,10 @@ class Bed:
         return _run(argv, check=False, env=self.env)
 
     def down(self):
-        """Remove this bed's hosts (by name: other beds of the session stay up)."""
+        """Remove this bed's hosts (by name: other beds of the session stay up). Once: again is a no-op."""
+        if getattr(self, '_downed', False):
+            return
+        self._downed = True
         if KEEP:
             _KEPT.append('kept %s (inventory %s); remove with: tests/testbed/bed down %s' % (
                 ', '.join('%s=%s' % (h, self.ip[h]) for h in self.hosts), self.inventory, ' '.join(self.hosts)))
@@ -301,10 +305,12 @@ def bed_factory():
     """``bed_factory(n, block='10.88.210', owner=None)`` boots ``n`` more hosts; all are downed at the end."""
     beds = []
 
-    def factory(n=2, block=BLOCK, owner=None):
+    def factory(n=2, block=BLOCK, owner=None, session=False):
         bed = _boot(n, block, owner)
+        bed.session = session
         beds.append(bed)
         return bed
+    factory.beds = beds
     try:
         yield factory
     finally:
@@ -315,4 +321,17 @@ def bed_factory():
 @pytest.fixture(scope='session')
 def bed(bed_factory):
     """Two hosts for the whole session (see the module docstring)."""
-    return bed_factory(2)
+    return bed_factory(2, session=True)
+
+
+@pytest.fixture(scope='module', autouse=True)
+def _down_the_modules_hosts(bed_factory):
+    """The hosts a test module booted go down when the module ends (the session's ``bed`` stays).
+    Kept up to the session's end, a whole run's hosts were up at once: about 20 by test_testbed,
+    each with its systemd, user managers and timers - the load of hosts nobody used, and the
+    per-uid inotify limit that made the next hosts fail to boot (tests/testbed/bed setup)."""
+    before = len(bed_factory.beds)
+    yield
+    for booted in bed_factory.beds[before:]:
+        if not booted.session:
+            booted.down()
