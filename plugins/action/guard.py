@@ -24,7 +24,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import secret_looking
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.announce import cycle as announce_cycle
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import launch_answers, launch_work, probe_answers
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import launch_answers, launch_work, probe_answers, probe_workers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.reaper import DEFAULT_FLOOR_S, reaping
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.start import confirm
@@ -39,6 +39,8 @@ ARGUMENT_SPEC = dict(
     candidates=dict(type='list', elements='dict', default=[]),
     leases=dict(type='list', elements='dict', default=[]),
     lease_enabled=dict(type='bool', default=True),
+    # stage=lease: probe every worker even with no candidate (the sweep repairs duplicates, D4)
+    probe_always=dict(type='bool', default=False),
     probes=dict(type='list', elements='dict', default=[]),
     owner=dict(type='str', default=''),
     masters=dict(type='list', elements='dict', default=[]),
@@ -70,6 +72,8 @@ ARGUMENT_SPEC = dict(
     branch=dict(type='str', default='main'),
     reap_floor=dict(type='float', default=DEFAULT_FLOOR_S),
     timing=dict(type='dict', default={}),
+    # stage=decide: what every worker_launch call of the launch play takes besides its items (returned as is)
+    launch_args=dict(type='dict', default={}),
     # stage=report: the per-worker worker_launch results, read per batch in the same call
     worker_launches=dict(type='dict'),
     batches=dict(type='list', elements='dict', default=[]),
@@ -116,6 +120,13 @@ class ActionModule(ActionBase):
         _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         if args['stage'] == 'decide':
             outs, out = decide(args)
+        elif args['stage'] == 'lease':
+            # the leases are held from here: stamped before the answers are read (issue 13)
+            timing = dict(args['timing'] or {}, leased=time.time())
+            out = step('lease', args)
+            out.update(probe_workers(args['masters'], out['admitted'], always=args['probe_always']))
+            out['timing'] = timing
+            outs = [out]
         elif args['stage'] == 'report' and args['worker_launches'] is not None:
             # the launch answered: stamped before the answers are read (issue 13)
             timing = dict(args['timing'] or {}, launched=time.time())
@@ -190,7 +201,7 @@ def decide(args):
     work = launch_work(batched['batches'], args['clones'], args['clone'], args['branch'])
     reaped = reaping(args['items'] or [], now=args['now'], floor=args['reap_floor']) if args['now'] else {'threshold': None, 'due': []}
     out = {'probe': {'results': results}, 'probed': probed, 'placed': placed, 'batched': batched, 'work': work,
-           'reaping': reaped, 'admitted': placed['admitted'],
+           'reaping': reaped, 'admitted': placed['admitted'], 'launch_args': dict(args['launch_args'] or {}),
            'refused': probed['refused'] + placed['refused'] + batched['refused']}
     outs = [probed, placed, batched]
     timing['placed'] = time.time()

@@ -60,6 +60,12 @@ options:
         prevents. Every admitted candidate is then named in a warning.
     type: bool
     default: true
+  probe_always:
+    description:
+      - O(stage=lease) - probe every worker this cycle even when no candidate holds its lease (the sweep repairs duplicates, D4).
+        RV(probe_hosts) lists the workers the probe play calls.
+    type: bool
+    default: false
   probes:
     description: The registered loop results of M(fleet.dispatch.units_info), one per master, loop item C({worker, master}).
     type: list
@@ -70,7 +76,7 @@ options:
     type: str
     default: ''
   masters:
-    description: Every configured master as C({worker, master, account}) (O(stage=place) and O(stage=announce)).
+    description: Every configured master as C({worker, master, account}) (O(stage=lease), O(stage=place), O(stage=decide) and O(stage=announce)).
     type: list
     elements: dict
     default: []
@@ -199,8 +205,15 @@ options:
     default: 1800
   timing:
     description:
-      - The cycle's epoch stamps so far. O(stage=decide) - RV(timing) adds C(probed) (the step's start) and C(placed) (its end);
-        O(stage=report) with O(worker_launches) - C(launched).
+      - The cycle's epoch stamps so far. O(stage=lease) - RV(timing) adds C(leased) (the step's start: the leases are held);
+        O(stage=decide) - C(probed) (the step's start) and C(placed) (its end); O(stage=report) with O(worker_launches) - C(launched).
+    type: dict
+    default: {}
+  launch_args:
+    description:
+      - O(stage=decide) - the options every M(fleet.dispatch.worker_launch) call of the launch play takes besides its items
+        (C(path), C(environment_file), C(notifier), C(runner_version)); returned as RV(launch_args), so the launch play reads
+        one registered result.
     type: dict
     default: {}
 seealso:
@@ -332,8 +345,26 @@ reaping:
   returned: when O(stage=decide)
   type: dict
 timing:
-  description: O(stage=decide) - O(timing) with C(probed) and C(placed); O(stage=report) with O(worker_launches) - with C(launched).
-  returned: when O(stage=decide), or O(stage=report) with O(worker_launches)
+  description: O(stage=lease) - O(timing) with C(leased); O(stage=decide) - with C(probed) and C(placed); O(stage=report) with
+    O(worker_launches) - with C(launched).
+  returned: when O(stage) is V(lease) or V(decide), or O(stage=report) with O(worker_launches)
+  type: dict
+probe_masters:
+  description: O(stage=lease) - worker name to the names of its configured masters (O(masters)).
+  returned: when O(stage=lease)
+  type: dict
+probe_now:
+  description: O(stage=lease) - whether this cycle probes (a candidate holds its lease, or O(probe_always)).
+  returned: when O(stage=lease)
+  type: bool
+probe_hosts:
+  description: O(stage=lease) - the workers the probe play calls this cycle (every worker of O(masters) when RV(probe_now), else none).
+  returned: when O(stage=lease)
+  type: list
+  elements: str
+launch_args:
+  description: O(stage=decide) - O(launch_args) as given.
+  returned: when O(stage=decide)
   type: dict
 unconfirmed:
   description: O(stage=confirm) - the launched runs with no start record within the wait (still running) or no answer.

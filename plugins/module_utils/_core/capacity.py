@@ -11,6 +11,7 @@ The rules in full, with their reasons: ``docs/internals.md``, section ``_core/ca
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import re
 from typing import Any, Dict, Optional, Tuple
@@ -68,8 +69,18 @@ _RATE_LIMIT = [
     ('hit_your_limit', u"\\byou(?:'|\u2019)?ve\\s+(?:hit|reached)\\s+your\\s+(?:\\w+\\s+)?limit\\b"),
     ('quota_exceeded', r'\bquota\s+(?:has\s+been\s+|was\s+)?exceeded\b|\bexceeded\s+(?:your|the)\s+(?:\w+\s+)?quota\b'),
 ]
-_REVOKED_RE = [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _REVOKED]
-_RATE_LIMIT_RE = [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _RATE_LIMIT]
+
+
+@functools.lru_cache(maxsize=None)
+def _patterns():
+    """The compiled tables, on first use: the probe imports this module inside the lease and never
+    classifies text, so it does not pay for ~30 compiles (issue 13)."""
+    return {
+        'revoked': [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _REVOKED],
+        'rate_limit': [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _RATE_LIMIT],
+        'reset': [re.compile(rx, flags) for rx, flags in _RESET_PHRASES],
+    }
+
 
 # --- reset-time phrases ------------------------------------------------------------------------
 _ISO = r'\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*(?:Z|[+-]\d{2}:?\d{2}))?'
@@ -81,15 +92,15 @@ _TZ = (r'(?:\s*\(?\s*(?:[A-Za-z]+/[A-Za-z_]+(?:/[A-Za-z_]+)?|(?:UTC|GMT)[+-]\d{1
        r'|(?-i:[A-Z]{1,5})\b|[+-]\d{2}:?\d{2})\s*\)?)?')
 _DURATION = r'(?:\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b\s*(?:and\s+)?,?\s*)+'
 _WHEN = '(?:' + _ISO + '|' + _EPOCH + '|' + _CLOCK + ')' + _TZ
-_RESET_PHRASES = [
+_RESET_PHRASES = [   # (pattern, flags), compiled by _patterns()
     # Claude Code's machine-readable form: "Claude AI usage limit reached|1764522000"
-    re.compile(r'limit reached\|(?P<when>' + _EPOCH + r')'),
+    (r'limit reached\|(?P<when>' + _EPOCH + r')', 0),
     # relative forms first, so "retry after 30 seconds" is not read as a clock time "30"
-    re.compile(r'\bretry[- ]after\s*[:=]?\s*(?P<secs>\d+)\s*(?:$|[^\w\s]|\n|s\b|sec|seconds?\b)', re.IGNORECASE),
-    re.compile(r'\b(?:resets?|will reset|try again|retry|available again)\s+(?:in|after)\s+(?P<dur>' + _DURATION + r')',
-               re.IGNORECASE),
-    re.compile(r'\b(?:resets?|will reset|renews?|available again|try again|retry|come back|back)\s*(?:at|on|after|:)?\s*'
-               r'(?P<when>' + _WHEN + r')', re.IGNORECASE),
+    (r'\bretry[- ]after\s*[:=]?\s*(?P<secs>\d+)\s*(?:$|[^\w\s]|\n|s\b|sec|seconds?\b)', re.IGNORECASE),
+    (r'\b(?:resets?|will reset|try again|retry|available again)\s+(?:in|after)\s+(?P<dur>' + _DURATION + r')',
+     re.IGNORECASE),
+    (r'\b(?:resets?|will reset|renews?|available again|try again|retry|come back|back)\s*(?:at|on|after|:)?\s*'
+     r'(?P<when>' + _WHEN + r')', re.IGNORECASE),
 ]
 
 # Timezone abbreviations we resolve. Ambiguous ones (CST: China or US Central; IST; BST) are
@@ -243,7 +254,7 @@ def reset_phrase(text: Any) -> Optional[str]:
     """The provider's stated reset, as written (``"5pm (Europe/Berlin)"``, ``"in 20 minutes"``), or None."""
     if not isinstance(text, str):
         return None
-    for pattern in _RESET_PHRASES:
+    for pattern in _patterns()['reset']:
         match = pattern.search(text)
         if not match:
             continue
@@ -273,7 +284,8 @@ def classify_capacity(text: Any, now: Any = None, tz: Any = None) -> Optional[Di
     """
     if not isinstance(text, str) or not text:
         return None
-    for source, table in (('revoked', _REVOKED_RE), ('rate_limit', _RATE_LIMIT_RE)):
+    for source in ('revoked', 'rate_limit'):
+        table = _patterns()[source]
         for name, pattern in table:
             match = pattern.search(text)
             if not match:

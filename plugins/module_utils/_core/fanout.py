@@ -8,6 +8,7 @@ parallel (a play over them). The guard's steps (``_core.plan``) read one answer 
 the shape of a registered loop result (``ansible_loop_var`` naming the target). These pure
 functions turn one into the other, and build each worker's launch list from the batches:
 
+* ``probe_workers(masters, admitted, always)``: which workers the probe play calls, and for which masters.
 * ``probe_answers(masters, probes)``: ``probes`` maps worker -> its ``worker_probe`` result (or
   None: not probed). A worker that did not answer makes each of its masters a failed answer
   (a blind master, D5); a worker not probed on purpose makes them skipped.
@@ -35,6 +36,17 @@ def _worker_status(res: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 def _answer(target, body) -> Dict[str, Any]:
     return dict(body, ansible_loop_var=LOOP_VAR, **{LOOP_VAR: target})
+
+
+def probe_workers(masters: List[Dict[str, Any]], admitted: List[Dict[str, Any]], always: bool = False) -> Dict[str, Any]:
+    """The probe play's calls: ``probe_masters`` (worker -> its master names, every configured master),
+    ``probe_now`` (a candidate holds its lease, or ``always``: the sweep probes to repair duplicates, D4) and
+    ``probe_hosts`` (the workers called this cycle: every worker when ``probe_now``, else none)."""
+    by_worker = {}   # type: Dict[str, List[str]]
+    for target in masters or []:
+        by_worker.setdefault(target.get('worker'), []).append(target.get('master'))
+    now = bool(admitted) or bool(always)
+    return {'probe_masters': by_worker, 'probe_now': now, 'probe_hosts': sorted(by_worker) if now else []}
 
 
 def probe_answers(masters: List[Dict[str, Any]], probes: Dict[str, Any]) -> List[Dict[str, Any]]:
