@@ -141,3 +141,35 @@ def test_the_report_step_reads_each_workers_launch_answer_and_stamps_the_launch(
     assert [r['unit'] for r in out['launched']] == ['task-1']
     assert [(r['unit'], r['why']) for r in out['failed']] == [('task-3', 'ssh: connect refused')]
     assert out['timing']['launched'] > out['timing']['leased'] == 2.0
+
+
+def test_the_lease_step_names_the_workers_to_probe_and_stamps_the_lease():
+    """stage=lease is play 1's last step (issue 13): the candidates holding their lease, the workers the probe
+    play calls (all of them when a candidate holds its lease), and `leased` stamped as it starts."""
+    cands = [{'number': 1, 'unit': 'task-1', 'lease_name': 'task-1'}, {'number': 2, 'unit': 'task-2', 'lease_name': 'task-2'}]
+    leases = [{'name': 'task-1', 'acquired': True}, {'name': 'task-2', 'acquired': False, 'holder': 'other'}]
+    out, warnings = _warned({'stage': 'lease', 'candidates': cands, 'leases': leases, 'masters': DECIDE_MASTERS,
+                             'timing': {'start': 1.0}})
+    assert [c['number'] for c in out['admitted']] == [1] and [r['number'] for r in out['refused']] == [2]
+    assert out['probe_now'] is True and out['probe_hosts'] == ['w1', 'w2']
+    assert out['probe_masters'] == {'w1': ['a', 'b'], 'w2': ['a']}
+    assert out['timing']['start'] == 1.0 and out['timing']['leased'] > 1.0
+    assert [w for w in warnings if 'refused' in w] == ['#2 refused (lease): %s' % out['refused'][0]['why']]
+
+
+@pytest.mark.parametrize('leases, always, probed', [
+    ([{'name': 'task-1', 'acquired': False, 'holder': 'other'}], False, []),      # a hand dispatch that lost its lease
+    ([{'name': 'task-1', 'acquired': False, 'holder': 'other'}], True, ['w1', 'w2']),   # the sweep repairs anyway (D4)
+])
+def test_the_lease_step_probes_nobody_without_a_candidate_unless_told_to(leases, always, probed):
+    cands = [{'number': 1, 'unit': 'task-1', 'lease_name': 'task-1'}]
+    out, _w = _warned({'stage': 'lease', 'candidates': cands, 'leases': leases, 'masters': DECIDE_MASTERS,
+                       'probe_always': always})
+    assert out['admitted'] == [] and out['probe_hosts'] == probed and out['probe_now'] is bool(probed)
+    assert out['probe_masters'] == {'w1': ['a', 'b'], 'w2': ['a']}
+
+
+def test_the_decide_step_returns_the_launch_options_it_was_given():
+    launch = {'path': '/usr/bin', 'environment_file': '', 'notifier': 'fleet-notify@', 'runner_version': ''}
+    out, _w = _warned(dict(_decide_args(), launch_args=launch))
+    assert out['launch_args'] == launch and out['launch_args'] is not launch

@@ -70,3 +70,12 @@ def test_phase_timings_measure_each_phase_and_leave_missing_ones_null():
                    'guard_to_launch': 1.5}
     partial = phase_timings({'start': 1.0, 'leased': 2.0, 'released': 3.0})
     assert partial['probe'] is None and partial['release'] == 1.0 and partial['guard_to_launch'] is None
+
+
+def test_probe_workers_lists_every_worker_once_with_its_masters_in_order():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import probe_workers
+    out = probe_workers(MASTERS, [{'number': 1}])
+    assert out == {'probe_masters': {'w1': ['a', 'b'], 'w2': ['a'], 'w3': ['a']}, 'probe_now': True,
+                   'probe_hosts': ['w1', 'w2', 'w3']}
+    assert probe_workers(MASTERS, [])['probe_hosts'] == [] and probe_workers(MASTERS, [], always=True)['probe_now'] is True
+    assert probe_workers([], [{'number': 1}]) == {'probe_masters': {}, 'probe_now': True, 'probe_hosts': []}
