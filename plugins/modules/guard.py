@@ -205,7 +205,7 @@ options:
     default: 1800
   timing:
     description:
-      - The cycle's epoch stamps so far. O(stage=lease) - RV(timing) adds C(leased) (the step's start: the leases are held);
+      - The cycle's epoch stamps so far. O(stage=lease) - RV(timing) adds C(leased) (the step's start, when the leases are held);
         O(stage=decide) - C(probed) (the step's start) and C(placed) (its end); O(stage=report) with O(worker_launches) - C(launched).
     type: dict
     default: {}
