@@ -5,9 +5,12 @@
 
 * ``bed`` (session): two hosts booted for the session, always torn down (finalizer and
   ``atexit``, by this session's run label so nothing is lost if the name list is).
-* ``bed_factory(n, block='10.88.210')`` (session): more hosts on request, e.g. the race harness
-  asks for three in its own block ``10.88.220``. Each call is its own ``Bed``; the hosts a test
-  module booted go down when that module ends (``_down_the_modules_hosts``).
+* ``bed_factory(n, block='10.88.210', ready=False)`` (session): more hosts on request, e.g. the
+  race harness asks for three in its own block ``10.88.220``. Each call is its own ``Bed``; the
+  hosts a test module booted go down when that module ends (``_down_the_modules_hosts``).
+  ``ready=True`` boots the ready host: the bare one plus the packages a test would otherwise
+  apt-install inside it (PostgreSQL, psycopg, python3-venv: ``tests/testbed/image/ready.Containerfile``).
+  A test of an install path (the roles on a fresh worker) boots the bare host.
 
 A ``Bed`` has ``.hosts``, ``.ip[name]``, ``.inventory``, ``.key``, ``.run``, and
 ``.ssh(name, cmd, user='tester', check=True)`` (a real SSH login: PAM/logind gives the session
@@ -109,9 +112,11 @@ def _probe():
         raise BedUnavailable('ansible.posix (its json callback) is not installed: pip install -r requirements-dev.txt')
     env = _bed_env()
     tag = os.environ.get('FLEET_TESTBED_IMAGE') or _run([str(BED), 'tag'], env=env).stdout.strip()
-    if _run(['podman', 'image', 'exists', tag], check=False, env=env).returncode != 0:
-        raise BedUnavailable('image %s is missing: run tests/testbed/bed image' % tag)
-    return tag
+    ready = os.environ.get('FLEET_TESTBED_READY_IMAGE') or _run([str(BED), 'tag', 'ready'], env=env).stdout.strip()
+    for image in (tag, ready):
+        if _run(['podman', 'image', 'exists', image], check=False, env=env).returncode != 0:
+            raise BedUnavailable('image %s is missing: run tests/testbed/bed image' % image)
+    return tag, ready
 
 
 _PROBED = {}
@@ -257,13 +262,24 @@ def _used_ips(env):
     return set(out.split())
 
 
-def _boot(n, block, owner=None):
+@pytest.fixture(scope='session')
+def ready_image():
+    """The ready host's image tag, for a program that boots its own hosts (demo.sh)."""
+    tags, reason = _available()
+    if tags is None:
+        _skip_or_fail(reason)
+    return tags[1]
+
+
+def _boot(n, block, owner=None, ready=False):
     """Boot ``n`` hosts in ``block`` (``'10.88.210'``) and return a Bed; the caller downs it.
 
-    ``owner`` is the pid recorded as the hosts' owner (default: this process)."""
-    tag, reason = _available()
-    if tag is None:
+    ``owner`` is the pid recorded as the hosts' owner (default: this process); ``ready`` boots the
+    ready host (module docstring)."""
+    tags, reason = _available()
+    if tags is None:
         _skip_or_fail(reason)
+    tag = tags[1] if ready else tags[0]
     run = 'pt-%s' % uuid.uuid4().hex[:8]
     names = ['%s-%d' % (run, i + 1) for i in range(n)]
     workdir = pathlib.Path(tempfile.mkdtemp(prefix='fleet-bed-%s.' % run))
@@ -302,11 +318,11 @@ def _boot(n, block, owner=None):
 
 @pytest.fixture(scope='session')
 def bed_factory():
-    """``bed_factory(n, block='10.88.210', owner=None)`` boots ``n`` more hosts; all are downed at the end."""
+    """``bed_factory(n, block='10.88.210', owner=None, ready=False)`` boots ``n`` more hosts; all are downed at the end."""
     beds = []
 
-    def factory(n=2, block=BLOCK, owner=None, session=False):
-        bed = _boot(n, block, owner)
+    def factory(n=2, block=BLOCK, owner=None, session=False, ready=False):
+        bed = _boot(n, block, owner, ready)
         bed.session = session
         beds.append(bed)
         return bed

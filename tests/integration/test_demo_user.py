@@ -68,12 +68,12 @@ def _tree():
 
 @pytest.fixture(scope='module')
 def demo(bed_factory, tmp_path_factory):
-    bed = bed_factory(1)
+    bed = bed_factory(1, ready=True)      # python3-venv and PostgreSQL: the ready host
     (host,) = bed.hosts
     # the newcomer's machine: a user with a user manager (linger: it outlives each SSH login) and python3-venv
     bed.ssh(host, 'sudo useradd -m -s /bin/bash %s && sudo loginctl enable-linger %s' % (USER, USER))
-    bed.ssh(host, 'sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv '
-                  '>/dev/null', timeout=600)
+    bed.ssh(host, 'python3 -c "import ensurepip" 2>/dev/null || (sudo apt-get update -qq && '
+                  'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv) >/dev/null', timeout=600)
     for _attempt in range(60):
         if _ssh(bed, host, 'systemctl --user is-system-running', timeout=30).stdout.strip() in (b'running', b'degraded'):
             break

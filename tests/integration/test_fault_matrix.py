@@ -59,7 +59,7 @@ def _xdg(cmd):
 
 @pytest.fixture(scope='module')
 def matrix(bed_factory, tmp_path_factory, fresh_database):
-    bed = bed_factory(2)
+    bed = bed_factory(2, ready=True)      # psycopg on the workers: the ready host
     work = tmp_path_factory.mktemp('fault-matrix')
     local_dsn, drop = fresh_database()
     from psycopg.conninfo import conninfo_to_dict

@@ -74,7 +74,7 @@ def test_the_readme_section_has_files_and_commands():
 
 @pytest.fixture(scope='module')
 def first_fleet(bed_factory, tmp_path_factory):
-    bed = bed_factory(3)
+    bed = bed_factory(3, ready=True)      # PostgreSQL and psycopg: the ready host
     ledger, w1, w2 = bed.hosts
     for host in (w1, w2):
         bed.ssh(host, 'sudo sh -s', input=ORIGIN_SCRIPT)
