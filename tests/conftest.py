@@ -118,3 +118,28 @@ def shared_dir():
         pytest.skip('../shared is absent beside the checkout (%s): these tests read GitHub\'s '
                     'schema and test-bed facts from it' % SHARED)
     return SHARED
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'playbook: runs whole playbooks (ansible-playbook processes); the fast tier '
+                   '(`make check`) leaves these out, `make test` runs them')
+
+
+_RUNS_PLAYBOOKS = {}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``playbook`` every test of a module that runs whole playbooks: one under a
+    ``playbooks`` directory, named for them, or that starts ``ansible-playbook`` itself. Two thirds
+    of the unit suite's time is theirs (about 10 s a playbook on 2 cores)."""
+    for item in items:
+        path = pathlib.Path(str(item.fspath))
+        if path not in _RUNS_PLAYBOOKS:
+            try:
+                text = path.read_text()
+            except (OSError, UnicodeDecodeError):
+                text = ''
+            _RUNS_PLAYBOOKS[path] = 'playbooks' in path.parts or 'playbook' in path.name or 'ansible-playbook' in text
+        if _RUNS_PLAYBOOKS[path]:
+            item.add_marker(pytest.mark.playbook)

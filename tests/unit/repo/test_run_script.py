@@ -31,8 +31,8 @@ def _checkout(tmp_path, files):
     return root
 
 
-def _run(root, *phases, path=None):
-    env = dict(os.environ, FLEET_NO_INSTALL='1', FLEET_VENV=str(VENV), FLEET_BUILD_DIR=str(root.parent / 'build'))
+def _run(root, *phases, path=None, **extra):
+    env = dict(os.environ, FLEET_NO_INSTALL='1', FLEET_VENV=str(VENV), FLEET_BUILD_DIR=str(root.parent / 'build'), **extra)
     env.pop('CI', None)
     if path is not None:
         env['PATH'] = path
@@ -92,3 +92,37 @@ def test_a_failed_pytest_phase_names_its_failed_tests_on_its_line(tmp_path):
     assert done.returncode == 1, done.stdout
     line = [x for x in done.stdout.splitlines() if x.startswith('phase unit: FAILED')]
     assert line and 'unit: 1 failed, 2 passed, failed: tests/unit/test_a.py::test_fails)' in line[0], done.stdout[-3000:]
+
+
+@pytest.mark.skipif(not (VENV / 'bin' / 'python').exists(), reason='needs the project venv')
+def test_lanes_run_every_phase_and_a_failed_phase_prints_the_end_of_its_log(tmp_path):
+    """`make test` runs its phases in lanes side by side, each phase's output in its own log: the record
+    must still carry every phase's line, in plan order, the end of a failed phase's log and the budget."""
+    root = _checkout(tmp_path, {'tests/unit/test_a.py': 'def test_ok():\n    pass\n',
+                                'tests/corpus/test_c.py': 'def test_c():\n    pass\n',
+                                'plugins/modules/m.py': '# a module\n'})
+    done = _run(root, FLEET_LANES='build;unit', FLEET_OLDEST_PYTHON='none')
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert 'lanes: [build] [unit]' in done.stdout
+    summary = done.stdout[done.stdout.rindex('\n\nphase build: '):]
+    lines = [x for x in summary.splitlines() if x.startswith('phase ')]
+    assert [x.split(':')[0] for x in lines] == ['phase build', 'phase unit'], summary
+    assert lines[0].startswith('phase build: FAILED') and lines[1].startswith('phase unit: ok'), summary
+    assert 'unit: 2 passed' in lines[1], summary
+    assert '=== the last 150 lines of ' in done.stdout and 'phase-build.out ===' in done.stdout
+    assert 'nothing was built' in done.stdout or 'galaxy' in done.stdout.split('phase-build.out ===', 1)[1], done.stdout[-3000:]
+    assert 'the budget of 2700 s (45 min on 2 cores)' in done.stdout and 'failed: build' in done.stdout
+
+
+@pytest.mark.skipif(not (VENV / 'bin' / 'python').exists(), reason='needs the project venv')
+def test_a_phase_over_its_share_says_so_on_its_line(tmp_path):
+    """The budget guard: a phase that grows past its share of the 45 minutes is seen on its line."""
+    root = _checkout(tmp_path, {'tests/unit/test_a.py': 'import time\n\n\ndef test_ok():\n    time.sleep(1.1)\n',
+                                'tests/corpus/test_c.py': 'def test_c():\n    pass\n'})
+    done = _run(root, 'unit', FLEET_SHARES='unit=0', FLEET_OLDEST_PYTHON='none')
+    line = [x for x in done.stdout.splitlines() if x.startswith('phase unit: ')]
+    assert done.returncode == 0 and line, done.stdout[-3000:]
+    assert 'OVER its 0 s share' in line[-1], line
+    done = _run(root, 'unit', FLEET_OLDEST_PYTHON='none')
+    line = [x for x in done.stdout.splitlines() if x.startswith('phase unit: ')]
+    assert done.returncode == 0 and line and 'OVER' not in line[-1], line
