@@ -77,7 +77,7 @@ def _parallel(fn, items):
 
 @pytest.fixture(scope='module')
 def fleet(bed_factory, tmp_path_factory, fresh_database):
-    bed = bed_factory(3, ready=True)      # psycopg on the workers: the ready host
+    bed = bed_factory(3)
     local_dsn, drop = fresh_database()
     from psycopg.conninfo import conninfo_to_dict
     params = conninfo_to_dict(local_dsn)
