@@ -64,6 +64,8 @@ def test_sweep_plans_every_candidate_and_explains_the_rest(tmp_path, board):
     assert [(a['number'], a['worker'], a['master']) for a in plan['assignments']] == [(1, 'localhost', 'agent1')]
     assert sorted(plan['skipped']) == [2, 3, 4]
     assert 'blocked by #1' in res.stdout and 'tombstone' in res.stdout
+    # a plan sweep reaches no apply-only step: no task error, not even an ignored one
+    assert '[ERROR]' not in res.stdout + res.stderr and 'ignored=0' in res.stdout
 
 
 @pytest.mark.parametrize('number,reason,detail', [
