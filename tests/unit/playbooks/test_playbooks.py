@@ -122,7 +122,8 @@ def test_hand_dispatch_needs_a_number(tmp_path, board, issue):
 
 
 def test_make_demo_shows_every_reason_code(tmp_path):
-    """The README's first command: a demo board with every reason code, its status table and plan."""
+    """The README's first command: a demo board with every reason code, its status table and plan, page and
+    metrics. `make test` runs `make demo`'s plan case only here (the bed case: tests/integration/test_demo.py)."""
     # the plan case (the test-bed case, what root with podman gets, is tests/integration/test_demo.py)
     env = dict(os.environ, FLEET_DEMO_DIR=str(tmp_path / 'demo'), FLEET_VENV=str(BIN.parent), FLEET_DEMO_CASE='plan')
     res = subprocess.run([str(REPO / 'demo.sh')], env=env, capture_output=True, text=True, check=False, timeout=600)
@@ -136,7 +137,9 @@ def test_make_demo_shows_every_reason_code(tmp_path):
     assert items[13]['reason'] == 'eligible', 'left open stays dispatchable'
     assert items[5]['reason'] == 'eligible', 'a closed blocker does not block'
     plan = json.loads(state_file(tmp_path / 'demo' / 'state', 'plan.json').read_text())
-    assert sorted(a['number'] for a in plan['assignments']) == [1, 5, 10, 12, 13]
+    assert plan['readable'] is True and sorted(a['number'] for a in plan['assignments']) == [1, 5, 10, 12, 13]
+    for name in ('status.html', 'fleet-dispatch.prom'):   # the status page and the metrics (docs/operator.md)
+        assert state_file(tmp_path / 'demo' / 'state', name).stat().st_size > 0, name
     assert 'launch' in res.stdout and 'parked after 3 attempts' in res.stdout
 
 
