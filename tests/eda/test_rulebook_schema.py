@@ -62,12 +62,16 @@ def test_webhook_source_verifies_github_signatures(path):
     (source,) = ruleset['sources']
     assert list(source) == ['name', SOURCE[path.name]]
     args = source[SOURCE[path.name]]
-    assert args['hmac_secret'] == '{{ FLEET_WEBHOOK_SECRET }}', 'the secret comes from --env-vars only'
     assert (args['hmac_algo'], args['hmac_header'], args['hmac_format']) == ('sha256', 'x-hub-signature-256', 'hex')
-    sample = {'fleet_webhook_port': 5000, 'FLEET_WEBHOOK_SECRET': 'not-a-secret'}
-    rendered = dict((k, jinja2.Template(v).render(**sample) if isinstance(v, str) else v) for k, v in args.items())
+    strict = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    sample = {'fleet_webhook_port': 5000, 'FLEET_WEBHOOK_SECRET': 'not-a-secret-but-long-enough'}
+    rendered = dict((k, strict.from_string(v).render(**sample) if isinstance(v, str) else v) for k, v in args.items())
     rendered['port'] = int(rendered['port'])
-    assert rendered['host'] == '0.0.0.0' and rendered['hmac_secret'] == 'not-a-secret'
+    # the secret comes from --env-vars only, and an empty or short one is refused by name
+    assert rendered['host'] == '0.0.0.0' and rendered['hmac_secret'] == 'not-a-secret-but-long-enough'
+    for weak in ('', 'short'):
+        with pytest.raises(jinja2.UndefinedError, match='FLEET_WEBHOOK_SECRET_MUST_BE_AT_LEAST_16_CHARACTERS'):
+            strict.from_string(args['hmac_secret']).render(**dict(sample, FLEET_WEBHOOK_SECRET=weak))
     if SOURCE[path.name].startswith('eda.builtin.'):
         options = builtin_options(SOURCE[path.name].split('.')[-1])
         assert set(rendered) <= set(options), set(rendered) - set(options)
@@ -98,6 +102,9 @@ def test_every_rule_runs_the_shared_dispatch_path(path, action, dispatch, sweep)
         args = rules[name]['action'][action]
         extra = args['extra_vars'] if action == 'run_playbook' else args['job_args']['extra_vars']
         assert extra['issue'] == '{{ event.payload.issue.number }}'
+        assert 'X-GitHub-Delivery' in extra['delivery']           # a replayed delivery is refused (roles/dispatch)
+        assert rules[name]['throttle'] == {'once_within': '1 minute', 'group_by_attributes': ['event.payload.issue.number']}
+        assert '["OWNER", "MEMBER", "COLLABORATOR"]' in rules[name]['condition']
     assert rules["A project item's status edited"]['throttle']['once_after'] == '1 minute'
 
 

@@ -33,6 +33,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 import requests
@@ -66,7 +67,7 @@ def sign(body: bytes, secret: str = SECRET) -> str:
 def post(port, payload, event, signature='good'):
     body = json.dumps(payload).encode()
     headers = {'Content-Type': 'application/json', 'X-GitHub-Event': event,
-               'X-GitHub-Delivery': 'test-%s' % time.time()}
+               'X-GitHub-Delivery': str(uuid.uuid4())}   # GitHub's delivery ids are GUIDs
     if signature == 'good':
         headers['X-Hub-Signature-256'] = sign(body)
     elif signature == 'bad':
@@ -87,8 +88,7 @@ def wait_for(predicate, timeout):
     return predicate()
 
 
-@pytest.fixture
-def rulebook(tmp_path, collections_path):
+def start_rulebook(tmp_path, collections_path, secret):
     home = java_home()
     require(home is not None, 'no Java runtime (JAVA_HOME or /usr/lib/jvm): ansible-rulebook cannot run '
             '(tests/run eda installs openjdk-17-jre-headless as root)')
@@ -117,7 +117,7 @@ def rulebook(tmp_path, collections_path):
     variables.write_text(json.dumps({'fleet_webhook_port': port, 'fleet_webhook_host': '127.0.0.1',
                                      'fleet_dispatch_mode': 'plan'}))
     env = dict(os.environ, JAVA_HOME=home, ANSIBLE_COLLECTIONS_PATH=collections_path,
-               PATH='%s:%s' % (BIN, os.environ.get('PATH', '')), FLEET_WEBHOOK_SECRET=SECRET,
+               PATH='%s:%s' % (BIN, os.environ.get('PATH', '')), FLEET_WEBHOOK_SECRET=secret,
                ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false', XDG_STATE_HOME=str(state))
     log = tmp_path / 'rulebook.log'
     with open(log, 'w') as out:
@@ -125,6 +125,22 @@ def rulebook(tmp_path, collections_path):
             [str(BIN / 'ansible-rulebook'), '-i', str(inventory), '--rulebook', 'fleet.dispatch.webhook_dispatch',
              '--vars', str(variables), '--env-vars', 'FLEET_WEBHOOK_SECRET', '-v'],
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(tmp_path), start_new_session=True)
+    return proc, port, state, log
+
+
+def stop(proc):
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+@pytest.fixture
+def rulebook(tmp_path, collections_path):
+    proc, port, state, log = start_rulebook(tmp_path, collections_path, SECRET)
     try:
         def listening():
             assert proc.poll() is None, 'ansible-rulebook exited (%s): %s' % (proc.returncode, log.read_text()[-3000:])
@@ -136,21 +152,21 @@ def rulebook(tmp_path, collections_path):
         assert wait_for(listening, 120), 'the webhook never listened: ' + log.read_text()[-3000:]
         yield port, state, log
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        stop(proc)
 
 
 def test_signed_events_dispatch_their_item_once_and_a_bad_signature_nothing(rulebook, tmp_path):
     port, state, log = rulebook
-    opened = {'action': 'opened', 'issue': {'number': 1, 'title': 'eligible', 'state': 'open'}}
-    comment = {'action': 'created', 'issue': {'number': 2, 'state': 'open'}, 'comment': {'body': 'please'}}
-    third = {'action': 'opened', 'issue': {'number': 3, 'state': 'open'}}
-    pr_comment = {'action': 'created', 'issue': {'number': 3, 'pull_request': {'url': 'x'}}, 'comment': {'body': 'lgtm'}}
+    opened = {'action': 'opened', 'issue': {'number': 1, 'title': 'eligible', 'state': 'open', 'author_association': 'OWNER'}}
+    comment = {'action': 'created', 'issue': {'number': 2, 'state': 'open'},
+               'comment': {'body': 'please', 'author_association': 'MEMBER'}}
+    third = {'action': 'opened', 'issue': {'number': 3, 'state': 'open', 'author_association': 'OWNER'}}
+    pr_comment = {'action': 'created', 'issue': {'number': 3, 'pull_request': {'url': 'x'}},
+                  'comment': {'body': 'lgtm', 'author_association': 'OWNER'}}
+    # a stranger's events start nothing: a comment, an issue opened (the sweep still reads the item)
+    stranger_comment = {'action': 'created', 'issue': {'number': 3, 'state': 'open'},
+                        'comment': {'body': 'run it', 'author_association': 'NONE'}}
+    stranger_opened = {'action': 'opened', 'issue': {'number': 3, 'state': 'open', 'author_association': 'CONTRIBUTOR'}}
 
     bad = post(port, third, 'issues', signature='bad')
     unsigned = post(port, third, 'issues', signature=None)
@@ -159,6 +175,11 @@ def test_signed_events_dispatch_their_item_once_and_a_bad_signature_nothing(rule
     assert post(port, opened, 'issues').status_code == 200
     assert post(port, comment, 'issue_comment').status_code == 200
     assert post(port, pr_comment, 'issue_comment').status_code == 200
+    assert post(port, stranger_comment, 'issue_comment').status_code == 200
+    assert post(port, stranger_opened, 'issues').status_code == 200
+    # a burst on one item (each a new delivery) dispatches it once a minute, not once per event
+    for _ in range(3):
+        assert post(port, comment, 'issue_comment').status_code == 200
 
     assert wait_for(lambda: plans(state, 1) and plans(state, 2), 240), log.read_text()[-4000:]
     time.sleep(10)  # room for a duplicate run to show up
@@ -172,8 +193,24 @@ def test_signed_events_dispatch_their_item_once_and_a_bad_signature_nothing(rule
     assert two['assignments'] == []
     assert '#2 refused: blocked by #1' in text
     assert text.count('PLAY [Dispatch one item by hand]') == 2, text[-4000:]
+    # each dispatch carried its delivery id, and marked it (a replay of it would be refused)
+    assert len(list((state / 'deliveries').iterdir())) == 2
     # the secret: in no output, no file the runs left
     assert SECRET not in text
     for path in tmp_path.rglob('*'):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize('secret', ['', 'short-secret'])
+def test_an_empty_or_short_secret_refuses_to_start(tmp_path, collections_path, secret):
+    """An empty HMAC key signs every forged event: the rulebook names what is wrong and never listens."""
+    proc, port, _state, log = start_rulebook(tmp_path, collections_path, secret)
+    try:
+        assert wait_for(lambda: proc.poll() is not None, 120), 'ansible-rulebook still runs: ' + log.read_text()[-3000:]
+        text = log.read_text()
+        assert proc.returncode != 0 and 'FLEET_WEBHOOK_SECRET_MUST_BE_AT_LEAST_16_CHARACTERS' in text, text[-3000:]
+        with pytest.raises(OSError):
+            socket.create_connection(('127.0.0.1', port), 1).close()
+    finally:
+        stop(proc)

@@ -343,3 +343,20 @@ def test_an_explicit_sqlite_lease_store_off_a_sqlite_ledger_is_in_the_board_stat
     record = json.loads((where.parent / 'status.json').read_text())
     assert record['lease_store'] == dict(record['lease_store'], backend='sqlite', where=str(where), shared=False)
     assert [s['what'] for s in record['single_controller']] == ['lease']
+
+
+def test_a_webhook_delivery_dispatches_once_and_its_replay_is_refused(tmp_path, board):
+    """A signed event sent again (its signature covers only the body) finds its delivery's mark and dispatches
+    nothing: the board is not read again and no plan is written; another delivery of the same item goes on."""
+    first = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_mode=plan', '-e', 'delivery=72d3162e-cc78')
+    assert first.returncode == 0, first.stdout + first.stderr
+    plan = state_file(tmp_path / 'state', 'plan.json')
+    plan.unlink()
+    replay = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_mode=plan', '-e', 'delivery=72d3162e-cc78')
+    assert replay.returncode != 0 and 'webhook delivery 72d3162e-cc78 was dispatched before' in replay.stdout
+    assert not plan.exists() and 'Read the board once' not in replay.stdout
+    other = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_mode=plan', '-e', 'delivery=72d3162e-cc79')
+    assert other.returncode == 0 and plan.exists()
+    hostile = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_mode=plan', '-e', 'delivery=../../x;id')
+    assert hostile.returncode != 0 and 'delivery must be a webhook delivery id' in hostile.stdout
+    assert sorted(p.name for p in (tmp_path / 'state' / 'fleet-dispatch' / 'deliveries').iterdir()) == ['72d3162e-cc78', '72d3162e-cc79']
