@@ -18,7 +18,7 @@ def open_board(spec: Dict[str, Any]) -> Board:
 
     ``{'kind': 'ledger', 'path': FILE}`` -- the embedded SQLite ledger (the default board);
     ``{'kind': 'ledger', 'dsn': 'postgresql://...'}`` -- the ledger on PostgreSQL;
-    ``{'kind': 'github', ...}`` -- GitHub Projects v2 (``_board.github.GitHubBoard(spec)``, imported
+    ``{'kind': 'github', ...}`` -- GitHub Projects v2 (``_board.github.board.GitHubBoard(spec)``, imported
     lazily so the ledger works without ``requests``).
 
     A ledger spec may also carry ``create`` (default false: a SQLite file that does not exist is
@@ -36,7 +36,7 @@ def open_board(spec: Dict[str, Any]) -> Board:
         from .ledger import LedgerBoard
         return LedgerBoard.from_spec(spec)
     if kind == 'github':
-        from .github import GitHubBoard
+        from .github.board import GitHubBoard
         return GitHubBoard(spec)
     raise BoardError('unknown board kind %r: valid kinds are %s' % (kind, ', '.join(KINDS)))
 

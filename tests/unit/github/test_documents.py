@@ -5,7 +5,7 @@
 
 graphql-core checks fields, arguments, types and variables; ``fakes.github.cost`` checks what
 graphql-core does not: GitHub's own limits (every connection has ``first``/``last`` in 1..100,
-at most 500,000 nodes) and the cost formula the page sizes in ``_github`` were chosen by.
+at most 500,000 nodes) and the cost formula the page sizes in ``_board/github/documents.py`` were chosen by.
 The schema is read from ../shared/github-schema (``shared_dir`` skips, saying why, where absent).
 """
 
@@ -18,7 +18,10 @@ import re
 import graphql
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import board as _board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import documents as _documents
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import nodes as _nodes
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import transport as _transport
 from fakes.github import analyse, load_schema
 
 
@@ -30,7 +33,7 @@ def schema(shared_dir):
     return load_schema(str(path))
 
 
-DOCS = sorted(_github.DOCUMENTS.items())
+DOCS = sorted(_documents.DOCUMENTS.items())
 
 
 @pytest.mark.parametrize('name,document', DOCS, ids=[n for n, _d in DOCS])
@@ -56,18 +59,19 @@ def test_operation_name_is_the_key_the_code_sends(name, document):
 
 def test_the_code_sends_only_documents_from_the_table():
     """'Every document the code can send': each ``_graphql('X', ...)`` names a DOCUMENTS key, and
-    no other module-level string of _github is a GraphQL operation."""
-    source = inspect.getsource(_github)
-    sent = set(re.findall(r"_graphql\('([A-Za-z]+)'", source))
-    assert sent == set(_github.DOCUMENTS), 'sent %s, table %s' % (sorted(sent), sorted(_github.DOCUMENTS))
-    tree = ast.parse(source)
+    no other module-level string of the GitHub board's modules is a GraphQL operation."""
+    sent = set()
     operations = set()
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-            value = getattr(_github, node.targets[0].id, None)
-            if isinstance(value, str) and re.match(r'\s*(query|mutation)\s', value):
-                operations.add(value)
-    assert operations == set(_github.DOCUMENTS.values())
+    for module in (_board, _documents, _nodes, _transport):
+        source = inspect.getsource(module)
+        sent.update(re.findall(r"_graphql\('([A-Za-z]+)'", source))
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+                value = getattr(module, node.targets[0].id, None)
+                if isinstance(value, str) and re.match(r'\s*(query|mutation)\s', value):
+                    operations.add(value)
+    assert sent == set(_documents.DOCUMENTS), 'sent %s, table %s' % (sorted(sent), sorted(_documents.DOCUMENTS))
+    assert operations == set(_documents.DOCUMENTS.values())
 
 
 # -- the checker itself can fail (negative controls) ---------------------------------------------
@@ -85,7 +89,7 @@ def test_limit_checker_reports_violations(schema, document, expect):
 
 
 def test_validation_catches_a_misspelled_field(schema):
-    bad = _github.DOCUMENTS['BoardPage'].replace('fieldValueByName', 'fieldValueByNam')
+    bad = _documents.DOCUMENTS['BoardPage'].replace('fieldValueByName', 'fieldValueByNam')
     assert graphql.validate(schema, graphql.parse(bad))
 
 
@@ -120,14 +124,14 @@ def test_a_call_costs_at_least_one_point(schema):
 def _vars(name):
     return {
         'BoardPage': {'owner': 'o', 'isOrg': True, 'number': 1, 'query': 'q', 'statusField': 'Status', 'after': None},
-        'Details': {'ids': ['x'] * _github.DETAIL_BATCH},
-        'Blockers': {'ids': ['x'] * _github.BLOCKER_BATCH},
+        'Details': {'ids': ['x'] * _documents.DETAIL_BATCH},
+        'Blockers': {'ids': ['x'] * _documents.BLOCKER_BATCH},
     }[name]
 
 
 @pytest.mark.parametrize('name,points', [('BoardPage', 1), ('Details', 1), ('Blockers', 1)])
 def test_each_full_batch_costs_the_figure_written_next_to_its_size(schema, name, points):
-    a = analyse(schema, _github.DOCUMENTS[name], _vars(name), name)
+    a = analyse(schema, _documents.DOCUMENTS[name], _vars(name), name)
     print('%s: %d requests, %d nodes, %d point(s)' % (name, a.requests, a.nodes, a.cost))
     assert a.cost == points
 
@@ -135,19 +139,19 @@ def test_each_full_batch_costs_the_figure_written_next_to_its_size(schema, name,
 def test_page_carries_no_expensive_connection(schema):
     """D1's failure story: one field cost 143 points against 9 for the page. The page pass has
     exactly one connection (the items), so nothing per item is priced on it."""
-    a = analyse(schema, _github.DOCUMENTS['BoardPage'], _vars('BoardPage'), 'BoardPage')
+    a = analyse(schema, _documents.DOCUMENTS['BoardPage'], _vars('BoardPage'), 'BoardPage')
     assert [c.split('.')[-1] for c in a.connections] == ['items']
     for expensive in ('comments', 'timelineItems', 'closedByPullRequestsReferences', 'blockedBy('):
-        assert expensive not in _github.DOCUMENTS['BoardPage']
+        assert expensive not in _documents.DOCUMENTS['BoardPage']
 
 
 def test_closing_prs_are_asked_for_including_closed_ones():
     """D2/D16: a merged PR is a closed PR; without includeClosedPrs GitHub omits it."""
     for name in ('Details', 'Issue'):
-        assert 'closedByPullRequestsReferences(last: 100, includeClosedPrs: true)' in _github.DOCUMENTS[name]
+        assert 'closedByPullRequestsReferences(last: 100, includeClosedPrs: true)' in _documents.DOCUMENTS[name]
 
 
 def test_the_comment_page_size_constant_is_the_one_in_the_documents():
     for name in ('Details', 'Issue', 'MoreComments'):
-        assert 'comments(last: %d' % _github.COMMENTS_PER_PAGE in _github.DOCUMENTS[name]
-    assert 'items(first: %d,' % _github.PAGE_SIZE in _github.DOCUMENTS['BoardPage']
+        assert 'comments(last: %d' % _documents.COMMENTS_PER_PAGE in _documents.DOCUMENTS[name]
+    assert 'items(first: %d,' % _documents.PAGE_SIZE in _documents.DOCUMENTS['BoardPage']

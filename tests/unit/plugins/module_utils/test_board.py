@@ -59,7 +59,7 @@ def test_github_kind_imports_github_lazily_and_passes_the_spec(monkeypatch):
 
     fake = types.ModuleType('fake_github')
     fake.GitHubBoard = FakeGitHubBoard
-    name = _board.__name__.rsplit('.', 1)[0] + '.github'
+    name = _board.__name__.rsplit('.', 1)[0] + '.github.board'
     monkeypatch.setitem(sys.modules, name, fake)
     spec = {'kind': 'github', 'owner': 'o', 'project': 3}
     board = open_board(spec)

@@ -13,10 +13,13 @@ import datetime as _dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import documents as _documents
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import nodes as _nodes
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import transport as _transport
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable, ItemNotFound
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import GitHubBoard, RateLimited
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github.board import GitHubBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github.transport import RateLimited
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import attribute, closing_refs
 
 UTC = _dt.timezone.utc
@@ -333,8 +336,8 @@ def test_a_404_json_body_is_an_error_not_data(gh):
 
 def test_an_error_object_where_blocker_edges_belong_does_not_block():
     """D5 fails open: an edge list that is an error object yields no blocker, not a blocker."""
-    item = _github.Item(number=1, title='t', state='open')
-    _github.detail_into(item, {'blockedBy': {'message': 'Not Found'}})
+    item = _nodes.Item(number=1, title='t', state='open')
+    _nodes.detail_into(item, {'blockedBy': {'message': 'Not Found'}})
     assert item.blockers == []
 
 
@@ -363,7 +366,7 @@ def test_a_secondary_limit_without_retry_after_waits_a_minute(gh, sleeps):
     gh.inject(429, {'message': 'You have exceeded a secondary rate limit.'}, path='/graphql', operation='BoardPage')
     with board_for(gh, sleeps, owner_type='organization') as board:
         board.read()
-    assert sleeps == [_github.SECONDARY_DEFAULT_WAIT]
+    assert sleeps == [_transport.SECONDARY_DEFAULT_WAIT]
 
 
 def test_primary_rate_limit_waits_until_the_reset(gh, sleeps):
@@ -395,7 +398,7 @@ def test_rate_limit_retries_are_bounded(gh, sleeps):
     with board_for(gh, sleeps, owner_type='organization') as board:
         with pytest.raises(RateLimited):
             board.read()
-    assert len(sleeps) == _github.RATE_LIMIT_RETRIES - 1
+    assert len(sleeps) == _transport.RATE_LIMIT_RETRIES - 1
 
 
 @pytest.mark.parametrize('status,body,match', [
@@ -480,7 +483,7 @@ def test_no_token_is_unreadable(monkeypatch):
     ('Work Stage', 'Ready', 'is:issue is:open "work stage":Ready'),
 ])
 def test_project_query(field, value, expect):
-    assert _github.project_query(field, value) == expect
+    assert _documents.project_query(field, value) == expect
 
 
 @pytest.mark.parametrize('ref,default,expect', [
@@ -488,13 +491,13 @@ def test_project_query(field, value, expect):
     ('acme/app#7', 'x/y', ('acme/app', 7)), (3, 'a/b', ('a/b', 3)),
 ])
 def test_split_ref(ref, default, expect):
-    assert _github.split_ref(ref, default) == expect
+    assert _nodes.split_ref(ref, default) == expect
 
 
 @pytest.mark.parametrize('ref', [True, 'abc', 'a/b#x'])
 def test_split_ref_refuses(ref):
     with pytest.raises(BoardError):
-        _github.split_ref(ref)
+        _nodes.split_ref(ref)
 
 
 def test_status_filter_with_a_spaced_value_reaches_the_right_items(gh):
@@ -539,8 +542,8 @@ def test_garbage_in_a_well_formed_answer_is_unreadable_not_a_crash(gh):
 def test_closed_event_closers(timeline, expect):
     """D2: only a merged pull request that closed the issue is an artifact; a commit or a hand
     close is a closed event and nothing more."""
-    item = _github.Item(number=1, title='t', state='closed')
-    _github.detail_into(item, {'timelineItems': {'nodes': timeline}})
+    item = _nodes.Item(number=1, title='t', state='closed')
+    _nodes.detail_into(item, {'timelineItems': {'nodes': timeline}})
     assert [a.ref for a in item.artifacts] == expect
     assert [e.kind for e in item.events] == ['closed']
 

@@ -14,7 +14,8 @@ import datetime as _dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import nodes as _nodes
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import transport as _transport
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import attribute
 
@@ -157,7 +158,7 @@ def test_a_pr_into_the_default_branch_is_credited(gh):
 ])
 def test_closing_branch_of(pr, base_branch, expect):
     """D5: an answer without the facts is unknown (None), which the credit rule does not refuse."""
-    assert _github.closing_branch_of(pr, base_branch) == expect
+    assert _nodes.closing_branch_of(pr, base_branch) == expect
 
 
 # -- partial data is per item (D5) ---------------------------------------------------------------
@@ -243,7 +244,7 @@ def test_repeated_secondary_limits_back_off_exponentially_and_the_total_is_bound
     sleeps = Sleeps()
     gh.inject(403, {'message': 'You have exceeded a secondary rate limit.'}, path='/graphql', operation='BoardPage', times=5)
     with board_for(gh, sleep=sleeps, rate_limit_max_total=200) as board:
-        with pytest.raises(_github.RateLimited) as caught:
+        with pytest.raises(_transport.RateLimited) as caught:
             board.read()
     assert sleeps == [60.0, 120.0] and caught.value.kind == 'secondary'
 
@@ -422,13 +423,13 @@ def test_a_write_refused_names_the_permission_in_the_preflight(fake_github):
     ('ghu_x', 'user_to_server'), ('0123456789abcdef', 'unknown'),
 ])
 def test_token_kind_by_prefix(token, kind):
-    from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_tokens
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import tokens as github_tokens
 
     assert github_tokens.kind_of(token)['kind'] == kind
 
 
 def test_accepted_permissions_header():
-    from ansible_collections.fleet.dispatch.plugins.module_utils._board import github_tokens
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import tokens as github_tokens
 
     assert github_tokens.accepted_permissions({'x-accepted-github-permissions': 'repository_projects=write; organization_projects=admin'}) == \
         [['repository_projects=write'], ['organization_projects=admin']]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import split_ref
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github.nodes import split_ref
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import MAX_ITEM, item_number, unit_name
 

@@ -4,7 +4,7 @@
 """What a GitHub token is and what the board needs it to do: the token preflight's facts.
 
 Pure functions over the token's prefix and the headers GitHub answered with; no I/O. The board
-(``_board/github.py``) calls ``preflight`` once per instance and shows the result in its read's
+(``board.py``) calls ``preflight`` once per instance and shows the result in its read's
 ``cost['token']`` (board_info, status). Which token for which role: ``docs/github-tokens.md``.
 """
 
@@ -22,6 +22,11 @@ KINDS = (
     ('ghs_', 'installation', 'GitHub App installation access token'),
     ('ghr_', 'refresh', 'GitHub App refresh token (not usable for API calls)'),
 )
+
+TOKEN_ENV = ('FLEET_GITHUB_TOKEN', 'GITHUB_TOKEN', 'GH_TOKEN')
+"""Where the token comes from when the board option ``token`` is unset, first set wins: the fleet's own name
+(what roles/sweeper and roles/worker put in their 0600 credentials files), then the names ``gh`` and
+Actions use."""
 
 SCOPED = ('classic', 'oauth')
 """Kinds with OAuth scopes, listed by GitHub in the ``X-OAuth-Scopes`` header of every answer
