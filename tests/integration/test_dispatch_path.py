@@ -24,7 +24,7 @@ import guard_to_launch  # noqa: E402
 import race  # noqa: E402
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board  # noqa: E402
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker  # noqa: E402
 
 pytestmark = pytest.mark.testbed
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -42,7 +42,7 @@ def open_board(spec: Dict[str, Any]) -> Board:
 
 
 def board_identity(spec: Dict[str, Any]):
-    """``(kind, label, identity)`` of a board spec, without secrets, for ``_core.naming.board_id``.
+    """``(kind, label, identity)`` of a board spec, without secrets, for ``_core.board.naming.board_id``.
 
     SQLite: the file's real path (``~`` expanded). PostgreSQL: ``host:port/dbname`` (the port
     defaults to 5432; user and password are not part of a board's identity). GitHub: the API host,

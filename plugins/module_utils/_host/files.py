@@ -5,7 +5,7 @@
 
 One reader and one writer of the capacity file for its two callers, the runner (writes it on a
 provider limit, deletes it after a clean run) and ``capacity_info`` (reads it on the dispatch
-path); the format and its meaning are ``_core.capacity`` (``dump_state``/``load_state``).
+path); the format and its meaning are ``_core.outcome.capacity`` (``dump_state``/``load_state``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import pwd
 from typing import Any, Dict, Optional, Tuple
 
-from .._core.capacity import dump_state, load_state
+from .._core.outcome.capacity import dump_state, load_state
 
 CAPACITY_FILE = 'capacity.json'
 STATE_SUBDIR = 'fleet-dispatch'

@@ -4,7 +4,7 @@
 """Seed 003's session chains, the runner part: ``fleet-runner chain``, ``session`` and ``handoff``.
 
 * ``chain`` -- one tick of the chain runner (a user timer runs it): read the ledger once; for each
-  closed session with a handoff nobody started, decide (``_core.chain.decide``), claim an ``any-``
+  closed session with a handoff nobody started, decide (``_core.chains.chain.decide``), claim an ``any-``
   successor through ``_store.handoff``, insert the successor's session row (one master wins it),
   make its worktree (``_host.git.Workspace``) and launch ``chain-<session>`` through the same
   ``_host.systemd.launch`` as every run (D15). A loss is logged ("already claimed by <host>") and
@@ -29,17 +29,17 @@ import signal
 import socket
 import sys
 
-from .._core.agent_env import BOARD_SECRET_ENV, agent_environment
-from .._core.sandbox import properties as sandbox_properties
-from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
-from .._core.closeout import Decision, decide as closeout_decide
-from .._core.markers import format_marker
-from .._core.chain import (
+from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
+from .._core.dispatch.sandbox import properties as sandbox_properties
+from .._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
+from .._core.outcome.closeout import Decision, decide as closeout_decide
+from .._core.board.markers import format_marker
+from .._core.chains.chain import (
     BRIEF_FIELDS, DEFAULT_DEPTH_LIMIT, DEFAULT_MAX_LOAD_PER_CPU, DEFAULT_MIN_MEM_AVAILABLE_KB, HANDOFF_FILE, HandoffInvalid,
     decide, dispatch_by_default, parse_handoff, room, session_unit, successor_kind, successor_session_id,
 )
-from .._core.model import format_time, parse_time
-from .._core.naming import DISPATCH_TAG, claimed_name
+from .._core.board.model import format_time, parse_time
+from .._core.board.naming import DISPATCH_TAG, claimed_name
 from .._host.cmd import SubprocessRunner
 from .._host.files import CAPACITY_FILE, CHAIN_LOSSES, read_capacity_file, read_chain_losses
 from .._host.git import Git, GitError, Workspace
@@ -356,7 +356,7 @@ class Tick(object):
 
 def read_handoff(out_dir, dispatch_default=False):
     """``(handoff, problem)`` from ``<out_dir>/handoff.json``: ``(None, '')`` when there is none, the
-    validated handoff (``_core.chain.parse_handoff``, ``chain_dispatch_by_default`` applied) or
+    validated handoff (``_core.chains.chain.parse_handoff``, ``chain_dispatch_by_default`` applied) or
     ``(None, why)`` when the file is malformed -- then nothing is chained (the caller says so)."""
     path = os.path.join(out_dir, HANDOFF_FILE)
     if not os.path.exists(path):
@@ -560,7 +560,7 @@ class SessionRun(object):
                 uses = True
             else:
                 argv.append(part)
-        # issue 14: the ledger's and the board's secrets stay with the runner (_core.agent_env)
+        # issue 14: the ledger's and the board's secrets stay with the runner (_core.outcome.agent_env)
         env = agent_environment(self.environ, secrets=ledger_secrets(self.environ),
                                 agent_env=dict((str(k), str(v)) for k, v in (self.conf.get('agent_env') or {}).items()),
                                 credentials=credentials)
@@ -619,7 +619,7 @@ class SessionRun(object):
         return False
 
     def _item_markers(self, rc, handoff, reason):
-        """The session's close-out on its item (``_core.closeout.decide``, as an item run's) and, when it
+        """The session's close-out on its item (``_core.outcome.closeout.decide``, as an item run's) and, when it
         handed off again, the handoff marker. No ``start`` marker: a chain session is no ``task-*`` run,
         spends no attempt and is not the reaper's (docs/chains.md). True when every marker landed."""
         number = self.row['item']

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Tuple
 
 from .._board.factory import open_board
 from .._board.protocol import BoardError
-from .._core.agent_env import parse_env_file
+from .._core.outcome.agent_env import parse_env_file
 from .._store.sql import redact_dsn
 
 EXIT_OPENED = 0

@@ -6,7 +6,7 @@
 Run it as ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner --item N``
 (the worker role installs a ``fleet-runner`` wrapper that does exactly that). It imports the same
 board adapters and decisions as the modules -- one implementation, two callers. The close-out
-decision is ``_core.closeout.decide``, the self-update ``update.self_update``.
+decision is ``_core.outcome.closeout.decide``, the self-update ``update.self_update``.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_runner/program.py``.
 """
@@ -29,14 +29,14 @@ from typing import Any, Dict, List, Optional
 
 from .._board.factory import open_board
 from .._board.protocol import BoardError, BoardUnreadable
-from .._core.agent_env import BOARD_SECRET_ENV, agent_environment
-from .._core.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
-from .._core.capacity import board_unreachable_state, clears_after_clean_run, clears_after_start, clears_after_update, update_failed_state
-from .._core.closeout import Decision, decide
-from .._core.markers import format_marker, parse_marker
-from .._core.model import format_time, parse_time
-from .._core.naming import unit_name
-from .._core.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
+from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
+from .._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
+from .._core.outcome.capacity import board_unreachable_state, clears_after_clean_run, clears_after_start, clears_after_update, update_failed_state
+from .._core.outcome.closeout import Decision, decide
+from .._core.board.markers import format_marker, parse_marker
+from .._core.board.model import format_time, parse_time
+from .._core.board.naming import unit_name
+from .._core.outcome.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note
@@ -105,7 +105,7 @@ class RunConfig:
     agent_credentials: str = ''        # the agent's own credentials file (0600); '' or absent: none (issue 14)
     run_id: str = ''
     runner_version: str = ''
-    agent: str = DEFAULT_PROFILE       # the agent profile that reads the capture (_core.agents)
+    agent: str = DEFAULT_PROFILE       # the agent profile that reads the capture (_core.outcome.agents)
     tz: Any = None                     # the zone of reset times the agent printed without one
     chain_ledger: Optional[Dict[str, Any]] = None   # seed 003: the ledger this run's session goes in (None: no chain here)
     chain_dispatch_by_default: bool = False
@@ -376,7 +376,7 @@ class Run(object):
         return ''
 
     def _agent_env(self) -> Dict[str, str]:
-        # issue 14: the board token and the ledger DSN stay with the runner (_core.agent_env)
+        # issue 14: the board token and the ledger DSN stay with the runner (_core.outcome.agent_env)
         secrets = []
         for name in BOARD_SECRET_ENV:
             if self.environ.get(name):

@@ -15,7 +15,7 @@ import stat
 import subprocess
 from typing import Callable, Optional
 
-from .._core.agent_env import parse_env_file
+from .._core.outcome.agent_env import parse_env_file
 
 # Seconds between SIGTERM and SIGKILL of the agent's process group when the run is stopped.
 # Unmeasured guess, bounded by the supervisor: systemd's default TimeoutStopSec is 90 s and the

@@ -16,7 +16,7 @@ import re
 import sys
 from typing import Any, Dict, Optional
 
-from .._core.model import format_time
+from .._core.board.model import format_time
 from .._host.cmd import SubprocessRunner
 from .._host.git import Git, GitError
 

@@ -24,11 +24,11 @@ from .nodes import (comment_of, comment_time, commit_artifacts_into, detail_into
 from .transport import (RATE_LIMIT_MAX_WAIT, SECONDARY_MAX_TOTAL, HttpFailure, NotJson, RateLimited, Transport,
                         cost_of, error_text, errors_by_index, is_placed, one_error, unreadable_cause)
 from ..protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
-from ..._core.announce import REPORT_LABEL, SILENCED_LABEL
-from ..._core.markers import markers_of
-from ..._core.mentions import handles_of, unseen_mentions
-from ..._core.model import Comment, Item, format_time, parse_time
-from ..._core.references import defang
+from ..._core.dispatch.announce import REPORT_LABEL, SILENCED_LABEL
+from ..._core.board.markers import markers_of
+from ..._core.board.mentions import handles_of, unseen_mentions
+from ..._core.board.model import Comment, Item, format_time, parse_time
+from ..._core.board.references import defang
 
 
 # -- the board ----------------------------------------------------------------------------------
@@ -514,7 +514,7 @@ class GitHubBoard(Board):
         Default (``mentions: comments``): from the item's own comments -- those naming
         ``@<viewer login>`` or a ``mention_handles`` entry, by a trusted author (authorAssociation
         OWNER/MEMBER/COLLABORATOR, or a ``marker_authors`` login), newer than the last start
-        marker. Works with every token kind; "seen" is derived from the board (``_core.mentions``).
+        marker. Works with every token kind; "seen" is derived from the board (``_core.board.mentions``).
         ``mentions: notifications`` (classic tokens only) also requires an unread mention thread.
         Each is ``{'id', 'reason', 'title', 'body', 'author', 'url', 'updated_at'}``; nothing is
         marked read here.
@@ -683,7 +683,7 @@ class GitHubBoard(Board):
     def comment(self, number, body, *, author='') -> Comment:
         """Post a comment through REST (``author`` is ignored: GitHub posts as the token's user).
 
-        D14: the body passes through ``_core.references.defang`` so generated text never carries a
+        D14: the body passes through ``_core.board.references.defang`` so generated text never carries a
         live closing keyword.
         """
         repo, num = self._resolve(number)

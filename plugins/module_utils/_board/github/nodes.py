@@ -4,7 +4,7 @@
 """GitHub's answers -> the board model: item references, comments, events, blockers, artifacts.
 
 Pure functions over the GraphQL nodes the documents select (``documents.py``), type-checked so a
-surprising answer never crashes a read (D5); time rules are ``_core.references``'s, not these.
+surprising answer never crashes a read (D5); time rules are ``_core.board.references``'s, not these.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import datetime as _dt
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..protocol import BoardError
-from ..._core.model import Artifact, Blocker, Comment, Event, Item, UTC, parse_time
-from ..._core.naming import item_number
+from ..._core.board.model import Artifact, Blocker, Comment, Event, Item, UTC, parse_time
+from ..._core.board.naming import item_number
 
 def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
     """``42`` / ``'42'`` / ``'#42'`` / ``'owner/name#42'`` -> (repo, number). Repo may be ''."""
@@ -91,7 +91,7 @@ def artifact_of(pr: Dict[str, Any], issue_number: int, base_branch: str = '') ->
 
     ``closes`` is the issue: GitHub itself made the link (its own keyword-adjacency parser, or a
     human linking it), which is the D16 "real closing reference". ``merged`` and ``merged_at``
-    are GitHub's; nothing here judges time -- ``_core.references`` does.
+    are GitHub's; nothing here judges time -- ``_core.board.references`` does.
     """
     repo = (pr.get('repository') or {}).get('nameWithOwner', '') if isinstance(pr.get('repository'), dict) else ''
     base, closing = closing_branch_of(pr, base_branch)
@@ -153,7 +153,7 @@ def commit_artifacts_into(item: Item, commit: Dict[str, Any], base_branch: str =
 
     Only a merged pull request into the closing branch can have brought the commit there (a PR
     into another branch, or an open one, did not close the issue); the time rule (D16) is
-    ``_core.references.attribute``'s, as for every artifact.
+    ``_core.board.references.attribute``'s, as for every artifact.
     """
     known = dict((a.ref, a) for a in item.artifacts)
     for pr in nodes_of(commit.get('associatedPullRequests')):

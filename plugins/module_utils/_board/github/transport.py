@@ -16,7 +16,7 @@ import time
 from typing import Any, Dict, List, Tuple
 
 from ..protocol import BoardUnreadable
-from ..._core.model import UTC, format_time
+from ..._core.board.model import UTC, format_time
 
 try:
     import requests

@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import agent_environment, parse_env_file
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent_env import agent_environment, parse_env_file
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 
 from collection_path import collection_root

@@ -7,11 +7,11 @@ import datetime as dt
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core import announce
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import share_by_account
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Comment, Item, format_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess, masters_from
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import closing_refs
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import share_by_account
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Item, format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, masters_from
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import closing_refs
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -71,7 +71,7 @@ NEVER_CASES = [
 def test_the_mechanism_working_is_never_announced(label, make):
     it = make()
     if label == 'blocked':
-        from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Blocker
+        from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Blocker
         it.blockers.append(Blocker(number=99, state='open'))
     rows = assessed(it)
     assert rows[0]['reason'] in announce.NEVER

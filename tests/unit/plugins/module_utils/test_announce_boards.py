@@ -16,9 +16,9 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory impo
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.report import announce
 from ansible_collections.fleet.dispatch.plugins.module_utils._core import announce as core
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import closing_refs
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import closing_refs
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -134,7 +134,7 @@ def test_github_files_a_labelled_issue_never_on_the_project_and_closes_it_when_c
     posts = [e for e in gh.log if e['method'] == 'POST' and e['path'] == '/repos/%s/issues' % REPO]
     assert len(posts) == 1
     # a reopen outranks the success marker - one that is later than it (a marker at the very second of
-    # the reopen stands, _core/eligibility.py), so the fake's clock is not left to decide
+    # the reopen stands, _core/dispatch/eligibility.py), so the fake's clock is not left to decide
     later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)
     gh.store.set_state(issue, 'closed', at=later)
     gh.store.set_state(issue, 'open', at=later + dt.timedelta(seconds=1))

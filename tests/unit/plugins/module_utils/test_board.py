@@ -16,7 +16,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board import proto
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import KINDS, open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import (
     Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound)
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Comment
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment
 
 UTC = dt.timezone.utc
 

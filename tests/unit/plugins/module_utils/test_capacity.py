@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import (
     DEFAULT_UNKNOWN_RESET_COOLDOWN, STATE_FIELDS, classify_capacity, dump_state, is_dark, load_state,
     make_state, reset_phrase, resolve_reset, state_from, update_failed_state, clears_after_update)
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.retry import is_clean_run
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import is_clean_run
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 30, 15, 0, 0, tzinfo=UTC)   # 15:00 UTC = 16:00 in Berlin, 10:00 in New York
@@ -289,7 +289,7 @@ def test_is_clean_run(name, exit_code, capture, clean):
 
 
 def test_a_clean_run_clears_only_a_state_written_before_it_started():
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import clears_after_clean_run
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import clears_after_clean_run
     start = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
     before = {'source': 'rate_limit', 'written_at': start - dt.timedelta(minutes=5)}
     during = {'source': 'rate_limit', 'written_at': start + dt.timedelta(minutes=5)}

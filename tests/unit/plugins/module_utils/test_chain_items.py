@@ -4,7 +4,7 @@
 """Seed 003 on the board: an item's run opens and closes a session and can hand off; the handoff
 marker holds the item while its chain lives; the successor posts its own markers on the item.
 
-The pure rules (``_core/chain.py`` ``item_chain``, ``_core/eligibility.py`` ``chain_hold``) are
+The pure rules (``_core/chains/chain.py`` ``item_chain``, ``_core/dispatch/eligibility.py`` ``chain_hold``) are
 tested on rows; the runner as a real program (the fake agent, a real ledger board sharing its
 store with the sessions, SQLite and PostgreSQL).
 """
@@ -20,12 +20,12 @@ import sys
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.chain import item_chain, successor_session_id
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.closeout import EXIT
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import count_attempts, evaluate
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.explain import explain, explain_lines
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import TERMINAL, format_marker, markers_of
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Comment, Event, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains.chain import item_chain, successor_session_id
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.closeout import EXIT
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import count_attempts, evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import TERMINAL, format_marker, markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Event, Item
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import chain as runner_chain
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.cost import run_cost
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Comment, Item
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.cost import run_cost
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 12, 1, 9, 0, tzinfo=UTC)

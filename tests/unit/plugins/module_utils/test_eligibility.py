@@ -8,10 +8,10 @@ import datetime as dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import (
     PRECEDENCE, REASONS, count_attempts, evaluate, orphaned, run_durations)
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker, markers_of
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Blocker, Comment, Event, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker, markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Blocker, Comment, Event, Item
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

@@ -1,16 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-""""Why not?" (_core/explain.py): every hold, markers with authors, which starts counted, placement."""
+""""Why not?" (_core/dispatch/explain.py): every hold, markers with authors, which starts counted, placement."""
 from __future__ import annotations
 
 import datetime as dt
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.explain import explain, explain_lines
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Blocker, Comment, Event, Item
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Blocker, Comment, Event, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

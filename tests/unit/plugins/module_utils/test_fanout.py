@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
-"""_core/fanout.py: per-worker calls in, one answer per master out (issue 13)."""
+"""_core/dispatch/fanout.py: per-worker calls in, one answer per master out (issue 13)."""
 from __future__ import annotations
 
 from ansible_collections.fleet.dispatch.plugins.action.guard import answers
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
     launch_answers, launch_work, phase_timings, probe_answers)
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import launch_report, survey
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import launch_report, survey
 
 MASTERS = [{'worker': 'w1', 'master': 'a'}, {'worker': 'w1', 'master': 'b'}, {'worker': 'w2', 'master': 'a'},
            {'worker': 'w3', 'master': 'a'}]
@@ -73,7 +73,7 @@ def test_phase_timings_measure_each_phase_and_leave_missing_ones_null():
 
 
 def test_probe_workers_lists_every_worker_once_with_its_masters_in_order():
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import probe_workers
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import probe_workers
     out = probe_workers(MASTERS, [{'number': 1}])
     assert out == {'probe_masters': {'w1': ['a', 'b'], 'w2': ['a'], 'w3': ['a']}, 'probe_now': True,
                    'probe_hosts': ['w1', 'w2', 'w3']}

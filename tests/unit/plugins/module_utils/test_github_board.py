@@ -20,7 +20,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory impo
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github.board import GitHubBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github.transport import RateLimited
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import attribute, closing_refs
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import attribute, closing_refs
 
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -552,8 +552,8 @@ def test_a_runs_board_sequence_against_github(gh):
     """What the runner does on the board (D12, D16, D19), through the shipped decision core: the
     start marker first, mentions injected then marked read, the artifact attributed by time, the
     close-out comment before the close -- and the next read says the item is done."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker, markers_of
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker, markers_of
 
     gh.store.clock = lambda: T0  # the fake's comments and events are stamped at T0
     item = ready(gh, 'run me')

@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import nodes as _nodes
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import transport as _transport
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import attribute
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import attribute
 
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -168,7 +168,7 @@ def by_number(read):
 
 
 def test_one_forbidden_repository_leaves_the_other_items_dispatchable(fake_github):
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess, candidates
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates
 
     gh = fake_github('ghs_installation_token', forbidden_repos=['acme/secret'])
     fine = ready(gh, 'readable')
@@ -186,8 +186,8 @@ def test_one_forbidden_repository_leaves_the_other_items_dispatchable(fake_githu
 def test_an_app_without_pull_requests_read_makes_its_items_unreadable_not_the_board(fake_github):
     """The Details batch answers data plus FORBIDDEN at nodes[i].closedByPullRequestsReferences: that item
     is unreadable with its cause and the fix; a repository the app may read stays dispatchable."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 
     no_pull_requests = {'issues': 'write', 'organization_projects': 'write', 'metadata': 'read'}
     gh = fake_github('ghs_installation_token', permissions=no_pull_requests)
@@ -297,7 +297,7 @@ def test_a_renamed_repository_is_followed_with_the_same_method(gh):
 # -- mentions from the comments already read (D19) -----------------------------------------------
 
 def test_an_installation_token_fleet_injects_a_collaborators_mention_and_skips_a_strangers(fake_github):
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 
     gh = fake_github('ghs_installation_token', viewer='fleet-app[bot]')
     gh.store.associations.update(carol='COLLABORATOR', mallory='NONE')
@@ -357,18 +357,18 @@ def test_notifications_option_takes_the_text_from_the_comments_and_obeys_the_pol
     ('ping @acme/fleet-team', True), ('@fleet', False),
 ])
 def test_mentions_handle(body, expect):
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.mentions import handles_of, mentions_handle
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.mentions import handles_of, mentions_handle
 
     assert mentions_handle(body, handles_of('fleet-bot', ['@acme/fleet-team'])) is expect
 
 
 def test_unseen_mentions_boundary_is_the_start_before_the_asking_run():
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.mentions import unseen_mentions
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Comment
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.mentions import unseen_mentions
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment
 
     def c(i, body, author='alice', assoc='MEMBER'):
         return Comment(id=str(i), body=body, created_at=minutes(i), author=author, association=assoc)
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
     start = format_marker('start', {'unit': 'task-1'})
     comments = [c(1, '@bot old, seen by run 1'), c(2, start, author='bot', assoc='NONE'), c(3, '@bot new'),
                 c(4, '@bot from a stranger', author='eve', assoc='CONTRIBUTOR'), c(5, start, author='bot', assoc='NONE'),

@@ -27,7 +27,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._store import hando
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.handoff import (
     ClaimUnproven, HandoffError, HandoffStore, check_successor, claim_id, split_claim_id,
 )
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import claimed_name, dispatch_topic, is_dispatch_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import claimed_name, dispatch_topic, is_dispatch_name
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import SqlStore
 
 T0 = dt.datetime(2026, 11, 29, 9, 27, 0, tzinfo=dt.timezone.utc)

@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github.nodes import split_ref
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import MAX_ITEM, item_number, unit_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import MAX_ITEM, item_number, unit_name
 
 
 @pytest.mark.parametrize('value, expect', [(5, 5), ('5', 5), ('#5', 5), (' 42 ', 42), (MAX_ITEM, MAX_ITEM),

@@ -25,7 +25,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import
     sqlite_path, store_info,
 )
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import SqlStore
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time, parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time, parse_time
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 SECRET = 's3cret-pw'

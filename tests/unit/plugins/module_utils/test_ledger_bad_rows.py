@@ -12,8 +12,8 @@ import datetime as _dt
 import sqlite3
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 
 NOW = _dt.datetime(2026, 12, 1, 12, 0, tzinfo=_dt.timezone.utc)
 

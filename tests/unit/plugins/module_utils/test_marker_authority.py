@@ -16,11 +16,11 @@ import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LEDGER_AUTHOR
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import (
     format_marker, human_markers, kind_of, markers_of)
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Comment, Item
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

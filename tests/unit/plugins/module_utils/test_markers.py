@@ -9,10 +9,10 @@ import unicodedata
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import (
     GLYPHS, ITEM_FINAL, KINDS, TERMINAL, Marker, format_marker, kind_of, last_marker, markers_of, parse_marker)
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Comment, Item
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import closing_refs
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import closing_refs
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import (
     item_of_unit, oldest_wins, systemd_escape, systemd_unescape, unit_name, worktree_name)
 
 
@@ -165,7 +165,7 @@ def test_d20_story_every_name_we_mint_is_extracted():
 # --- a namespace per board (issue 18) -------------------------------------------------------------
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity  # noqa: E402
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import board_id, lease_name  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import board_id, lease_name  # noqa: E402
 
 
 def _id(spec):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import place
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import place
 
 
 def cand(*numbers):
@@ -65,7 +65,7 @@ def test_input_is_not_mutated():
 
 # -- the guarded dispatch path (D4, D5, D6, D8, D13) -------------------------------------------
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import (  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import (  # noqa: E402
     batches, dark_why, gate_leases, gate_place, gate_probe, name_candidates, repairs, survey,
 )
 

@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
-"""The reaper's decision (D5, D14, D20): _core/reaper.py on board_info-shaped items and real survey output."""
+"""The reaper's decision (D5, D14, D20): _core/dispatch/reaper.py on board_info-shaped items and real survey output."""
 from __future__ import annotations
 
 import datetime as dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import survey
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.reaper import DEFAULT_FLOOR_S, decide, due, threshold
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import survey
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, decide, due, threshold
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
 MASTERS = [{'worker': 'w1', 'master': 'a'}, {'worker': 'w2', 'master': 'a'}]
@@ -89,8 +89,8 @@ def test_no_master_is_no_evidence():
 
 
 def test_a_reset_item_is_eligible_again_and_the_reaped_run_keeps_its_attempt():
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
     comments = [{'body': format_marker('start', {'unit': 'task-7'}), 'at': iso(4000)},
                 {'body': format_marker('reset', {'unit': 'task-7'}), 'at': iso(10)}]
     verdict = evaluate({'number': 7, 'state': 'open', 'status': 'Ready', 'comments': comments}, now=NOW)
@@ -98,8 +98,8 @@ def test_a_reset_item_is_eligible_again_and_the_reaped_run_keeps_its_attempt():
 
 
 def test_a_reaped_run_is_not_a_run_length_so_resets_never_raise_the_threshold():
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import run_durations
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import Marker
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import run_durations
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import Marker
 
     def at(seconds):
         return NOW - dt.timedelta(seconds=seconds)

@@ -8,8 +8,8 @@ import datetime as dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Artifact
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import attribute, closed_numbers, closing_refs, defang
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import attribute, closed_numbers, closing_refs, defang
 
 UTC = dt.timezone.utc
 START = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -151,13 +151,13 @@ def test_attribute_accepts_dicts_and_iso_strings():
     ('unknown start: every closing artifact counts', [art(-60, -30), art(60, None, merged=False)], None, [0, 1]),
 ])
 def test_artifacts_since(name, artifacts, started, credited):
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import artifacts_since
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import artifacts_since
     assert artifacts_since(artifacts, 42, started) == [artifacts[i] for i in credited], name
 
 
 def test_artifacts_since_ignores_turns_unlike_attribute():
     """D7 fact 4 must not be vacuous: attribute() is empty for zero turns, artifacts_since is not."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import artifacts_since
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import artifacts_since
     pr = art(2, 4)
     assert attribute([pr], 42, START, True) == []
     assert artifacts_since([pr], 42, START) == [pr]
@@ -194,7 +194,7 @@ def test_d14_story_pr_quoting_a_generated_report():
     """D14: every remedy said 'Close #N'; a PR quoted it verbatim in a blockquote to refute it, and
     the merge closed the issue the PR existed to protect. Generated text goes through defang, so
     quoting it (in any markup) carries no live reference."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
     remedy = format_marker('failure', {'remedy': 'Close #12 when the dependency lands'},
                            text='Remedy: Close #12 when the dependency lands')
     pr_body = 'This PR refutes the report:\n\n' + '\n'.join('> ' + line for line in remedy.splitlines()) + '\n\nFixes #99'

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import Marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.retry import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import Marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import (
     DEFAULT_BACKOFF, is_envelope, json_objects, plan_retry, read_outcome, retry_gate, retry_step, scan_envelope,
     transient_signature)
 

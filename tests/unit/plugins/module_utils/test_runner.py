@@ -23,11 +23,11 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._core import closeout as _closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import dump_state, load_state, make_state
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import dump_state, load_state, make_state
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.stops import write_stop_note
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import parse_env_file as parse_environment_file
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent_env import parse_env_file as parse_environment_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import check as _check
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update

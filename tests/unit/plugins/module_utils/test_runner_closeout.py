@@ -20,11 +20,11 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._runner import brie
 from ansible_collections.fleet.dispatch.plugins.module_utils._core import closeout as _closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.retry import is_clean_run
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import is_clean_run
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Artifact, Comment, Item
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.retry import read_outcome
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Comment, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import read_outcome
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'

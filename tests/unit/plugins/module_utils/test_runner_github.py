@@ -20,7 +20,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._core import closeout as _closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
 REPO_DIR = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO_DIR / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'

@@ -22,7 +22,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._runner import prog
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from fakes.scripted_runner import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'

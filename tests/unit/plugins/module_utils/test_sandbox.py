@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
-"""_core.sandbox (settings -> unit properties) and _host.sandbox (the sandbox.json reader): issue 14, item 4."""
+"""_core.dispatch.sandbox (settings -> unit properties) and _host.sandbox (the sandbox.json reader): issue 14, item 4."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.sandbox import DEFAULTS, KNOWN, STRICT, properties
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.sandbox import DEFAULTS, KNOWN, STRICT, properties
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.sandbox import read_sandbox_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdUser
 

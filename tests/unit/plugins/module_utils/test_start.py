@@ -8,11 +8,11 @@ import datetime as _dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import (
     BOARD_UNREACHABLE_COOLDOWN, board_unreachable_state, clears_after_start, dump_state, is_dark, load_state, make_state,
 )
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import dark_why
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.start import confirm, judge, not_checked
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_why
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.start import confirm, judge, not_checked
 
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -9,7 +9,7 @@ chain hop by hop with the claim's holder and the handoffs still waiting, with ho
 """
 from __future__ import annotations
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.chain import parse_handoff, successor_session_id
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains.chain import parse_handoff, successor_session_id
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.handoff import HandoffStore
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import SessionStore
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import SqlStore

@@ -5,7 +5,7 @@
 
 Pure functions, no I/O, no clock reads.
 
-The rules in full, with their reasons: ``docs/internals.md``, section ``_core/references.py``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/board/references.py``.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_t
       is not credited, because a false success is invisible while a missing one is a loud no-op.
 
     ``run_started_at`` of ``None`` means the run's start is unknown: nothing can be proved to
-    postdate it, so nothing is credited. Artifacts may be ``_core.model.Artifact`` objects or dicts;
+    postdate it, so nothing is credited. Artifacts may be ``_core.board.model.Artifact`` objects or dicts;
     datetimes or ISO strings.
     """
     from .model import parse_time  # local: keep this module importable on its own for defang

@@ -5,7 +5,7 @@
 
 Pure functions, no I/O, no clock reads.
 
-The rules in full, with their reasons: ``docs/internals.md``, section ``_core/naming.py``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/board/naming.py``.
 """
 
 from __future__ import annotations

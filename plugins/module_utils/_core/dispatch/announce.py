@@ -17,9 +17,9 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Dict, List, Optional
 
-from .markers import TERMINAL, markers_of
-from .model import format_time, parse_time
-from .references import defang
+from ..board.markers import TERMINAL, markers_of
+from ..board.model import format_time, parse_time
+from ..board.references import defang
 
 TITLE_PREFIX = '[fleet] '
 """Every report title starts with this: the announcer only ever closes a report it could have filed."""

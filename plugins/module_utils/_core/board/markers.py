@@ -5,7 +5,7 @@
 
 Pure functions, no I/O, no clock reads.
 
-The rules in full, with their reasons: ``docs/internals.md``, section ``_core/markers.py``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/board/markers.py``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ KIND_OF_GLYPH = dict((glyph, kind) for kind, glyph in GLYPHS.items())
 # NOTE: this is about runs, not items. ``left_open`` ends a run but is NOT terminal for the
 # item's eligibility -- see ITEM_FINAL.
 # ``handoff`` is neither: it follows a run's close-out and says a session chain (seed 003) carries
-# the item on; it ends no run (see _core/eligibility.py, hold ``chained``).
+# the item on; it ends no run (see _core/dispatch/eligibility.py, hold ``chained``).
 TERMINAL = frozenset(k for k in KINDS if k not in ('start', 'handoff'))
 
 # Kinds that, as the last marker, say the ITEM is finished. Only a success: left_open exists
@@ -118,7 +118,7 @@ def format_marker(kind: str, fields: Optional[Dict[str, Any]] = None, text: str 
     """The comment body for a marker of ``kind``.
 
     ``text`` is the human line (defaults to a short description of the kind); it is passed
-    through ``_core.references.defang`` so a marker never carries a live closing keyword, and
+    through ``_core.board.references.defang`` so a marker never carries a live closing keyword, and
     folded to one line. ``fields`` are written as JSON inside an HTML comment. Raises
     ``ValueError`` for an unknown kind.
     """
@@ -215,7 +215,7 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 def markers_of(item: Any) -> List[Marker]:
     """Every marker among an item's comments, in time order (stable for equal times).
 
-    ``item`` is a ``_core.model.Item`` (or a dict with ``comments``); comments are ``_core.model.Comment``
+    ``item`` is a ``_core.board.model.Item`` (or a dict with ``comments``); comments are ``_core.board.model.Comment``
     objects or dicts with ``body``, ``created_at``, ``id``. Comments without a time keep their
     position relative to each other and sort before timed ones only if they came first.
 

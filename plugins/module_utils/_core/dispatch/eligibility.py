@@ -8,7 +8,7 @@ comments, events and dependency edges every cycle; nothing here is stored (a sto
 counter is a second tracker; D9: re-evaluated from scratch, so a closing blocker releases by
 itself).
 
-The rules in full, with their reasons: ``docs/internals.md``, section ``_core/eligibility.py``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/dispatch/eligibility.py``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
-from .chain import item_chain
-from .markers import Marker, markers_of
-from .model import parse_time
+from ..chains.chain import item_chain
+from ..board.markers import Marker, markers_of
+from ..board.model import parse_time
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
            'unreadable', 'chained', 'chain_stopped')
@@ -33,7 +33,7 @@ PRECEDENCE = ('unreadable', 'done', 'closed', 'running', 'chained', 'chain_stopp
 #   outage would otherwise burn every item's budget in minutes and park the work.
 # retry: our extension, same reasoning -- the four-fact gate only writes a retry marker for a
 #   run that PROVABLY did nothing (no envelope, zero turns, no artifact) for a transient reason;
-#   consecutive retries are bounded by the backoff ladder's length (_core.retry.DEFAULT_BACKOFF), after
+#   consecutive retries are bounded by the backoff ladder's length (_core.outcome.retry.DEFAULT_BACKOFF), after
 #   which the runner writes a failure, which counts. So the total starts of one item stay bounded
 #   by max_attempts x (ladder length + 1). Pass ``uncounted=('capacity',)`` for the seed's rule.
 UNCOUNTED_ENDINGS = frozenset(['capacity', 'retry'])
@@ -112,7 +112,7 @@ def chain_hold(item: Any, marker: Marker) -> Tuple[Optional[str], dict]:
     """The hold a ``handoff`` marker puts on its item (seed 003, D6): ``(hold or None, chain)``.
 
     The marker names the session that handed off; the item's ledger rows (``item.sessions``, set by
-    a board that shares its store with the sessions) say how the chain went on (``_core.chain.item_chain``):
+    a board that shares its store with the sessions) say how the chain went on (``_core.chains.chain.item_chain``):
     alive -> ``chained`` (the successor posts its own markers on the item, so re-dispatching would run
     the work twice); its last hop refused at the depth limit -> ``chain_stopped`` (a human decides:
     reopen the item); it ended otherwise (a hop failed to start, or closed with no handoff and no

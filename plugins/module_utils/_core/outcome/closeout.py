@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from .capacity import state_from
-from .markers import markers_of
-from .model import format_time
-from .references import artifacts_since, attribute
+from ..board.markers import markers_of
+from ..board.model import format_time
+from ..board.references import artifacts_since, attribute
 from .retry import DEFAULT_BACKOFF, plan_retry, retry_gate
 
 EXIT = {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14}
@@ -43,7 +43,7 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
            capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '') -> Decision:
     """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
 
-    ``outcome`` is ``_core.agents.read_capture(capture, agent).outcome(exit_code)`` -- the ONE parse that feeds both the gate and
+    ``outcome`` is ``_core.outcome.agents.read_capture(capture, agent).outcome(exit_code)`` -- the ONE parse that feeds both the gate and
     this decision (D7). ``item`` is the item as re-read from the board after the agent ended
     (``None`` when the board could not be read: then nothing can be credited and fact 4 of the gate
     is unproven, so the run is neither a success nor a retry).
@@ -59,7 +59,7 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     base = {'exit_code': exit_code, 'turns': outcome.turns, 'envelope': outcome.envelope is not None}
     cap = outcome.capacity
     cap_state = state_from(cap, now=now, unit=unit) if cap else None
-    # D8 "clean": zero exit AND no limit signature -- _core.retry.is_clean_run's predicate applied to the
+    # D8 "clean": zero exit AND no limit signature -- _core.outcome.retry.is_clean_run's predicate applied to the
     # ONE parse (test_runner checks the two agree), so the capture is not parsed a second time.
     clean = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code == 0 and cap is None
     if credited:

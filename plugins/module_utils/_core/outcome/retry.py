@@ -5,7 +5,7 @@
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter.
 
-The rules in full, with their reasons: ``docs/internals.md``, section ``_core/retry.py``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/outcome/retry.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .capacity import classify_capacity
-from .model import format_time, parse_time
+from ..board.model import format_time, parse_time
 
 # The backoff ladder, seconds, written into each retry marker (``not_before`` = now + gap).
 # THIS IS THE SEED'S READING, NOT OURS: 30 s -> 2 min -> 8 min was measured against another
@@ -167,7 +167,7 @@ class Outcome:
     result: str                    # the envelope's result text ('' without one)
     exit_code: Optional[int]
     transient: str                 # transient signature name, or ''
-    capacity: Optional[Dict[str, Any]] = None   # _core.capacity.classify_capacity of the signature text
+    capacity: Optional[Dict[str, Any]] = None   # _core.outcome.capacity.classify_capacity of the signature text
     signature_text: str = field(default='', repr=False)
 
     @property
@@ -221,7 +221,7 @@ def read_outcome(capture: Any, exit_code: Optional[int] = None, *, envelope_type
                  now: Any = None, tz: Any = None) -> Outcome:
     """Parse a run's capture once (D7): the envelope, turns, and the failure signatures.
 
-    ``now``/``tz`` resolve a stated capacity reset time (``_core.capacity.resolve_reset``).
+    ``now``/``tz`` resolve a stated capacity reset time (``_core.outcome.capacity.resolve_reset``).
     """
     text = capture if isinstance(capture, str) else ''
     objects = json_objects(text)
@@ -262,7 +262,7 @@ def retry_gate(outcome: Outcome, artifacts_since_start: Any) -> Gate:
 
     ``artifacts_since_start``: what the forge reports for this item since the run started --
     ANY artifact, merged or not (an open PR is a side effect too): a count, or a list such as
-    ``_core.references.artifacts_since(...)``. Do NOT pass ``_core.references.attribute(...)``: that is
+    ``_core.board.references.artifacts_since(...)``. Do NOT pass ``_core.board.references.attribute(...)``: that is
     empty by construction for a zero-turn run, which would make fact 4 vacuous. ``None`` means
     the forge was not asked (or could not answer): fact 4 is unproven and there is no retry --
     a retry needs proof that the run did nothing.

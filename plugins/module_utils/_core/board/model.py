@@ -132,12 +132,12 @@ class Item:
     updated_at: Optional[_dt.datetime] = None
     marker_authors: Optional[List[str]] = None
     """The fleet's identities on this board (set by the board that read the item): only their
-    glyph-led comments are markers (``_core.markers.markers_of``). ``None``: an item built by hand,
+    glyph-led comments are markers (``_core.board.markers.markers_of``). ``None``: an item built by hand,
     nothing enforced -- every board adapter sets it."""
     sessions: Optional[List[Dict[str, Any]]] = None
     """The ledger's session rows of this item (seed 003; ``_store/sessions.py`` columns), set by a board
     that shares its store with the sessions; ``None``: not known (a ``handoff`` marker then holds the
-    item until a later marker or a reopen, ``_core/eligibility.py``)."""
+    item until a later marker or a reopen, ``_core/dispatch/eligibility.py``)."""
     unreadable: str = ''
     """Why part of this item could not be read (the board's own words), ``''`` when it was read whole:
     such an item is shown, never dispatched (eligibility reason ``unreadable``)."""

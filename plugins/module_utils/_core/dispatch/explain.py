@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from .eligibility import UNCOUNTED_ENDINGS, evaluate, last_reopen
-from .markers import TERMINAL, parse_marker
-from .model import format_time, parse_time, to_jsonable
+from ..board.markers import TERMINAL, parse_marker
+from ..board.model import format_time, parse_time, to_jsonable
 from .plan import place
 
 

@@ -19,8 +19,8 @@ import hashlib
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from .capacity import is_dark
-from .naming import DISPATCH_TAG, dispatch_topic
+from ..outcome.capacity import is_dark
+from ..board.naming import DISPATCH_TAG, dispatch_topic
 
 HANDOFF_FILE = 'handoff.json'
 """The file the agent writes in its output directory to hand off (named in the chain brief)."""
@@ -236,7 +236,7 @@ def chain_status(rows: Any, claims: Any, now: Any) -> Dict[str, Any]:
     claimed successor, ``claimed_by``/``claimed_at``. ``waiting``: closed sessions whose handoff no
     runner has started, with ``since`` (the close) and ``waited_s`` at ``now``.
     """
-    from .model import parse_time
+    from ..board.model import parse_time
     when = parse_time(now)
     rows = list(rows or [])
     claimed = dict(('%s/%s' % (c['parent'], c['successor']), c) for c in claims or [])

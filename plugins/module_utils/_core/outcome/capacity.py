@@ -5,7 +5,7 @@
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter.
 
-The rules in full, with their reasons: ``docs/internals.md``, section ``_core/capacity.py``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/outcome/capacity.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from .model import format_time, parse_time
+from ..board.model import format_time, parse_time
 
 from zoneinfo import ZoneInfo
 
@@ -51,7 +51,7 @@ MESSAGE_MAX = 500
 
 # --- signatures -----------------------------------------------------------------------------
 # Hard limits only: a 429 "rate_limit_error" or "Too Many Requests" is a transient throttle
-# (_core.retry), not a dark master. Each pattern names one provider phrasing; keep the list narrow.
+# (_core.outcome.retry), not a dark master. Each pattern names one provider phrasing; keep the list narrow.
 
 _REVOKED = [
     ('credit_exhausted', r'credit balance is too low'),

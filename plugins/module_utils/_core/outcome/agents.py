@@ -13,7 +13,7 @@ output is read (where the result envelope is, turns, the agent's claim, usage an
 events, error bodies on stderr, JSON inside JSON strings), prose patterns only as the fallback.
 It tells a throttle (``transient``) from a usage limit (``rate_limit``) from a dead credential
 (``revoked``) and keeps D7's narrowness: a bare timeout is a ``failure``. ``Reading.outcome``
-turns the reading into the ``_core.retry.Outcome`` that the retry gate and ``_core.closeout.decide``
+turns the reading into the ``_core.outcome.retry.Outcome`` that the retry gate and ``_core.outcome.closeout.decide``
 take, so ``fleet-runner classify`` and the runner cannot disagree.
 
 Reset times are read as the provider states them (``resolve_stated``): epoch, ISO, ``resets 3am
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .capacity import MESSAGE_MAX, _tzinfo
-from .model import parse_time
+from ..board.model import parse_time
 from .retry import Outcome, json_objects
 
 UTC = _dt.timezone.utc
@@ -49,7 +49,7 @@ KINDS = ('success', 'noop_claim', 'failure', 'transient', 'rate_limit', 'revoked
 THROTTLE_MAX_S = 600
 
 # Characters of a matched line kept as the message. Display only; unmeasured guess, see
-# _core.capacity.MESSAGE_MAX (the same bound, the same experiment).
+# _core.outcome.capacity.MESSAGE_MAX (the same bound, the same experiment).
 _MESSAGE_MAX = MESSAGE_MAX
 
 
@@ -538,14 +538,14 @@ class Reading:
         return None if self.kind == 'revoked' or self.reset is None else self.reset.text
 
     def capacity(self) -> Optional[Dict[str, Any]]:
-        """The ``_core.capacity.classify_capacity``-shaped limit, or None (D8, D20)."""
+        """The ``_core.outcome.capacity.classify_capacity``-shaped limit, or None (D8, D20)."""
         if self.kind not in ('rate_limit', 'revoked'):
             return None
         return {'source': self.kind, 'signature': self.signature, 'message': self.message[:_MESSAGE_MAX],
                 'reset_text': self.reset_text, 'reset_at': self.reset_at}
 
     def outcome(self, exit_code: Optional[int] = None) -> Outcome:
-        """The ``_core.retry.Outcome`` the retry gate and ``_core.closeout.decide`` read (D7: one parse)."""
+        """The ``_core.outcome.retry.Outcome`` the retry gate and ``_core.outcome.closeout.decide`` read (D7: one parse)."""
         code = exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None
         if self.envelope is None:
             turns = 0

@@ -7,7 +7,7 @@ This is the one place that turns the queue into decisions for *both* dispatch pa
 sweeper and the hand dispatch call the same functions through ``board_info`` and the shared
 dispatch tasks (D15: a guard living only in one consumer cannot see the other path).
 
-The rules in full, with their reasons: ``docs/internals.md``, section ``_core/plan.py``.
+The rules in full, with their reasons: ``docs/internals.md``, section ``_core/dispatch/plan.py``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from .announce import capacity_deaths
-from .capacity import share_by_account
-from .cost import run_cost
+from ..outcome.capacity import share_by_account
+from ..board.cost import run_cost
 from .eligibility import evaluate, run_durations
-from .markers import human_markers, markers_of
-from .model import format_time, to_jsonable
-from .naming import lease_name, oldest_wins, unit_name
+from ..board.markers import human_markers, markers_of
+from ..board.model import format_time, to_jsonable
+from ..board.naming import lease_name, oldest_wins, unit_name
 
 
 def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
@@ -65,7 +65,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'run_cost': run_cost(markers_of(item)),
             'human_markers': human_markers(item),
             'chain': getattr(verdict, 'chain', None),   # after a handoff marker: its chain's last hop (seed 003)
-            'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.reaper)
+            'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.dispatch.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',
             'capacity_deaths': capacity_deaths(markers_of(item)),
         })
@@ -150,8 +150,8 @@ def _refusal(cand, stage, why):
 
 
 def name_candidates(cands, board_id='') -> Dict[str, Any]:
-    """Give each candidate its unit name (``_core.naming.unit_name``, D4: zero entropy) and its lease
-    name, the unit name in the board's namespace (``_core.naming.lease_name``: two boards on one
+    """Give each candidate its unit name (``_core.board.naming.unit_name``, D4: zero entropy) and its lease
+    name, the unit name in the board's namespace (``_core.board.naming.lease_name``: two boards on one
     controller never share a lock). A candidate whose identity does not make a unit name is refused."""
     admitted, refused = [], []
     for cand in cands or []:
@@ -214,7 +214,7 @@ def survey(probes) -> Dict[str, Any]:
     ``{live: {unit: [units...]}, duplicates: [{unit, number, repo, keep, stop}], blind: [...],
     masters: {'worker/master': live count}}``. Each unit carries ``worker`` and ``host`` (the worker)
     and ``master``. Duplicates -- one unit name live on more than one master -- are resolved by
-    ``_core.naming.oldest_wins`` (wall-clock start across workers, monotonic within one). A unit
+    ``_core.board.naming.oldest_wins`` (wall-clock start across workers, monotonic within one). A unit
     whose name does not parse as an item is still counted as live for its master.
     """
     live, blind, counts = {}, [], {}

@@ -16,7 +16,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from .model import format_time, parse_time
+from ..board.model import format_time, parse_time
 
 
 class LeaseError(ValueError):

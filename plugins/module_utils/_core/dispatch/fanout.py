@@ -4,7 +4,7 @@
 """The fan-out's joins: per-worker calls in, per-master answers out (issue 13, D15).
 
 The dispatch path calls ``worker_probe`` and ``worker_launch`` once per worker, the workers in
-parallel (a play over them). The guard's steps (``_core.plan``) read one answer per master, in
+parallel (a play over them). The guard's steps (``_core.dispatch.plan``) read one answer per master, in
 the shape of a registered loop result (``ansible_loop_var`` naming the target). These pure
 functions turn one into the other, and build each worker's launch list from the batches:
 

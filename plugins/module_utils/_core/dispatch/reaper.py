@@ -5,7 +5,7 @@
 
 A run killed the hard way (SIGKILL, the OOM killer, a worker restart) never writes its ending, so
 its start stays the last word and the item reads ``running`` forever. An item is reaped when all
-three hold (``_core.eligibility.orphaned``): its last marker is a start; the probe of EVERY master
+three hold (``_core.dispatch.eligibility.orphaned``): its last marker is a start; the probe of EVERY master
 answered this cycle and none has its unit live (a blind master is "unknown", and unknown never
 reaps: D5, D20); and the start is older than the threshold. The probe is the signal; the clock
 only keeps a blinked probe from reaping a live run. The threshold is ``FACTOR`` x the longest run
@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from .eligibility import orphaned
-from .markers import Marker
-from .model import format_time, parse_time
-from .naming import unit_name
+from ..board.markers import Marker
+from ..board.model import format_time, parse_time
+from ..board.naming import unit_name
 
 # Reading (D13): the longest run on the test bed is the fake agent's (about a second); real agent
 # runs on the boards this was written against lasted minutes to an hour. 2x the longest observed
@@ -114,7 +114,7 @@ def decide(due_items: Any, surveyed: Dict[str, Any], masters: Any, *, now: Any, 
            leases: Any = None, lease_enabled: bool = True) -> Dict[str, Any]:
     """Which due items get a reset now: ``{reap: [...], held: [...]}`` (D5, D14, D20).
 
-    ``surveyed`` is ``_core.plan.survey`` of this cycle's probe; ``masters`` the fleet's masters
+    ``surveyed`` is ``_core.dispatch.plan.survey`` of this cycle's probe; ``masters`` the fleet's masters
     (``{worker, master}``). An item is reaped only if every master answered (none blind, none
     missing) and none has its unit live, and (with leases on) this run holds its lease. Each
     ``reap`` entry carries the marker's ``fields`` and ``text``; each ``held`` entry says why not.
