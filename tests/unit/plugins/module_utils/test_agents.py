@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core import agents
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import agents
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.closeout import decide
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Item
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import classify as classify_mod

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core import announce
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import announce
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import share_by_account
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Item, format_time

@@ -15,7 +15,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.report import announce
-from ansible_collections.fleet.dispatch.plugins.module_utils._core import announce as core
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import announce as core
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import closing_refs

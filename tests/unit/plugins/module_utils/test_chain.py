@@ -21,7 +21,7 @@ import pytest
 
 from racing import free_port, run_contenders
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core import chain as core
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains import chain as core
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains.chain import (
     HandoffInvalid, decide, dispatch_by_default, parse_handoff, room, successor_kind, successor_session_id,
 )

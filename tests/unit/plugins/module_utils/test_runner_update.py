@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core import closeout as _closeout
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from fakes.scripted_runner import ScriptedRunner
