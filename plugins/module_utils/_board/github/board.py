@@ -75,9 +75,9 @@ class GitHubBoard(Board):
             raise BoardUnreadable('no GitHub token: set the board option "token" (no_log) or one of the '
                                   'environment variables %s on the machine that reads the board' % ', '.join(tokens.TOKEN_ENV))
         self._http = Transport(api_url, token, session=spec.get('session'), sleep=spec.get('sleep'),
-                                clock=spec.get('clock'),
-                                max_wait=spec.get('rate_limit_max_wait', RATE_LIMIT_MAX_WAIT),
-                                max_total=spec.get('rate_limit_max_total', SECONDARY_MAX_TOTAL))
+                               clock=spec.get('clock'),
+                               max_wait=spec.get('rate_limit_max_wait', RATE_LIMIT_MAX_WAIT),
+                               max_total=spec.get('rate_limit_max_total', SECONDARY_MAX_TOTAL))
         self._rate_limits = []  # type: List[Dict[str, Any]]
         self._is_org = None  # type: Optional[bool]
         self._field = None  # type: Optional[Dict[str, Any]]
@@ -492,7 +492,7 @@ class GitHubBoard(Board):
             except BoardError as exc:
                 self._checked['error'] = str(exc)
         result = tokens.preflight(self._token, self._checked.get('headers') or {}, login=self._login,
-                                         mentions=self.mention_mode, refused=sorted(self._refused))
+                                  mentions=self.mention_mode, refused=sorted(self._refused))
         if self._checked.get('error'):
             result['error'] = self._checked['error']
         return result

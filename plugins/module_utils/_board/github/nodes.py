@@ -16,6 +16,7 @@ from ..protocol import BoardError
 from ..._core.board.model import Artifact, Blocker, Comment, Event, Item, UTC, parse_time
 from ..._core.board.naming import item_number
 
+
 def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
     """``42`` / ``'42'`` / ``'#42'`` / ``'owner/name#42'`` -> (repo, number). Repo may be ''."""
     if isinstance(ref, bool):
@@ -36,7 +37,6 @@ def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
     except ValueError as exc:
         raise BoardError('not an item reference: %r (use 42 or owner/name#42): %s' % (ref, exc))
     return repo, number
-
 
 
 def login_of(obj) -> str:

@@ -91,7 +91,6 @@ class HttpFailure(Exception):
         self.status = status
 
 
-
 def cost_of(rate_limits: List[Dict[str, Any]]) -> Dict[str, Any]:
     """Fold the ``rateLimit`` objects of a read's calls into ``BoardRead.cost`` (D1)."""
     total = 0
