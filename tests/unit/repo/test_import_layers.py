@@ -171,7 +171,7 @@ EDGES, EXTERNAL = graph()
 
 def test_the_graph_sees_relative_and_lazy_imports():
     """A graph that lost its edges would pass every check below: pin a few known ones."""
-    assert MU + '_core.board.markers' in EDGES[MU + '_runner.program']               # from .._core.board.markers import
+    assert MU + '_core.board.markers' in EDGES[MU + '_runner.run']                   # from .._core.board.markers import
     assert MU + '_board.ledger' in EDGES[MU + '_board.factory']                # lazy, inside open_board
     assert MU + '_core.dispatch.plan' in EDGES['plugins.action.guard']                  # absolute collection import
     assert {layer(m) for m in EDGES} == set(LAYERS)
@@ -212,8 +212,8 @@ def test_module_utils_imports_no_ansible_and_decisions_no_io():
 @pytest.mark.parametrize('edges, cyc, up', [
     ({MU + '_core.a': {MU + '_core.b'}, MU + '_core.b': {MU + '_core.a'}}, [[MU + '_core.a', MU + '_core.b']], []),
     ({MU + '_core.a': {MU + '_host.cmd'}, MU + '_host.cmd': set()}, [], [MU + '_core.a (decisions) -> ' + MU + '_host.cmd (adapters)']),
-    ({MU + '_board.x': {MU + '_runner.program'}, MU + '_runner.program': {MU + '_board.x'}},
-     [[MU + '_board.x', MU + '_runner.program']], [MU + '_board.x (adapters) -> ' + MU + '_runner.program (runner)']),
+    ({MU + '_board.x': {MU + '_runner.run'}, MU + '_runner.run': {MU + '_board.x'}},
+     [[MU + '_board.x', MU + '_runner.run']], [MU + '_board.x (adapters) -> ' + MU + '_runner.run (runner)']),
     ({MU + '_host.cmd': {MU + '_argspec'}, MU + '_argspec': set()}, [], [MU + '_host.cmd (adapters) -> ' + MU + '_argspec (thin)']),
 ])
 def test_the_checks_catch_a_violation(edges, cyc, up):

@@ -4,7 +4,7 @@
 """The cost of an item's runs, summed from its close-out markers (issue 10 item 6).
 
 Pure. Each terminal marker carries what the run's envelope stated (``turns``, ``tokens``,
-``cost_usd``; ``_runner.program.run_cost``); this adds them up and never fills a gap: a run whose
+``cost_usd``; ``_runner.run.run_cost``); this adds them up and never fills a gap: a run whose
 envelope stated no cost adds nothing to ``cost_usd`` and is not counted in ``priced_runs``.
 """
 

@@ -4,7 +4,7 @@
 """The close-out decision: the one terminal marker a finished run posts, and its exit code.
 
 Pure: the runner passes the ONE parse of the capture (``agents.read_capture(...).outcome()``), the item as
-re-read from the board, and ``now``. How the runner acts on it is ``_runner.program``.
+re-read from the board, and ``now``. How the runner acts on it is ``_runner.run``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome impor
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.closeout import decide
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Item
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import classify as classify_mod
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import cli
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as program
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 5, 12, 3, 0, tzinfo=UTC)
@@ -121,7 +122,7 @@ def test_classify_cli_prints_one_object_with_the_contract_keys(tmp_path):
 def test_the_runner_dispatches_classify(tmp_path, capsys):
     capture = tmp_path / 'capture.log'
     capture.write_text(CODEX_OK, encoding='utf-8')
-    assert program.main(['fleet-runner', 'classify', '--agent', 'codex', str(capture)], environ={}) == 0
+    assert cli.main(['fleet-runner', 'classify', '--agent', 'codex', str(capture)], environ={}) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data['profile'], data['kind'], data['usage']['input_tokens']) == ('codex', 'success', 10)
 
@@ -133,15 +134,15 @@ def test_classify_through_the_wrapper_arguments_reads_the_runner_config(tmp_path
     capture.write_text('{"response": "ok", "stats": {"models": {"m": {"tokens": {"prompt": 3, "candidates": 2}}}}}')
     # what ~/.local/bin/fleet-runner passes before the caller's words
     argv = ['fleet-runner', '--code-dir', '/x', '--config', str(conf), '--branch', 'main', 'classify', str(capture)]
-    assert program.main(argv, environ={}) == 0
+    assert cli.main(argv, environ={}) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data['profile'], data['kind'], data['usage']) == ('gemini', 'success', {'prompt': 3, 'candidates': 2})
-    assert program._classify_words(['--item', 'classify']) is None   # a value, not the subcommand
+    assert cli.subcommand_of(['--item', 'classify']) is None   # a value, not the subcommand
 
 
 def test_the_runner_help_names_classify(capsys):
     with pytest.raises(SystemExit):
-        program.main(['fleet-runner', '--help'], environ={})
+        cli.main(['fleet-runner', '--help'], environ={})
     assert 'fleet-runner classify' in capsys.readouterr().out
 
 

@@ -27,7 +27,10 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains.chain 
 )
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import SubprocessRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import Git
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import chain as runner_chain
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import cli
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import config as chain_config
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import session as chain_session
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import tick as chain_tick
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.handoff import HandoffStore
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import LedgerUnreachable, SessionError, SessionStore
 
@@ -202,9 +205,9 @@ def master_conf(tmp_path, origin, ledger_url, name):
 
 def tick(conf, host, master, ledger_url, launches, headroom=None, now=T0, log=None):
     headroom = dict(ROOMY) if headroom is None else headroom
-    t = runner_chain.Tick(conf, host, master, lambda: SessionStore(**ledger_url), lambda: HandoffStore(**ledger_url),
-                          RecordingSystemd(launches, '%s/%s' % (host, master)), Git(SubprocessRunner()),
-                          headroom=lambda: headroom, clock=lambda: now, log=log or (lambda _l: None))
+    t = chain_tick.Tick(conf, host, master, lambda: SessionStore(**ledger_url), lambda: HandoffStore(**ledger_url),
+                        RecordingSystemd(launches, '%s/%s' % (host, master)), Git(SubprocessRunner()),
+                        headroom=lambda: headroom, clock=lambda: now, log=log or (lambda _l: None))
     return t.run(), t
 
 
@@ -273,7 +276,7 @@ def test_unreachable_ledger_launches_nothing_and_says_why(tmp_path):
     conf = {'state_dir': str(tmp_path / 's'), 'ledger': url, 'chain': {}}
     lines = []
     code, _t = tick(conf, 'desk-2', 'fleet1', url, str(tmp_path / 'l'), log=lines.append)
-    assert code == runner_chain.EXIT_LEDGER_UNREACHABLE != 0
+    assert code == chain_config.EXIT_LEDGER_UNREACHABLE != 0
     assert read_launches(str(tmp_path / 'l')) == []
     assert len(lines) == 1 and 'LEDGER UNREACHABLE, nothing launched' in lines[0]
     recorded = open(os.path.join(conf['state_dir'], 'chain', 'tick.log')).read().splitlines()
@@ -351,14 +354,13 @@ def session_setup(ledger_url, tmp_path, asked):
 
 
 def test_session_gives_the_brief_first_and_records_the_agents_handoff(ledger_url, tmp_path, monkeypatch):
-    from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program
     ident, runner_conf, log = session_setup(ledger_url, tmp_path, 'chain:docs:1')
     monkeypatch.chdir(tmp_path)
-    code = program.main(['fleet-runner', '--config', str(runner_conf), '--branch', 'main', 'session', '--session', ident],
-                        environ={'PATH': os.environ['PATH']})
+    code = cli.main(['fleet-runner', '--config', str(runner_conf), '--branch', 'main', 'session', '--session', ident],
+                    environ={'PATH': os.environ['PATH']})
     assert code == 0
     entry = json.loads(log.read_text().splitlines()[0])
-    assert entry['brief'].startswith('fleet.dispatch chain brief %s -- session %s (hop 1)' % (runner_chain.CHAIN_BRIEF_VERSION, ident))
+    assert entry['brief'].startswith('fleet.dispatch chain brief %s -- session %s (hop 1)' % (chain_session.CHAIN_BRIEF_VERSION, ident))
     assert 'chain:docs:1' in entry['brief'] and BRIEF['if_landed'] in entry['brief'] and entry['env']['FLEET_SESSION'] == ident
     with sessions(ledger_url) as store:
         row = store.get(ident)
@@ -375,7 +377,7 @@ def test_session_with_a_malformed_handoff_chains_nothing_and_says_why(ledger_url
                 handle.write('{"successor": "docs", "brief": {"asked": "x"}}')
             return subprocess.Popen(['true'])
     monkeypatch.chdir(tmp_path)
-    code = runner_chain.main('session', ['--config', str(runner_conf), '--session', ident], environ={}, spawner=BadAgent())
+    code = chain_session.main(['--config', str(runner_conf), '--session', ident], environ={}, spawner=BadAgent())
     assert code == 0 and out.is_dir()
     assert 'handoff invalid, nothing chained' in capsys.readouterr().err
     with sessions(ledger_url) as store:
@@ -385,16 +387,15 @@ def test_session_with_a_malformed_handoff_chains_nothing_and_says_why(ledger_url
 
 
 def test_handoff_subcommand_closes_with_an_any_handoff(ledger_url, tmp_path, capsys):
-    from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program
     if 'path' in ledger_url:
         SessionStore(create=True, **ledger_url).close_store()
     (tmp_path / 'chain.json').write_text(json.dumps({'ledger': ledger_url}))
     (tmp_path / 'runner.json').write_text('{}')
     (tmp_path / 'h.json').write_text(json.dumps(handoff('docs')))
     argv = ['fleet-runner', '--config', str(tmp_path / 'runner.json'), 'handoff', '--session', 'lap-1', '--file', str(tmp_path / 'h.json')]
-    assert program.main(argv, environ={}) == 0
+    assert cli.main(argv, environ={}) == 0
     assert json.loads(capsys.readouterr().out)['handoff'] == 'any-docs'
-    assert program.main(argv, environ={}) == runner_chain.EXIT_USAGE, 'a closed session is not closed again'
+    assert cli.main(argv, environ={}) == chain_config.EXIT_USAGE, 'a closed session is not closed again'
 
 
 def test_a_session_agent_gets_its_own_credentials_and_no_ledger_secret(ledger_url, tmp_path, monkeypatch):
@@ -416,13 +417,13 @@ def test_a_session_agent_gets_its_own_credentials_and_no_ledger_secret(ledger_ur
             return subprocess.Popen(['true'])
     monkeypatch.chdir(tmp_path)
     environ = {'PATH': os.environ['PATH'], 'FLEET_LEDGER_DSN': 'postgresql://fleet:ledger-pw-77@db/fleet'}
-    assert runner_chain.main('session', ['--config', str(runner_conf), '--session', ident], environ=environ,
-                             spawner=Agent()) == 0
+    assert chain_session.main(['--config', str(runner_conf), '--session', ident], environ=environ,
+                              spawner=Agent()) == 0
     assert seen.get('AGENT_OWN_KEY') == 'sk-session-key-42'
     assert 'ledger-pw-77' not in json.dumps(seen) and 'FLEET_LEDGER_DSN' not in seen
 
     creds.chmod(0o640)
     seen.clear()
-    assert runner_chain.main('session', ['--config', str(runner_conf), '--session', ident], environ=environ,
-                             spawner=Agent()) == runner_chain.EXIT_USAGE
+    assert chain_session.main(['--config', str(runner_conf), '--session', ident], environ=environ,
+                              spawner=Agent()) == chain_config.EXIT_USAGE
     assert seen == {}, 'no agent started with a readable credentials file'

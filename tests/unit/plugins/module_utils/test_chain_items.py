@@ -26,8 +26,9 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.elig
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import TERMINAL, format_marker, markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Event, Item
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import chain as runner_chain
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import cli
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as program
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import items as chain_items
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import LedgerUnreachable, SessionStore
 
@@ -135,7 +136,7 @@ def _session(ledger_url, tmp_path, content, lines):
         (out / 'handoff.json').write_text(content)
     if 'path' in ledger_url:
         SessionStore(create=True, **ledger_url).close_store()
-    return runner_chain.ItemSession(ledger_url, 'task-7.r1', 'task-7', 'desk-1', 'fleet1', 7, log=lines.append), str(out)
+    return chain_items.ItemSession(ledger_url, 'task-7.r1', 'task-7', 'desk-1', 'fleet1', 7, log=lines.append), str(out)
 
 
 def test_item_session_records_the_handoff_with_the_close(ledger_url, tmp_path):
@@ -183,8 +184,8 @@ def test_an_unreachable_ledger_never_fails_the_run_and_chains_nothing(tmp_path):
 
     def broken():
         raise LedgerUnreachable('connection refused')
-    session = runner_chain.ItemSession({'path': '/nonexistent'}, 'task-7.r1', 'task-7', 'h', 'm', 7, log=lines.append,
-                                       store_factory=broken)
+    session = chain_items.ItemSession({'path': '/nonexistent'}, 'task-7.r1', 'task-7', 'h', 'm', 7, log=lines.append,
+                                      store_factory=broken)
     session.open(T0)
     fields = session.close(str(tmp_path / 'out'), 'noop', NOW)
     assert 'handoff' not in fields and 'connection refused' in fields['handoff_not_chained']
@@ -194,9 +195,9 @@ def test_an_unreachable_ledger_never_fails_the_run_and_chains_nothing(tmp_path):
 
 def test_no_chain_config_means_no_session(tmp_path):
     (tmp_path / 'runner.json').write_text('{}')
-    assert runner_chain.item_chain_config(str(tmp_path / 'runner.json'), {}) == (None, {})
+    assert chain_items.item_chain_config(str(tmp_path / 'runner.json'), {}) == (None, {})
     (tmp_path / 'chain.json').write_text(json.dumps({'ledger': {'path': str(tmp_path / 'l.sqlite3')}, 'host': 'desk-9'}))
-    ledger, chain = runner_chain.item_chain_config(str(tmp_path / 'runner.json'), {})
+    ledger, chain = chain_items.item_chain_config(str(tmp_path / 'runner.json'), {})
     assert ledger == {'path': str(tmp_path / 'l.sqlite3')} and chain['host'] == 'desk-9'
 
 
@@ -259,8 +260,8 @@ def test_an_item_run_hands_off_and_its_successor_reports_on_the_item(world, monk
     assert evaluate(items[0], now=_dt.datetime.now(UTC)).reason == 'chained', 'the successor runs: still held'
     monkeypatch.chdir(tmp_path)
     session_env = dict(env)
-    code = program.main(['fleet-runner', '--config', str(tmp_path / 'runner.json'), 'session', '--session', ident],
-                        environ=session_env)
+    code = cli.main(['fleet-runner', '--config', str(tmp_path / 'runner.json'), 'session', '--session', ident],
+                    environ=session_env)
     assert code == 0
     second = json.loads(log.read_text().splitlines()[1])
     assert second['brief'].startswith('fleet.dispatch chain brief') and 'continue chain:itm:0' in second['brief']
@@ -276,13 +277,13 @@ def test_an_item_run_hands_off_and_its_successor_reports_on_the_item(world, monk
 def test_a_successor_that_hands_off_again_keeps_the_item_held(world, monkeypatch):
     ledger_url, tmp_path, log = world
     with SessionStore(**ledger_url) as store:
-        store.close('task-7.r0', runner_chain.parse_handoff({'successor': 'itm', 'brief': dict(BRIEF, asked='chain:itm:1')}),
+        store.close('task-7.r0', chain_items.parse_handoff({'successor': 'itm', 'brief': dict(BRIEF, asked='chain:itm:1')}),
                     now=T0, create={'name': 'task-7', 'host': 'desk-1', 'master': 'fleet1', 'item': 7})
         ident = successor_session_id('task-7.r0', 'itm')
         store.start_successor(store.get('task-7.r0'), ident, 'desk-1', 'fleet1', 'chain-' + ident, 'w', now=T0)
     monkeypatch.chdir(tmp_path)
-    assert program.main(['fleet-runner', '--config', str(tmp_path / 'runner.json'), 'session', '--session', ident],
-                        environ=dict(os.environ)) == 0
+    assert cli.main(['fleet-runner', '--config', str(tmp_path / 'runner.json'), 'session', '--session', ident],
+                    environ=dict(os.environ)) == 0
     item, items = _board_item(ledger_url)
     markers = markers_of(item)
     assert [m.kind for m in markers] == ['noop', 'handoff']

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import dump_state, load_state, make_state
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate

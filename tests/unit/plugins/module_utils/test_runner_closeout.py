@@ -18,7 +18,7 @@ import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import brief as _brief
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import is_clean_run
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard

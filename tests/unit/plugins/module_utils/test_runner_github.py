@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 

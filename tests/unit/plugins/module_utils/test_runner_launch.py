@@ -22,7 +22,7 @@ from ansible.module_utils import basic
 # the module's own test harness is ansible-core 2.19's; the oldest-Python run (tests/run) has 2.15
 patch_module_args = pytest.importorskip('ansible.module_utils.testing', reason='ansible-core < 2.19').patch_module_args
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import SubprocessRunner
 from ansible_collections.fleet.dispatch.plugins.modules import launch as mod

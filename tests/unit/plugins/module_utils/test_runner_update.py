@@ -18,7 +18,8 @@ import sys
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import program as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import cli
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from fakes.scripted_runner import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
@@ -142,9 +143,9 @@ def test_main_posts_nothing_when_the_update_does_not_verify(repos, tmp_path):
     spec = tmp_path / 'board.json'
     spec.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'l.sqlite3')}))
     env = {'PATH': os.environ['PATH'], _runner.EXPECTED_VERSION_ENV: '0.1.0', 'HOME': str(tmp_path)}
-    code_ = _runner.main(['fleet-runner', '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
-                          '--state-dir', str(tmp_path / 'state'), '--agent-command', '["true"]'], environ=env,
-                         execv=lambda *a: None)
+    code_ = cli.main(['fleet-runner', '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
+                      '--state-dir', str(tmp_path / 'state'), '--agent-command', '["true"]'], environ=env,
+                     execv=lambda *a: None)
     assert code_ == _runner.EXIT_UPDATE_FAILED
     assert markers_of(board.get(7)) == []
     board.close()
@@ -157,9 +158,9 @@ def _main(tmp_path, code, *extra, env=None):
     spec = tmp_path / 'board.json'
     spec.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'l.sqlite3')}))
     environ = dict({'PATH': os.environ['PATH'], 'HOME': str(tmp_path)}, **(env or {}))
-    return _runner.main(['fleet-runner', '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
-                         '--state-dir', str(tmp_path / 'state'), '--agent-command', '["true"]'] + list(extra),
-                        environ=environ, execv=lambda *a: None, clock=lambda: T0)
+    return cli.main(['fleet-runner', '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
+                     '--state-dir', str(tmp_path / 'state'), '--agent-command', '["true"]'] + list(extra),
+                    environ=environ, execv=lambda *a: None, clock=lambda: T0)
 
 
 def _capacity(tmp_path):
@@ -208,8 +209,8 @@ def test_installed_clears_only_an_update_failure(tmp_path, capsys, content, clea
     if content is not None:
         (tmp_path / 'state').mkdir()
         (tmp_path / 'state' / 'capacity.json').write_text(content)
-    assert _runner.main(['fleet-runner', '--installed', '--state-dir', str(tmp_path / 'state')],
-                        environ={'HOME': str(tmp_path)}, clock=lambda: T0) == 0
+    assert cli.main(['fleet-runner', '--installed', '--state-dir', str(tmp_path / 'state')],
+                    environ={'HOME': str(tmp_path)}, clock=lambda: T0) == 0
     assert json.loads(capsys.readouterr().out) == {'cleared': cleared, 'source': left}
     assert (_capacity(tmp_path) or {}).get('source') == left
 

@@ -1,14 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The runner: the program a ``task-<item>`` unit executes -- it IS the run.
+"""The run program: what a ``task-<item>`` unit executes -- it IS the run.
 
-Run it as ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner --item N``
-(the worker role installs a ``fleet-runner`` wrapper that does exactly that). It imports the same
-board adapters and decisions as the modules -- one implementation, two callers. The close-out
-decision is ``_core.outcome.closeout.decide``, the self-update ``update.self_update``.
+``fleet-runner --item N`` (``cli.py`` reads the command line; the worker role installs a
+``fleet-runner`` wrapper around ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner``).
+It imports the same board adapters and decisions as the modules -- one implementation, two
+callers. The close-out decision is ``_core.outcome.closeout.decide``, the self-update
+``update.self_update``.
 
-The rules in full, with their reasons: ``docs/internals.md``, section ``_runner/program.py``.
+The rules in full, with their reasons: ``docs/internals.md``, section "The run".
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .._board.factory import open_board
 from .._board.protocol import BoardError, BoardUnreadable
 from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
 from .._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
@@ -40,33 +40,25 @@ from .._core.outcome.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note
-from .words import subcommand_words
 from .spawn import DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, read_agent_credentials, stop_group  # noqa: F401  (PopenSpawner: main()'s default, tests)
 from .brief import BRIEF_VERSION, render
-from .chain import ItemSession, chain_words, item_chain_config, ledger_secrets, main as chain_main
-from .check import main as check_board_main
-from .classify import local_zone, main as classify_main
+from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, board_spec, expand, open_runner_board,
+                     runner_conf, user)
+from .chain.items import ItemSession, item_chain_config, ledger_secrets
+from .classify import local_zone
 from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
 
 EXIT_USAGE = 2            # bad arguments or configuration; nothing was posted
 EXIT_UPDATE_FAILED = 3    # the self-update did not verify; nothing was posted
 EXIT_CLOSEOUT_LOST = 4    # the terminal marker could not be posted (retried once); logged loudly
 EXIT_START_LOST = 5       # the start marker could not be posted; the agent was not started
-
-DEFAULT_CONFIG = '~/.config/fleet-dispatch/runner.json'
-DEFAULT_BOARD_SPEC = '~/.config/fleet-dispatch/board.json'
 ARGV_BRIEF_MAX = 131072 - 1
 """Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the NUL: one argv string longer than this makes
 execve fail with E2BIG, so a ``{brief}`` argv-mode brief over it is refused before the start marker."""
-DEFAULT_STATE_DIR = '~/.local/state/fleet-dispatch'
 DEFAULT_AGENT = ['claude', '-p', '--output-format', 'json']
 # The run's start record (issue 18, D20 "launched is not started"): ``<run dir>/start.json``, written
 # once per invocation -- after the start marker reached the board, or when the run could not start --
 # and read (``_host/files.py`` ``read_start_record``) by fleet.dispatch.start_info (docs/dispatch.md).
-
-
-# Board secrets come from the unit's EnvironmentFile, never from argv: env name -> spec key.
-SECRET_ENV = (('FLEET_BOARD_DSN', 'dsn'), ('FLEET_GITHUB_TOKEN', 'token'), ('GITHUB_TOKEN', 'token'))
 
 
 def _utcnow() -> _dt.datetime:
@@ -158,7 +150,7 @@ class Run(object):
         self._old_handlers = {}
         self.result = {}
         self.last_error = None     # the exception of the last failed board write (what a start failure was)
-        # seed 003: this run is a session of its own (a chain's first), so it can hand off (_runner/chain.py)
+        # seed 003: this run is a session of its own (a chain's first), so it can hand off (_runner/chain/items.py)
         self.session = ItemSession(config.chain_ledger, '%s.%s' % (self.unit, self.run_id), self.unit, config.host,
                                    config.master, config.number, config.chain_dispatch_by_default,
                                    log=self.log) if config.chain_ledger else None
@@ -666,39 +658,6 @@ def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit
 
 # --- main --------------------------------------------------------------------------------------------
 
-def _expand(path: str) -> str:
-    return os.path.abspath(os.path.expanduser(path)) if path else path
-
-
-def _load_json_file(path: str, what: str) -> Dict[str, Any]:
-    with open(path, encoding='utf-8') as handle:
-        data = json.load(handle)
-    if not isinstance(data, dict):
-        raise ValueError('%s %s must hold a JSON object' % (what, path))
-    return data
-
-
-def board_spec(path: str, environ) -> Dict[str, Any]:
-    """The board spec from ``path`` plus secrets from the environment (EnvironmentFile; never argv).
-
-    D18: which identity writes and merges is a credential decision of the installation (the
-    master's EnvironmentFile), never a git config or an argument visible in ``ps``.
-    """
-    spec = _load_json_file(path, 'the board spec')
-    for env_name, key in SECRET_ENV:
-        if environ.get(env_name) and not spec.get(key):
-            spec[key] = environ[env_name]
-    if spec.get('kind') == 'ledger' and spec.get('path'):
-        spec['path'] = _expand(spec['path'])
-    return spec
-
-
-def _runner_conf(args, environ) -> Dict[str, Any]:
-    """The runner config: ``--config`` (must exist), else FLEET_RUNNER_CONFIG or the default (may be absent)."""
-    path = args.config or environ.get('FLEET_RUNNER_CONFIG') or _expand(DEFAULT_CONFIG)
-    return _load_json_file(path, 'the runner config') if (args.config or os.path.exists(path)) else {}
-
-
 def _parser():
     p = argparse.ArgumentParser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.',
                                 epilog='fleet-runner classify [--agent NAME] FILE|- : print what the runner reads in a '
@@ -723,19 +682,6 @@ def _parser():
     return p
 
 
-def _classify_words(args) -> Optional[List[str]]:
-    """The arguments of ``classify`` when it is the first positional word (with the wrapper's ``--config``
-    carried over); None when this is not ``fleet-runner classify`` (``_runner/words.py``)."""
-    found = subcommand_words(args, ('classify',))
-    return found[1] if found else None
-
-
-def _check_board_words(args) -> Optional[List[str]]:
-    """The arguments of ``check-board`` when it is the first positional word, else None (the same reading)."""
-    found = subcommand_words(args, ('check-board',))
-    return found[1] if found else None
-
-
 def run_cost(reading) -> Dict[str, Any]:
     """The run's cost as the envelope states it, for the close-out marker: ``turns`` is already
     there; ``tokens`` (input + output, as stated) and ``cost_usd`` only when stated, never invented."""
@@ -755,7 +701,9 @@ def _log_line(message: str) -> None:
 
 
 def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_runner=None, reraise=None) -> int:
-    """The runner's entry point; returns the exit code (see ``EXIT`` and the module docstring)."""
+    """The run program (``fleet-runner [--item N ...]``, no subcommand word: ``cli.main`` reads that);
+    returns the exit code (see ``EXIT`` and the module docstring). ``argv`` is the whole command line:
+    the self-update re-executes it."""
     environ = os.environ if environ is None else environ
     # The start time first (D16). A re-exec carries the original process's start.
     started_at = None
@@ -767,16 +715,6 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     if started_at is None:
         started_at = (clock or _utcnow)()
     argv = list(sys.argv if argv is None else argv)
-    split = _classify_words(argv[1:])
-    if split is not None:
-        return classify_main(split, environ=environ)
-    chained = chain_words(argv[1:])   # fleet-runner chain | session | handoff (seed 003, _runner/chain.py)
-    if chained is not None:
-        return chain_main(chained[0], chained[1], environ=environ, board=lambda conf, env: open_runner_board(
-            board_spec(_expand(conf.get('board_spec') or DEFAULT_BOARD_SPEC), env)))
-    checking = _check_board_words(argv[1:])
-    if checking is not None:
-        return check_board_main(checking, environ=environ, spec_reader=board_spec, default_spec=_expand(DEFAULT_BOARD_SPEC))
     args = _parser().parse_args(argv[1:])
     here = code_root()
     if args.version:
@@ -785,11 +723,11 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     if args.installed:
         # fleet.dispatch.worker calls this after it verified the install: the human remedy of D11's dark state
         try:
-            conf = _runner_conf(args, environ)
+            conf = runner_conf(args, environ)
         except (OSError, ValueError) as exc:
             _log_line('fleet-runner: configuration error: %s' % exc)
             return EXIT_USAGE
-        state_dir = _expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
+        state_dir = expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
         before, _why, _present = read_capacity_file(os.path.join(state_dir, CAPACITY_FILE))
         note_update_outcome(state_dir, failed=None, now=started_at, unit='', log=_log_line)
         after, _why, _present = read_capacity_file(os.path.join(state_dir, CAPACITY_FILE))
@@ -800,8 +738,8 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         _log_line('fleet-runner: --item N (a positive item number) is required')
         return EXIT_USAGE
     try:
-        conf = _runner_conf(args, environ)
-        spec = board_spec(_expand(args.board_spec or conf.get('board_spec') or DEFAULT_BOARD_SPEC), environ)
+        conf = runner_conf(args, environ)
+        spec = board_spec(expand(args.board_spec or conf.get('board_spec') or DEFAULT_BOARD_SPEC), environ)
         agent_name = agent_profile(conf.get('agent') or DEFAULT_PROFILE).name
         if args.agent_command:
             agent = json.loads(args.agent_command)
@@ -820,10 +758,10 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     code_dir = args.code_dir or conf.get('code_dir')
     # the repo: --repo, else the config, else FLEET_REPO (what fleet.dispatch's dispatch role sets on the unit)
     repo = args.repo if args.repo is not None else (conf.get('repo') or environ.get('FLEET_REPO', ''))
-    state_dir = _expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
+    state_dir = expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
     if code_dir and not args.no_self_update and not conf.get('no_self_update'):
         try:
-            update = self_update(_expand(code_dir), branch, runner=git_runner, expected_version=environ.get(EXPECTED_VERSION_ENV),
+            update = self_update(expand(code_dir), branch, runner=git_runner, expected_version=environ.get(EXPECTED_VERSION_ENV),
                                  environ=environ, execv=execv, argv=argv, started_at=started_at, log=_log_line)
         except UpdateFailed as exc:
             _log_line('fleet-runner[item %d]: ERROR: self-update did not verify, nothing posted, the run does not start: %s'
@@ -837,10 +775,10 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     version = installed_version(here) or ''
     config = RunConfig(
         number=args.item, repo=repo, state_dir=state_dir, agent_command=agent,
-        workdir=_expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
-        host=socket.gethostname(), master=_user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
+        workdir=expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
+        host=socket.gethostname(), master=user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
         timeout=(args.timeout if args.timeout is not None else conf.get('timeout')) or None, agent_env=agent_env,
-        agent_credentials=_expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
+        agent_credentials=expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
         kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version, agent=agent_name,
         tz=conf.get('tz') or local_zone())
     config.chain_ledger, chain_conf = item_chain_config(args.config, environ)
@@ -852,45 +790,8 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     return run.run()
 
 
-def open_runner_board(spec: Dict[str, Any], host: str = '', master: str = ''):
-    """``open_board`` for the runner, whose fix for "cannot open the board" is not a writer's.
-
-    The board's own message tells a writer to create a missing SQLite ledger; on a worker that
-    would make a second queue nobody dispatches from. The runner must reach the dispatcher's
-    board, so the message says which board this master's runner is configured with and how to
-    point it at the dispatcher's."""
-    try:
-        return open_board(spec)
-    except BoardUnreadable as exc:
-        where = '%s/%s' % (host or socket.gethostname(), master or _user())
-        if spec.get('kind', 'ledger') == 'ledger' and spec.get('path') and not spec.get('dsn'):
-            raise BoardUnreadable(
-                'the runner on %s cannot open the board: the SQLite ledger %s is not on this machine (%s). A SQLite '
-                'ledger serves only runners on the controller itself; do not create one here (it would be a second queue '
-                'nobody dispatches from). Use the PostgreSQL ledger (roles/ledger) for remote workers: set the '
-                'dispatcher\'s dispatch_board and the worker role\'s worker_runner_board to it, with its DSN in '
-                'worker_credentials as FLEET_BOARD_DSN, then re-run fleet.dispatch.provision' % (where, spec['path'], exc))
-        raise BoardUnreadable(
-            'the runner on %s cannot open the board (%s): it must reach the dispatcher\'s own board; check '
-            '~/.config/fleet-dispatch/board.json (worker_runner_board) and the secret in the credentials file '
-            '(FLEET_BOARD_DSN or FLEET_GITHUB_TOKEN in worker_credentials), and that this worker can reach the board'
-            % (where, exc))
-
-
 def _unit_or_number(number: int, repo: str) -> str:
     try:
         return unit_name(number, repo)
     except ValueError:
         return 'task-%d' % number
-
-
-def _user() -> str:
-    try:
-        import pwd
-        return pwd.getpwuid(os.getuid()).pw_name
-    except (ImportError, KeyError):
-        return os.environ.get('USER', '')
-
-
-if __name__ == '__main__':
-    raise SystemExit(main())
