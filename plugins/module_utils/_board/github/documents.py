@@ -275,7 +275,8 @@ DOCUMENTS = {
     'Preflight': PREFLIGHT,
 }
 """Every GraphQL document the board can send, by operation name. ``GitHubBoard._graphql`` refuses any
-other, so this dict *is* the list tests/unit/github/test_documents.py validates."""
+other, so this dict *is* the list tests/unit/plugins/module_utils/_board/github/test_documents.py
+validates."""
 
 
 # -- the page pass's server-side filter ---------------------------------------------------------

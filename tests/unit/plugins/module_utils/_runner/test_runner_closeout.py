@@ -26,7 +26,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Comment, Item
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import read_outcome
 
-REPO = pathlib.Path(__file__).resolve().parents[4]
+REPO = pathlib.Path(__file__).resolve().parents[5]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
 COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]
 UTC = _dt.timezone.utc

@@ -336,7 +336,7 @@ def test_race_three_hosts_two_masters_each_handoff_launched_once(ledger_url, tmp
 # ------------------------------------------------------------------------------------------
 # the successor session (real fake agent process, real ledger) and the subcommand hook
 
-FAKE_AGENT = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fakes', 'agent', 'fake_agent.py')
+FAKE_AGENT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..', 'fakes', 'agent', 'fake_agent.py')
 
 
 def session_setup(ledger_url, tmp_path, asked):

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 
-REPO = pathlib.Path(__file__).resolve().parents[4]
+REPO = pathlib.Path(__file__).resolve().parents[6]
 ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).with_name('ansible-playbook')
 TOKEN = 'ghp_playbook_token'
 UTC = _dt.timezone.utc

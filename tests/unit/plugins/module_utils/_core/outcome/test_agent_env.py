@@ -83,7 +83,7 @@ def runner(tmp_path):
 def _root():
     import pathlib
     here = pathlib.Path(__file__).resolve()
-    return collection_root(here.parents[4])
+    return collection_root(here.parents[6])
 
 
 def test_an_agent_that_dumps_its_environment_sees_no_board_secret(runner):

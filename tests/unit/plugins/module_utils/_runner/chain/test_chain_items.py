@@ -35,7 +35,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions imp
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 NOW = T0 + _dt.timedelta(hours=1)
-REPO = pathlib.Path(__file__).resolve().parents[4]
+REPO = pathlib.Path(__file__).resolve().parents[6]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
 COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(program.__file__)).parents[6]
 BRIEF = {'asked': 'a', 'done_when': 'b', 'start_at': 'c', 'verify': 'd', 'if_landed': 'e'}

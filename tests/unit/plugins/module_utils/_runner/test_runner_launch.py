@@ -28,7 +28,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import Su
 from ansible_collections.fleet.dispatch.plugins.modules import launch as mod
 
 COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]
-INSTALLED = _runner.installed_version(str(pathlib.Path(__file__).resolve().parents[4]))
+INSTALLED = _runner.installed_version(str(pathlib.Path(__file__).resolve().parents[5]))
 
 
 class Done(Exception):

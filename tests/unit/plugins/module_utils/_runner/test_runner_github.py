@@ -22,7 +22,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
-REPO_DIR = pathlib.Path(__file__).resolve().parents[4]
+REPO_DIR = pathlib.Path(__file__).resolve().parents[5]
 FAKE_AGENT = REPO_DIR / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
 UTC = _dt.timezone.utc
 REPO = 'acme/app'

@@ -25,7 +25,7 @@ from fakes.scripted_runner import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
-REPO = pathlib.Path(__file__).resolve().parents[4]
+REPO = pathlib.Path(__file__).resolve().parents[5]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
 T0 = _dt.datetime(2026, 11, 30, 12, 0, tzinfo=_dt.timezone.utc)
 GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME='t', GIT_AUTHOR_EMAIL='t@example.invalid', GIT_COMMITTER_NAME='t',

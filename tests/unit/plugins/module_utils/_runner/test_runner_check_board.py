@@ -18,7 +18,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run 
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 
 COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]
-REPO = pathlib.Path(__file__).resolve().parents[4]
+REPO = pathlib.Path(__file__).resolve().parents[5]
 
 
 def _wrapper_run(tmp_path, *words, env_extra=None):

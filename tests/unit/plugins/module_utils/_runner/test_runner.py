@@ -29,7 +29,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger impor
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.stops import write_stop_note
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
-REPO = pathlib.Path(__file__).resolve().parents[4]
+REPO = pathlib.Path(__file__).resolve().parents[5]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
 COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]  # the symlinked collection root, unresolved
 UTC = _dt.timezone.utc
