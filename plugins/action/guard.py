@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``fleet.dispatch.guard``: one step of the guarded dispatch path, on the controller.
 
-Thin: every decision is a pure function of ``module_utils/_core/plan.py``. The action validates
+Thin: every decision is a pure function of ``module_utils/_core/dispatch/plan.py``. The action validates
 its options, turns Ansible's registered loop results into the plain answer records ``_core.dispatch.plan``
 reads (``answers``), calls the step, and says every refusal on **stderr** as an Ansible warning:
 a refusal writes nothing to the board, it is logged.

@@ -28,7 +28,7 @@ description:
   - O(stage=announce) finds the stalls nobody is coming for (the announcer, C(_core/dispatch/announce.py)) from the board's items, this
     cycle's probe survey and capacity answers, and the previous cycle's record of consecutive failed probes; it writes nothing
     (M(fleet.dispatch.board_report) files the reports).
-  - The decisions are the pure functions of C(module_utils/_core/plan.py); this action only calls them and logs.
+  - The decisions are the pure functions of C(module_utils/_core/dispatch/plan.py); this action only calls them and logs.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
