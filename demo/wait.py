@@ -27,8 +27,8 @@ import sys
 import time
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import GLYPHS, markers_of
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS, markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
 
 
 def _runs(items, since):

@@ -3,15 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``fleet.dispatch.guard``: one step of the guarded dispatch path, on the controller.
 
-Thin: every decision is a pure function of ``module_utils/_core/plan.py``. The action validates
-its options, turns Ansible's registered loop results into the plain answer records ``_core.plan``
+Thin: every decision is a pure function of ``module_utils/_core/dispatch/plan.py``. The action validates
+its options, turns Ansible's registered loop results into the plain answer records ``_core.dispatch.plan``
 reads (``answers``), calls the step, and says every refusal on **stderr** as an Ansible warning:
 a refusal writes nothing to the board, it is logged.
 
 ``stage=decide`` is play 3 of the guarded path in ONE call (issue 13): the per-worker probe answers
-become one answer per master (``_core.fanout.probe_answers``), then the probe, place and batch steps
+become one answer per master (``_core.dispatch.fanout.probe_answers``), then the probe, place and batch steps
 run in sequence exactly as their own stages do, and each worker with work gets its launch list
-(``_core.fanout.launch_work``). One task instead of six forked task runs inside the lease; the same
+(``_core.dispatch.fanout.launch_work``). One task instead of six forked task runs inside the lease; the same
 functions, so there is no second copy of any step (D15).
 """
 
@@ -22,13 +22,13 @@ import time
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.agent_env import secret_looking
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.announce import cycle as announce_cycle
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import launch_answers, launch_work, probe_answers, probe_workers
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import UTC, parse_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.reaper import DEFAULT_FLOOR_S, reaping
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.start import confirm
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import (
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent_env import secret_looking
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import launch_answers, launch_work, probe_answers, probe_workers
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import UTC, parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, reaping
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.start import confirm
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import (
     batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
@@ -191,7 +191,7 @@ def step(stage, args):
 def decide(args):
     """``stage=decide``: play 3 of the guarded path in one call - the per-worker probe answers read per master,
     then the probe, place and batch steps (each as its own stage returns it), the workers' launch lists, the
-    reaper's clock half (``_core.reaper.reaping``) and the ``probed``/``placed`` stamps. Returns (the three
+    reaper's clock half (``_core.dispatch.reaper.reaping``) and the ``probed``/``placed`` stamps. Returns (the three
     steps' answers, to warn in order; the combined answer)."""
     timing = dict(args['timing'] or {}, probed=time.time())
     results = probe_answers(args['masters'], args['worker_probes']) if args['probe_now'] else []

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters the shared dispatch tasks use: placement (pure decision) and human tables.
 
-Thin: ``place`` is ``module_utils._core.plan.place`` (one implementation); the tables only
+Thin: ``place`` is ``module_utils._core.dispatch.plan.place`` (one implementation); the tables only
 format what ``board_info`` returned.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import place as _place
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import place as _place
 
 
 def _cell(value, width):
@@ -172,7 +172,7 @@ def plan_table(plan, items=None):
 
 
 def place(candidates, masters):
-    """Place candidates on the masters with the most headroom (``_core.plan.place``)."""
+    """Place candidates on the masters with the most headroom (``_core.dispatch.plan.place``)."""
     if not isinstance(candidates, list) or not isinstance(masters, list):
         raise AnsibleFilterError('place expects a list of candidates and a list of masters')
     return _place(candidates, masters)

@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the reaper step (roles/dispatch/tasks/reap.yml): thin over ``_core.reaper`` (D14).
+"""Filters of the reaper step (roles/dispatch/tasks/reap.yml): thin over ``_core.dispatch.reaper`` (D14).
 
 ``reap_due`` is the clock half (which starts are older than the threshold, and the threshold with
 its reading); ``reap_decide`` the probe half (which of them no master runs, with every master
-answering). The decisions are ``module_utils._core.reaper``; the probe answers are read exactly as
-the guard reads them (``plugins/action/guard.py``: ``answers``, ``_core.plan.survey``).
+answering). The decisions are ``module_utils._core.dispatch.reaper``; the probe answers are read exactly as
+the guard reads them (``plugins/action/guard.py``: ``answers``, ``_core.dispatch.plan.survey``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.fleet.dispatch.plugins.action.guard import answers
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import survey
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.reaper import DEFAULT_FLOOR_S, decide, reaping
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import survey
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, decide, reaping
 
 
 def reap_due(items, now, floor=DEFAULT_FLOOR_S):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Dict
 
-from ._core.model import parse_time, UTC
+from ._core.board.model import parse_time, UTC
 
 
 def board_argspec() -> Dict[str, Any]:

@@ -18,7 +18,7 @@ import json
 import math
 from typing import Any, Dict, Iterable, List, Optional
 
-from ._core.model import parse_time
+from ._core.board.model import parse_time
 
 RECENT_RUNS = 50  # unmeasured guess: a screenful. Experiment: ask operators which rows they scroll to; the board lists every item anyway
 

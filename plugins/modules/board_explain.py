@@ -117,8 +117,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.explain import explain, explain_lines
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
 
 
 def main():

@@ -224,9 +224,9 @@ except ImportError:  # ansible-core < 2.19, not claimed, runs only the oldest-Py
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity, open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import board_id
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess, candidates
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import board_id
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates
 from ansible_collections.fleet.dispatch.plugins.module_utils._returns import keep_renamed
 
 

@@ -179,13 +179,13 @@ comment:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import item_number
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import item_number
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import kind_of
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time, parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import kind_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time, parse_time
 
 FIELDS = ('title', 'body', 'status', 'state', 'blocked_by')
 

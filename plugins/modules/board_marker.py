@@ -110,7 +110,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import KINDS, format_marker, markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import KINDS, format_marker, markers_of
 
 
 def _last_kind(item):

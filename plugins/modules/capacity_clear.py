@@ -69,7 +69,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import to_jsonable
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import to_jsonable
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import (
     clear_capacity_file, default_state_path, read_capacity_file)
 

@@ -16,7 +16,7 @@ description:
     runner), V(board_unreachable) - the runner on this master could not open the board to post a start marker and
     the master is tried again at RV(reset_at) or as soon as a run starts cleanly), the provider's stated
     RV(reset_at) (null when none was stated - never invented) and why. The meaning of the file is the collection's one
-    implementation in C(_core.capacity), shared with the runner that writes it.
+    implementation in C(_core.outcome.capacity), shared with the runner that writes it.
   - A missing, empty or unparseable file means B(not dark), and RV(why) says so (a guard fails open; a refusal needs positive
     evidence).
   - Also measures the master's headroom for placement (measured headroom, never a cap) - load averages from C(/proc/loadavg),

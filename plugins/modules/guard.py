@@ -25,10 +25,10 @@ description:
     it reads O(worker_probes) as one answer per master, then runs the V(probe), V(place) and V(batch) steps in that order, exactly
     as their own stages do (RV(probed), RV(placed), RV(batched)), gives each worker with work its launch list (RV(work)) and reads
     the reaper's clock half (RV(reaping)). The refusals and warnings of the three steps are said on stderr as theirs are.
-  - O(stage=announce) finds the stalls nobody is coming for (the announcer, C(_core/announce.py)) from the board's items, this
+  - O(stage=announce) finds the stalls nobody is coming for (the announcer, C(_core/dispatch/announce.py)) from the board's items, this
     cycle's probe survey and capacity answers, and the previous cycle's record of consecutive failed probes; it writes nothing
     (M(fleet.dispatch.board_report) files the reports).
-  - The decisions are the pure functions of C(module_utils/_core/plan.py); this action only calls them and logs.
+  - The decisions are the pure functions of C(module_utils/_core/dispatch/plan.py); this action only calls them and logs.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:

@@ -85,8 +85,8 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import format_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import item_of_unit
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import item_of_unit
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.stops import default_state_dir, stop_duplicate
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser

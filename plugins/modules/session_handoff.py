@@ -109,7 +109,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import default_ledger_path, ledger_argspec
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.chain import HandoffInvalid, dispatch_by_default, parse_handoff
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains.chain import HandoffInvalid, dispatch_by_default, parse_handoff
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import LedgerUnreachable, SessionError, SessionStore
 
 

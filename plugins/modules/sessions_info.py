@@ -93,7 +93,7 @@ waiting:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import default_ledger_path, ledger_argspec, resolve_now
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.chain import chain_status
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains.chain import chain_status
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import default_state_dir, read_chain_losses
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import LedgerUnreachable, SessionStore
 

@@ -103,7 +103,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.start import judge
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.start import judge
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import default_state_dir, read_start_record
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdError, SystemdUser

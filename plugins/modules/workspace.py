@@ -159,7 +159,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import home_dir
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import Git, GitError, Workspace
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import worktree_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import worktree_name
 
 
 def main():

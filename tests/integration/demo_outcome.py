@@ -4,7 +4,7 @@ the user-manager case): the merged items done and closed, the no-op, the retry i
 capacity death, and a last sweep that finds the only master dark until the reset the agent stated."""
 from __future__ import annotations
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
 
 
 def items_of(doc):

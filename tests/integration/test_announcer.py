@@ -29,7 +29,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import dispatch_fleet as df  # noqa: E402
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board  # noqa: E402
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker  # noqa: E402
 
 pytestmark = pytest.mark.testbed
 

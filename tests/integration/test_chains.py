@@ -31,8 +31,8 @@ import pytest
 from test_runner_units import BRIDGE, FAKE_AGENT, VERSION, Forwarder, _bare_repo_tarball
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.chain import parse_handoff, successor_session_id
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains.chain import parse_handoff, successor_session_id
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import SessionStore
 
 pytestmark = pytest.mark.testbed

@@ -24,7 +24,7 @@ import guard_to_launch  # noqa: E402
 import race  # noqa: E402
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board  # noqa: E402
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker  # noqa: E402
 
 pytestmark = pytest.mark.testbed
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def test_a_worker_whose_runner_code_differs_is_served_by_the_modules_and_says_wh
     """One byte changed in one worker's installed runner code: that worker's calls run the modules (the code
     the controller ships), the others' the runner code, and the item launches either way (issue 13)."""
     host = fleet.bed.hosts[0]
-    naming = '/usr/local/lib/fleet-dispatch/runner/ansible_collections/fleet/dispatch/plugins/module_utils/_core/naming.py'
+    naming = '/usr/local/lib/fleet-dispatch/runner/ansible_collections/fleet/dispatch/plugins/module_utils/_core/board/naming.py'
     fleet.bed.ssh(host, 'sudo cp -p %s /tmp/naming.py.orig && echo "# a local edit" | sudo tee -a %s >/dev/null' % (naming, naming))
     try:
         board = df.ledger_board(tmp_path / 'b.sqlite3', {45: 'stale runner code'})

@@ -35,8 +35,8 @@ import dispatch_fleet as df  # noqa: E402
 from test_runner_units import BRIDGE, FAKE_AGENT, VERSION, Forwarder, _bare_repo_tarball  # noqa: E402
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard  # noqa: E402
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate  # noqa: E402
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of  # noqa: E402
 
 pytestmark = pytest.mark.testbed
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -131,8 +131,8 @@ def _output(fleet, needle):
 
 def test_the_readme_fleet_closes_its_items_with_the_fake_agents_merge(first_fleet):
     from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
     board = LedgerBoard(dsn=first_fleet['dsn'])
     try:
         now = _dt.datetime.now(_dt.timezone.utc)

@@ -62,8 +62,8 @@ PLAYBOOK = '''
 READ_BACK = r'''
 import datetime, json, sys
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 board = LedgerBoard(path=%(ledger)r)
 print(json.dumps(dict((str(n), %(summary)s) for n in %(numbers)r)))
 '''
@@ -71,8 +71,8 @@ print(json.dumps(dict((str(n), %(summary)s) for n in %(numbers)r)))
 
 def summary(board, number, now):
     '''One item read back through the shipped decision core: markers, state, reason, attempts.'''
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.eligibility import evaluate
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
     item = board.get(number)
     verdict = evaluate(item, now=now)
     markers = markers_of(item)

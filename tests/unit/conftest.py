@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """The unit tests' runner processes get the fake agent's settings as a real unit does (issue 14).
 
-The runner hands the agent an allow list (``_core.agent_env``): in a real unit the launch names its
+The runner hands the agent an allow list (``_core.outcome.agent_env``): in a real unit the launch names its
 non-secret ``setenv`` in ``FLEET_AGENT_SETENV``. Tests that start the runner with ``FAKE_AGENT_*`` in
 its environment name them the same way here, once, instead of in every environment they build.
 """

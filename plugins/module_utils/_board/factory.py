@@ -18,7 +18,7 @@ def open_board(spec: Dict[str, Any]) -> Board:
 
     ``{'kind': 'ledger', 'path': FILE}`` -- the embedded SQLite ledger (the default board);
     ``{'kind': 'ledger', 'dsn': 'postgresql://...'}`` -- the ledger on PostgreSQL;
-    ``{'kind': 'github', ...}`` -- GitHub Projects v2 (``_board.github.GitHubBoard(spec)``, imported
+    ``{'kind': 'github', ...}`` -- GitHub Projects v2 (``_board.github.board.GitHubBoard(spec)``, imported
     lazily so the ledger works without ``requests``).
 
     A ledger spec may also carry ``create`` (default false: a SQLite file that does not exist is
@@ -36,13 +36,13 @@ def open_board(spec: Dict[str, Any]) -> Board:
         from .ledger import LedgerBoard
         return LedgerBoard.from_spec(spec)
     if kind == 'github':
-        from .github import GitHubBoard
+        from .github.board import GitHubBoard
         return GitHubBoard(spec)
     raise BoardError('unknown board kind %r: valid kinds are %s' % (kind, ', '.join(KINDS)))
 
 
 def board_identity(spec: Dict[str, Any]):
-    """``(kind, label, identity)`` of a board spec, without secrets, for ``_core.naming.board_id``.
+    """``(kind, label, identity)`` of a board spec, without secrets, for ``_core.board.naming.board_id``.
 
     SQLite: the file's real path (``~`` expanded). PostgreSQL: ``host:port/dbname`` (the port
     defaults to 5432; user and password are not part of a board's identity). GitHub: the API host,

@@ -14,9 +14,9 @@ from __future__ import annotations
 import datetime as _dt
 
 from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
-from .._core.announce import REPORT_STATUS, SILENCED_STATUS
-from .._core.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
-from .._core.naming import item_number
+from .._core.dispatch.announce import REPORT_STATUS, SILENCED_STATUS
+from .._core.board.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
+from .._core.board.naming import item_number
 from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable, Undecodable
 
 LEDGER_AUTHOR = 'fleet.dispatch'
@@ -229,7 +229,7 @@ class LedgerBoard(Board):
 
     def _attach_sessions(self, items, number):
         """Seed 003: the session rows of each item (``Item.sessions``), when this store also holds the
-        sessions (``_store/sessions.py``); a ``handoff`` marker's hold reads them (_core/eligibility.py).
+        sessions (``_store/sessions.py``); a ``handoff`` marker's hold reads them (_core/dispatch/eligibility.py).
         A store without the table leaves ``sessions`` None (not known). Read after the items: the
         runner records a session's close before it posts the handoff marker, so a marker read here
         always has its row."""

@@ -4,7 +4,7 @@
 """The board protocol: what every queue adapter (ledger, GitHub) offers the rest of the collection.
 
 The board *is* the queue: nothing here caches it. Each adapter returns the shared model
-(``_core.model.Item`` and friends) and leaves every decision (markers, eligibility) to the decision
+(``_core.board.model.Item`` and friends) and leaves every decision (markers, eligibility) to the decision
 core: a board returns data, it never judges it.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_board/protocol.py``.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .._core.model import Comment, Item
+from .._core.board.model import Comment, Item
 
 
 class BoardError(Exception):

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The announcer's writes on either board (D14): read the live reports, decide, file, close.
 
-The decision is ``_core.announce.reconcile``; this file only reads the board's reports through its
+The decision is ``_core.dispatch.announce.reconcile``; this file only reads the board's reports through its
 normal read (``Board.reports``: the ledger's table, GitHub's issue list -- never a search index)
 and carries out the answer: ``create_report`` for each new stall, a comment THEN a close for each
 report whose stall cleared (the comment is the record of why, so it goes first, as D12's markers do).
@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from .protocol import BoardError
-from .._core.announce import reconcile
-from .._core.references import defang
+from .._core.dispatch.announce import reconcile
+from .._core.board.references import defang
 
 
 def _ref(board, report):

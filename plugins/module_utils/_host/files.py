@@ -5,7 +5,7 @@
 
 One reader and one writer of the capacity file for its two callers, the runner (writes it on a
 provider limit, deletes it after a clean run) and ``capacity_info`` (reads it on the dispatch
-path); the format and its meaning are ``_core.capacity`` (``dump_state``/``load_state``).
+path); the format and its meaning are ``_core.outcome.capacity`` (``dump_state``/``load_state``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import pwd
 from typing import Any, Dict, Optional, Tuple
 
-from .._core.capacity import dump_state, load_state
+from .._core.outcome.capacity import dump_state, load_state
 
 CAPACITY_FILE = 'capacity.json'
 STATE_SUBDIR = 'fleet-dispatch'
@@ -79,7 +79,7 @@ def default_state_dir(environ=None) -> str:
 
 def read_start_record(state_dir: str, unit: str) -> Optional[Dict[str, Any]]:
     """The runner's start record of ``unit`` (``<state_dir>/runs/<unit>/start.json``; the runner writes
-    it, ``_runner/program.py`` ``Run._start_record``), or None when it is missing or not a JSON object."""
+    it, ``_runner/run.py`` ``Run._start_record``), or None when it is missing or not a JSON object."""
     import json
     try:
         with open(os.path.join(state_dir, 'runs', unit, START_FILE), encoding='utf-8') as handle:
@@ -95,7 +95,7 @@ CHAIN_LOSSES = os.path.join('chain', 'losses.json')
 def read_chain_losses(state_dir: str) -> Dict[str, Any]:
     """This master's chain runner's recorded losses (``<state_dir>/chain/losses.json``, seed 003):
     ``{"<parent>/<successor>": {"holder": ..., "at": ...}}``; ``{}`` when missing or not a JSON object.
-    The chain runner writes it (``_runner/chain.py`` ``LocalRecord``); status reads it through here."""
+    The chain runner writes it (``_runner/chain/tick.py`` ``LocalRecord``); status reads it through here."""
     import json
     try:
         with open(os.path.join(state_dir, CHAIN_LOSSES), encoding='utf-8') as handle:

@@ -18,9 +18,9 @@ import os
 import stat
 from typing import Any, Callable, Dict, List, Optional
 
-from .._core.agent_env import AGENT_SETENV, SECRET_NAME
-from .._core.naming import unit_name
-from .._core.sandbox import properties as sandbox_properties
+from .._core.outcome.agent_env import AGENT_SETENV, SECRET_NAME
+from .._core.board.naming import unit_name
+from .._core.dispatch.sandbox import properties as sandbox_properties
 from .sandbox import default_sandbox_path, read_sandbox_file
 from .systemd import command_problems, launch, notifier_unit, unit_problems
 
@@ -84,7 +84,7 @@ def stale_runners(runner, items, path, expected) -> List[str]:
 
 
 def agent_setenv(setenv):
-    """Issue 14: the agent inherits the launch's non-secret setenv names, and only those (``_core.agent_env``)."""
+    """Issue 14: the agent inherits the launch's non-secret setenv names, and only those (``_core.outcome.agent_env``)."""
     names = sorted(k for k in setenv if not k.startswith('FLEET_') and not SECRET_NAME.search(k))
     return {AGENT_SETENV: ','.join(names)} if names else {}
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional
 
-from .._core.capacity import is_dark
-from .._core.model import format_time
+from .._core.outcome.capacity import is_dark
+from .._core.board.model import format_time
 from .files import default_state_path, read_capacity_file
 from .systemd import SystemdUser
 

@@ -16,7 +16,7 @@ import datetime as _dt
 import os
 import re
 
-from .._core.naming import item_of_unit
+from .._core.board.naming import item_of_unit
 
 # ActiveState values (systemd.unit(5), "ActiveState"): a unit in these states has a live process
 # tree that a second start must not join.
@@ -265,7 +265,7 @@ class SystemdUser(object):
         """The exact ``systemd-run`` argv for one run (pure; see ``run_transient``).
 
         ``properties``: further ``Key=value`` unit properties, one ``-p`` each, after the fleet's own
-        (the run's sandbox, ``_core.sandbox.properties``; ``docs/sandbox.md``).
+        (the run's sandbox, ``_core.dispatch.sandbox.properties``; ``docs/sandbox.md``).
 
         ``success_exit_status``: exit codes that are not a failure of the unit, so ``OnFailure=`` does
         not fire for them (a retry or a capacity ending is the mechanism working, and an

@@ -18,8 +18,8 @@ import os
 import socket
 from typing import Any, Callable, Dict, List, Tuple
 
-from .._core.model import parse_time, UTC
-from .._core.naming import worktree_name
+from .._core.board.model import parse_time, UTC
+from .._core.board.naming import worktree_name
 from .files import home_dir
 from .git import Git, GitError, Workspace
 from .headroom import measure

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from .program import main
+from .cli import main
 from .spawn import keep_environment_private
 
 if __name__ == '__main__':

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Tuple
 
 from .._board.factory import open_board
 from .._board.protocol import BoardError
-from .._core.agent_env import parse_env_file
+from .._core.outcome.agent_env import parse_env_file
 from .._store.sql import redact_dsn
 
 EXIT_OPENED = 0
@@ -73,7 +73,7 @@ def check_board(spec_path: str, environ, *, spec_reader: Callable[[str, Any], Di
                 opener: Callable[[Dict[str, Any]], Any] = open_board) -> Tuple[int, Dict[str, Any]]:
     """Open and read the board ``spec_path`` names as a run would; returns (exit code, the JSON answer).
 
-    ``spec_reader(path, environ)`` is the runner's own ``program.board_spec`` (passed in: it imports this module).
+    ``spec_reader(path, environ)`` is the runner's own ``config.board_spec`` (passed in by ``cli.main``).
     """
     try:
         spec = spec_reader(spec_path, environ)

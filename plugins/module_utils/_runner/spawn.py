@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The agent's process: started in its own process group, output to one file, stopped as a group.
 
-One implementation for both runners (the item runner, ``program.py``, and the chain runner's
-successor session, ``chain.py``; D15). The runner is not a module: it owns the agent's process
+One implementation for both runners (the item runner, ``run.py``, and the chain runner's
+successor session, ``chain/session.py``; D15). The runner is not a module: it owns the agent's process
 group to stop it, which ``run_command`` cannot give.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import stat
 import subprocess
 from typing import Callable, Optional
 
-from .._core.agent_env import parse_env_file
+from .._core.outcome.agent_env import parse_env_file
 
 # Seconds between SIGTERM and SIGKILL of the agent's process group when the run is stopped.
 # Unmeasured guess, bounded by the supervisor: systemd's default TimeoutStopSec is 90 s and the

@@ -16,7 +16,7 @@ import re
 import sys
 from typing import Any, Dict, Optional
 
-from .._core.model import format_time
+from .._core.board.model import format_time
 from .._host.cmd import SubprocessRunner
 from .._host.git import Git, GitError
 
@@ -53,7 +53,7 @@ def installed_version(code_dir: str) -> Optional[str]:
 
 def code_root() -> str:
     """The collection checkout this file was loaded from (``.../ansible_collections/fleet/dispatch``)."""
-    here = os.path.abspath(__file__)   # .../dispatch/plugins/module_utils/_runner/program.py
+    here = os.path.abspath(__file__)   # .../dispatch/plugins/module_utils/_runner/update.py
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(here))))
 
 

@@ -16,8 +16,8 @@ import datetime as _dt
 import re
 import sqlite3
 
-from .._core.model import UTC, format_time, parse_time
-from .._core.naming import DISPATCH_TAG, claimed_name, is_dispatch_name
+from .._core.board.model import UTC, format_time, parse_time
+from .._core.board.naming import DISPATCH_TAG, claimed_name, is_dispatch_name
 from .sql import DEFAULT_TIMEOUT, SqlError, SqlStore
 
 COMPONENT = 'handoff'
@@ -32,7 +32,7 @@ MIGRATIONS = [
 """``id`` is ``claim_id(parent, successor)``: its PRIMARY KEY is the lock. ``holder`` is the winning
 host; ``workspace`` its ``claimed_name`` (stored so a loser's status line can say where the work
 runs without recomputing it under another naming rule); ``claimed_at`` is the winner's ``now``,
-``_core.model.format_time`` text. ``parent`` and ``successor`` are kept as columns so a human can query
+``_core.board.model.format_time`` text. ``parent`` and ``successor`` are kept as columns so a human can query
 them without parsing ids."""
 
 RETURNING_MIN_SQLITE = (3, 35, 0)

@@ -8,7 +8,7 @@ a "no live unit" pre-flight 26-27 s before they launched, and both launched. The
 takes the lock runs in a worker process that exits after its task, so the lease is *data*: a row
 of the table ``leases`` (its own migration component, ``lease``) in a ``_store.sql.SqlStore`` --
 SQLite on one controller (the ledger file, or a state-dir file), PostgreSQL for several. One
-statement set for both dialects; the rule is ``_core.lease`` (pure). A store that breaks fails
+statement set for both dialects; the rule is ``_core.dispatch.lease`` (pure). A store that breaks fails
 open (D5). The rules in full, with their reasons: ``docs/internals.md``, section ``_store/lease.py``.
 """
 
@@ -18,9 +18,9 @@ import datetime as _dt
 import os
 from typing import Any, Dict, Optional
 
-from .._core.lease import (  # noqa: F401 - re-exported: the lookup and the tests import them from here
+from .._core.dispatch.lease import (  # noqa: F401 - re-exported: the lookup and the tests import them from here
     Lease, LeaseError, check_request, decide_acquire, decide_release, describe, degraded)
-from .._core.model import UTC, format_time, parse_time
+from .._core.board.model import UTC, format_time, parse_time
 from .sql import DEFAULT_TIMEOUT, SqlError, SqlStore, redact_dsn, scrub  # one DSN redaction for the ledger and the lease
 
 DEFAULT_TTL = 600
@@ -109,7 +109,7 @@ def sqlite_path(path: str = '') -> str:
 
 
 def _record(row) -> Optional[Dict[str, Any]]:
-    """A stored row as ``_core.lease``'s record; the never-taken placeholder is no record."""
+    """A stored row as ``_core.dispatch.lease``'s record; the never-taken placeholder is no record."""
     if row is None or (row[0] is None and not row[1] and row[2] is None and row[4] is None):
         return None
     return {'owner': row[0] or '', 'token': int(row[1]), 'acquired_at': row[2], 'expires_at': row[3],
@@ -140,7 +140,7 @@ class SqlLeaseStore(LeaseStore):
     """Leases in the SQL store: SQLite ``path`` (one controller) or PostgreSQL ``dsn`` (several).
 
     Every operation is one write transaction: make the row exist, read it under its row lock,
-    decide with ``_core.lease``, write the decision. A store that cannot be opened, migrated or
+    decide with ``_core.dispatch.lease``, write the decision. A store that cannot be opened, migrated or
     written fails OPEN (``degraded``) with the failure and the fix; caller errors raise
     ``LeaseError``. A missing SQLite file is created, and its directory too (mode 0700): the
     default store cannot be missing.

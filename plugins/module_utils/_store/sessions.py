@@ -7,7 +7,7 @@ Its own schema component (``session``) in the same store as the board and the cl
 path over SQLite and PostgreSQL (``_store.sql``). A session's close and its handoff are one
 write transaction (``close``), so no runner ever sees a closed session whose handoff is still to
 come. The successor's row is inserted by the runner that starts it, ``ON CONFLICT DO NOTHING`` on
-an id that is a pure function of parent and successor (``_core.chain.successor_session_id``):
+an id that is a pure function of parent and successor (``_core.chains.chain.successor_session_id``):
 the row is the proof that one master took it. Claims of ``any-`` successors stay in
 ``_store.handoff`` (the race-tested insert); a claim row lives in its own table and carries no
 handoff, so no runner can mistake it for work.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 
-from .._core.model import UTC, format_time, parse_time
+from .._core.board.model import UTC, format_time, parse_time
 from . import handoff as _handoff
 from .sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
 

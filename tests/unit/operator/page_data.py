@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import Blocker, Comment, Item, format_time
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.plan import assess
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Blocker, Comment, Item, format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

@@ -16,8 +16,8 @@ import subprocess
 import sys
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 SPEC = importlib.util.spec_from_file_location('demo_wait', str(REPO / 'demo' / 'wait.py'))

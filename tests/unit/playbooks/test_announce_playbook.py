@@ -13,7 +13,7 @@ import json
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 
 from test_playbooks import playbook  # noqa: E402 - the same runner as the other playbook tests
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(sys.executable).parent
@@ -95,7 +95,7 @@ def test_a_cycle_that_probes_nothing_keeps_the_last_sweep_fleet_on_the_page(tmp_
     """status and a plan-mode sweep probe no master: the page shows the last probing sweep's record, dated,
     and they never overwrite it (fleet.json is written only by a cycle that probed)."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import board_id
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import board_id
     board_dir = tmp_path / 'state' / 'fleet-dispatch' / board_id(*board_identity(board))   # the board's own directory
     board_dir.mkdir(parents=True)
     record = {'at': '2026-11-30T12:00:00Z', 'masters': [

@@ -19,8 +19,8 @@ import sys
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity, open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.naming import board_id, lease_name
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import board_id, lease_name
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(sys.executable).parent

@@ -50,7 +50,7 @@ def test_placement_takes_no_cap():
     no max, limit or per-master cap can be passed."""
     import inspect
     from ansible_collections.fleet.dispatch.plugins.filter import dispatch as filters
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core import plan as _plan
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import plan as _plan
     for func in (filters.place, _plan.place):
         params = list(inspect.signature(func).parameters)
         assert len(params) == 2, params

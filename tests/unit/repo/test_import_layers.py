@@ -7,6 +7,9 @@ no cycle anywhere, and imports only point down the layers of docs/architecture.m
     decisions (_core)  <  adapters (_board, _store, _host)  <  the runner (_runner)  <  thin
     (modules, lookup, action, filter, doc_fragments, and the flat module_utils helpers they share)
 
+Inside the decisions, the topics are layered too: board (the model, markers, references, naming)
+< outcome (what a run's end means) < chains < dispatch (the guarded path's steps).
+
 Nothing in module_utils imports Ansible (the runner and the decisions run without it), and the
 decisions import no I/O, process or clock module (time is a parameter).
 """
@@ -22,6 +25,8 @@ PREFIX = 'ansible_collections.fleet.dispatch.'
 LAYERS = {'decisions': 0, 'adapters': 1, 'runner': 2, 'thin': 3}
 MU = 'plugins.module_utils.'
 PACKAGES = {'_core': 'decisions', '_board': 'adapters', '_store': 'adapters', '_host': 'adapters', '_runner': 'runner'}
+TOPICS = {'board': 0, 'outcome': 1, 'chains': 2, 'dispatch': 3}
+"""The sub-packages of ``_core``, lowest first: a topic imports only its own and lower ones."""
 NO_IO = frozenset(['os', 'io', 'subprocess', 'socket', 'sqlite3', 'shutil', 'time', 'tempfile', 'fcntl', 'signal',
                    'urllib', 'http', 'requests', 'psycopg', 'pwd'])
 
@@ -130,6 +135,26 @@ def upward(edges):
             for a in sorted(edges) for b in sorted(edges[a]) if LAYERS[layer(b)] > LAYERS[layer(a)]]
 
 
+def topic(module):
+    """The ``_core`` topic of a dotted module name under plugins/, or None outside ``_core``."""
+    if module.startswith(MU + '_core.'):
+        return module[len(MU + '_core.'):].split('.')[0]
+    return None
+
+
+def upward_topics(edges):
+    """Every import inside ``_core`` that points up a topic (or into a topic not in TOPICS)."""
+    bad = []
+    for a in sorted(edges):
+        for b in sorted(edges[a]):
+            ta, tb = topic(a), topic(b)
+            if ta is None or tb is None:
+                continue
+            if ta not in TOPICS or tb not in TOPICS or TOPICS[tb] > TOPICS[ta]:
+                bad.append('%s (%s) -> %s (%s)' % (a, ta, b, tb))
+    return bad
+
+
 def forbidden_externals(external):
     """module_utils imports no Ansible; the decisions import no I/O, process or clock module."""
     bad = []
@@ -146,9 +171,9 @@ EDGES, EXTERNAL = graph()
 
 def test_the_graph_sees_relative_and_lazy_imports():
     """A graph that lost its edges would pass every check below: pin a few known ones."""
-    assert MU + '_core.markers' in EDGES[MU + '_runner.program']               # from .._core.markers import
+    assert MU + '_core.board.markers' in EDGES[MU + '_runner.run']                   # from .._core.board.markers import
     assert MU + '_board.ledger' in EDGES[MU + '_board.factory']                # lazy, inside open_board
-    assert MU + '_core.plan' in EDGES['plugins.action.guard']                  # absolute collection import
+    assert MU + '_core.dispatch.plan' in EDGES['plugins.action.guard']                  # absolute collection import
     assert {layer(m) for m in EDGES} == set(LAYERS)
 
 
@@ -162,6 +187,23 @@ def test_imports_point_down_the_layers():
     assert not found, 'imports that point up a layer:\n' + '\n'.join(found)
 
 
+def test_decision_topics_point_down():
+    found = upward_topics(EDGES)
+    assert not found, 'imports that point up a _core topic (%s, lowest first):\n' % ', '.join(
+        sorted(TOPICS, key=TOPICS.get)) + '\n'.join(found)
+
+
+def test_every_decision_is_in_a_topic():
+    loose = sorted(m for m in EDGES if m.startswith(MU + '_core.') and topic(m) not in TOPICS)
+    assert not loose, 'decisions outside the topics %s: %s' % (sorted(TOPICS), loose)
+
+
+def test_the_topic_check_catches_a_violation():
+    edges = {MU + '_core.board.naming': {MU + '_core.dispatch.plan'}, MU + '_core.dispatch.plan': {MU + '_core.board.model'},
+             MU + '_core.stray': set()}
+    assert upward_topics(edges) == [MU + '_core.board.naming (board) -> ' + MU + '_core.dispatch.plan (dispatch)']
+
+
 def test_module_utils_imports_no_ansible_and_decisions_no_io():
     found = forbidden_externals(EXTERNAL)
     assert not found, '\n'.join(found)
@@ -170,8 +212,8 @@ def test_module_utils_imports_no_ansible_and_decisions_no_io():
 @pytest.mark.parametrize('edges, cyc, up', [
     ({MU + '_core.a': {MU + '_core.b'}, MU + '_core.b': {MU + '_core.a'}}, [[MU + '_core.a', MU + '_core.b']], []),
     ({MU + '_core.a': {MU + '_host.cmd'}, MU + '_host.cmd': set()}, [], [MU + '_core.a (decisions) -> ' + MU + '_host.cmd (adapters)']),
-    ({MU + '_board.x': {MU + '_runner.program'}, MU + '_runner.program': {MU + '_board.x'}},
-     [[MU + '_board.x', MU + '_runner.program']], [MU + '_board.x (adapters) -> ' + MU + '_runner.program (runner)']),
+    ({MU + '_board.x': {MU + '_runner.run'}, MU + '_runner.run': {MU + '_board.x'}},
+     [[MU + '_board.x', MU + '_runner.run']], [MU + '_board.x (adapters) -> ' + MU + '_runner.run (runner)']),
     ({MU + '_host.cmd': {MU + '_argspec'}, MU + '_argspec': set()}, [], [MU + '_host.cmd (adapters) -> ' + MU + '_argspec (thin)']),
 ])
 def test_the_checks_catch_a_violation(edges, cyc, up):

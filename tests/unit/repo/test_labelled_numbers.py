@@ -25,7 +25,7 @@ NOT_TUNABLES = {
     'EXIT_UPDATE_FAILED': 'an exit code',
     'EXIT_CLOSEOUT_LOST': 'an exit code',
     'EXIT_START_LOST': 'an exit code',
-    'EXIT_OK': 'an exit code (the chain runner, _runner/chain.py)',
+    'EXIT_OK': 'an exit code (the chain runner, _runner/chain/config.py)',
     'EXIT_START_FAILED': 'an exit code',
     'EXIT_CLOSE_LOST': 'an exit code',
     'EXIT_LEDGER_UNREACHABLE': 'an exit code',

@@ -98,7 +98,7 @@ def _warned(args):
 def test_the_decide_step_is_the_probe_place_and_batch_steps_in_one_call():
     """stage=decide answers exactly what the three stages answer when called one after another on the same
     probe answers (one implementation), gives the worker with work its launch list and stamps the step."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.fanout import launch_work, probe_answers
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import launch_work, probe_answers
     args = _decide_args()
     out, warnings = _warned(args)
     results = probe_answers(DECIDE_MASTERS, args['worker_probes'])

@@ -8,7 +8,7 @@ from unittest import mock
 from ansible.playbook.task import Task
 
 from ansible_collections.fleet.dispatch.plugins.action import guard
-from ansible_collections.fleet.dispatch.plugins.module_utils._core import plan
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import plan
 
 
 def test_a_secret_looking_setenv_is_named_in_a_warning_and_never_its_value():

@@ -154,7 +154,7 @@ def test_the_worker_side_refuses_code_that_is_not_the_controllers(tmp_path):
     src = os.path.join(root, 'ansible_collections', 'fleet', 'dispatch', 'plugins', 'module_utils')
     dest = copy / 'ansible_collections' / 'fleet' / 'dispatch' / 'plugins' / 'module_utils'
     shutil.copytree(src, str(dest), ignore=shutil.ignore_patterns('__pycache__'))
-    with open(str(dest / '_core' / 'naming.py'), 'a') as handle:
+    with open(str(dest / '_core' / 'board' / 'naming.py'), 'a') as handle:
         handle.write('\n# a local edit\n')
     action = _action(worker_probe, {'masters': ['root'], 'runner_dir': str(copy)})
     action._low_level_execute_command = _worker_side(tmp_path, str(copy))

@@ -20,7 +20,7 @@ from ansible.plugins.loader import lookup_loader
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import (
     DEFAULT_TTL, FILE_ALIAS_REMOVED_IN, LEASE_FILE, SqlLeaseStore)
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
 
 ENV_VARS = ('FLEET_DISPATCH_LEASE_DIR', 'FLEET_DISPATCH_LEASE_PATH', 'FLEET_DISPATCH_LEASE_TTL', 'FLEET_DISPATCH_LEASE_BACKEND', 'FLEET_DISPATCH_LEASE_DSN')
 

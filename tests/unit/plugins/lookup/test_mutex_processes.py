@@ -36,8 +36,8 @@ import pytest
 
 from racing import run_contenders
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.lease import decide_acquire
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.lease import decide_acquire
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import SqlLeaseStore
 
 PROCS = 8

@@ -7,8 +7,8 @@ import datetime as dt
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import markers_of, parse_marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import closing_refs
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of, parse_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import closing_refs
 from ansible_collections.fleet.dispatch.plugins.modules import board_info, board_item, board_marker
 
 NOW = '2026-11-30T12:00:00Z'

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.references import closing_refs
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import closing_refs
 from ansible_collections.fleet.dispatch.plugins.modules import board_report
 
 NOW = '2026-11-30T12:00:00Z'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import dump_state, make_state
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import dump_state, make_state
 from ansible_collections.fleet.dispatch.plugins.module_utils._host import files, headroom
 from fakes.scripted_runner import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SHOW_OPTS, UNIT_PROPS

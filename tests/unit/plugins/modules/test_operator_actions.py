@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.markers import format_marker, markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker, markers_of
 from ansible_collections.fleet.dispatch.plugins.modules import board_item
 
 
@@ -99,7 +99,7 @@ def test_a_plain_comment_is_posted_and_never_a_marker(run_module, board):
 
 # -- capacity_clear: the human act that lifts a revoked master (D8) --------------------------------
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.capacity import dump_state, make_state  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import dump_state, make_state  # noqa: E402
 from ansible_collections.fleet.dispatch.plugins.modules import capacity_clear, capacity_info  # noqa: E402
 
 REVOKED = dump_state(make_state('revoked', written_at='2026-11-29T11:00:00Z', message='invalid x-api-key'))

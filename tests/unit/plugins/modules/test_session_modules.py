@@ -9,7 +9,7 @@ chain hop by hop with the claim's holder and the handoffs still waiting, with ho
 """
 from __future__ import annotations
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.chain import parse_handoff, successor_session_id
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains.chain import parse_handoff, successor_session_id
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.handoff import HandoffStore
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sessions import SessionStore
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import SqlStore
@@ -61,7 +61,7 @@ def test_sessions_info_shows_hops_claims_and_waits(run_module, ledger_url):
 
 
 def test_sessions_info_local_reads_this_masters_losses_and_no_ledger(run_module, tmp_path):
-    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import LocalRecord
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain.tick import LocalRecord
     record = LocalRecord(str(tmp_path))
     record.lose('lap-7', 'any-docs', 'desk-2', '2026-12-01T09:01:00.000000Z')
     record.lose('lap-9', 'any-web', 'desk-3 (master fleet2)', '2026-12-01T09:02:00.000000Z')

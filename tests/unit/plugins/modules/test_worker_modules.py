@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """fleet.dispatch.worker_probe and worker_launch: main() over a scripted runner, as the master itself.
 
-The identity switch to other masters is tests/unit/plugins/module_utils/test_identity.py (as root) and the
+The identity switch to other masters is tests/unit/plugins/module_utils/_host/test_identity.py (as root) and the
 bed (tests/integration/test_dispatch_path.py runs the path through these modules)."""
 from __future__ import annotations
 

@@ -387,7 +387,7 @@ def _collection_version():
 
 
 def test_the_runner_is_the_controllers_collection_root_owned_and_on_the_run_path(host, master):
-    code = host.file(RUNNER_CODE + '/ansible_collections/fleet/dispatch/plugins/module_utils/_runner/program.py')
+    code = host.file(RUNNER_CODE + '/ansible_collections/fleet/dispatch/plugins/module_utils/_runner/run.py')
     assert code.exists and code.user == 'root' and code.mode == 0o644
     assert not host.file(RUNNER_CODE + '/ansible_collections/fleet/dispatch/plugins/module_utils/_core/__pycache__').exists
     out = _as(host, master['name'], '.local/bin/fleet-runner --version')

@@ -1,0 +1,159 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The shared data model: what every board adapter returns and every decision reads.
+
+Pure data, no I/O. Boards (the ledger over SQL, GitHub over GraphQL) build these objects;
+the decision core (markers, eligibility, retry, attribution) only reads them. Keeping one
+model is what lets the sweeper, the hand dispatch and the runner agree (one
+implementation, two callers).
+
+All times are timezone-aware UTC ``datetime`` objects. Text times cross module boundaries
+as ISO-8601 with a ``Z`` suffix (``format_time``/``parse_time``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+UTC = _dt.timezone.utc
+
+
+def parse_time(value: Any) -> Optional[_dt.datetime]:
+    """Parse an ISO-8601 string (``Z`` or offset) or a datetime into an aware UTC datetime.
+
+    ``None`` and ``''`` give ``None``. A naive datetime is taken to be UTC.
+    Raises ``ValueError`` for anything else that does not parse.
+    """
+    if value is None or value == '':
+        return None
+    if isinstance(value, _dt.datetime):
+        dt = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith('Z') or text.endswith('z'):
+            text = text[:-1] + '+00:00'
+        dt = _dt.datetime.fromisoformat(text)
+    else:
+        raise ValueError('not a time: %r' % (value,))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+def format_time(value: Optional[_dt.datetime]) -> Optional[str]:
+    """Format an aware datetime as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (sorts as text); None stays None."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+@dataclass
+class Comment:
+    """One comment on an item: a marker (when it starts with a marker glyph) or human text."""
+
+    id: str
+    body: str
+    created_at: _dt.datetime
+    author: str = ''
+    association: str = ''
+    """The author's standing in the repository where the board knows it (GitHub's
+    ``authorAssociation``: OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...); ``''`` otherwise."""
+
+
+@dataclass
+class Event:
+    """A state change of an item: ``kind`` is ``closed`` or ``reopened``."""
+
+    kind: str
+    at: _dt.datetime
+    actor: str = ''
+
+
+@dataclass
+class Blocker:
+    """A dependency edge: ``number`` blocks the item while ``state`` is ``open``."""
+
+    number: int
+    state: str
+    repo: str = ''
+
+
+@dataclass
+class Artifact:
+    """A change that may prove work done: a pull request, or a ledger change.
+
+    ``closes`` lists the item numbers whose closing reference it carries (D16 adjacency
+    already applied by whoever built it). ``created_at`` is when the artifact first existed,
+    ``merged_at`` when it merged (``None`` while not merged).
+
+    ``base`` is the branch a pull request merges into, and ``into_closing_branch`` whether that
+    is the branch the forge closes issues from (GitHub: the repository's default branch, unless
+    the board names another): ``False`` means a merge that the forge itself would not count as
+    closing the item, which is never credited; ``None`` means unknown or not applicable (ledger).
+    """
+
+    ref: str
+    created_at: _dt.datetime
+    merged: bool = False
+    merged_at: Optional[_dt.datetime] = None
+    closes: List[int] = field(default_factory=list)
+    url: str = ''
+    title: str = ''
+    base: str = ''
+    into_closing_branch: Optional[bool] = None
+
+
+@dataclass
+class Item:
+    """One unit of work on the board.
+
+    ``state`` is ``open`` or ``closed``; ``status`` is the board's status field value
+    (``Ready``, ``Backlog``, ...). ``comments`` and ``events`` are in time order.
+    """
+
+    number: int
+    title: str
+    state: str
+    status: str = ''
+    body: str = ''
+    id: str = ''
+    repo: str = ''
+    url: str = ''
+    comments: List[Comment] = field(default_factory=list)
+    events: List[Event] = field(default_factory=list)
+    blockers: List[Blocker] = field(default_factory=list)
+    artifacts: List[Artifact] = field(default_factory=list)
+    created_at: Optional[_dt.datetime] = None
+    updated_at: Optional[_dt.datetime] = None
+    marker_authors: Optional[List[str]] = None
+    """The fleet's identities on this board (set by the board that read the item): only their
+    glyph-led comments are markers (``_core.board.markers.markers_of``). ``None``: an item built by hand,
+    nothing enforced -- every board adapter sets it."""
+    sessions: Optional[List[Dict[str, Any]]] = None
+    """The ledger's session rows of this item (seed 003; ``_store/sessions.py`` columns), set by a board
+    that shares its store with the sessions; ``None``: not known (a ``handoff`` marker then holds the
+    item until a later marker or a reopen, ``_core/dispatch/eligibility.py``)."""
+    unreadable: str = ''
+    """Why part of this item could not be read (the board's own words), ``''`` when it was read whole:
+    such an item is shown, never dispatched (eligibility reason ``unreadable``)."""
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Turn model objects (dataclasses, datetimes, lists, dicts) into JSON-ready data."""
+    if hasattr(obj, '__dataclass_fields__'):
+        return to_jsonable(asdict(obj))
+    if isinstance(obj, _dt.datetime):
+        return format_time(obj)
+    if isinstance(obj, dict):
+        return dict((str(k), to_jsonable(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    return obj
+
+
+JsonDict = Dict[str, Any]

@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+""""Why not?" for one item: every hold, every marker with its author, every start and whether it
+counted, the blockers, the placement it would get now, and what its last run read. Pure, no I/O.
+
+It calls the same ``evaluate`` and ``place`` the dispatch path calls (D15), so the answer is the
+decision the next sweep would make, not a second opinion. Reads only; it never writes a marker (D6).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from .eligibility import UNCOUNTED_ENDINGS, evaluate, last_reopen
+from ..board.markers import TERMINAL, parse_marker
+from ..board.model import format_time, parse_time, to_jsonable
+from .plan import place
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _markers_with_authors(item) -> List[Dict[str, Any]]:
+    """Every marker in time order (the order ``markers_of`` uses), with the comment's author."""
+    found = []
+    for index, comment in enumerate(_get(item, 'comments', None) or ()):
+        marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
+        if marker is not None:
+            found.append((index, marker, str(_get(comment, 'author', '') or '')))
+    if all(m.at is not None for _i, m, _a in found):
+        found.sort(key=lambda row: (row[1].at, row[0]))
+    return [{'kind': m.kind, 'at': m.at, 'author': author, 'comment_id': m.comment_id,
+             'fields': to_jsonable(m.fields or {})} for _i, m, author in found]
+
+
+def _starts(markers, reopen_at, uncounted) -> List[Dict[str, Any]]:
+    """Each start, its ending, and whether it spent an attempt (the rule of ``count_attempts``)."""
+    out = []
+    for index, marker in enumerate(markers):
+        if marker['kind'] != 'start':
+            continue
+        ending = markers[index + 1] if index + 1 < len(markers) else None
+        end_kind = ending['kind'] if ending is not None and ending['kind'] != 'start' else None
+        if reopen_at is not None and (marker['at'] is None or marker['at'] < reopen_at):
+            counted, why = False, 'before the reopen at %s: a reopen starts the count again' % format_time(reopen_at)
+        elif end_kind in uncounted:
+            counted, why = False, 'its run ended in a %s marker, which does not spend an attempt' % end_kind
+        elif end_kind is None:
+            counted = True
+            why = ('no ending yet (a live run, or an orphan the reaper has not reset)' if ending is None
+                   else 'followed by another start with no ending between them')
+        else:
+            counted, why = True, 'its run ended in a %s marker' % end_kind
+        out.append({'at': format_time(marker['at']), 'author': marker['author'],
+                    'unit': marker['fields'].get('unit'), 'host': marker['fields'].get('host'),
+                    'master': marker['fields'].get('master'), 'ending': end_kind,
+                    'counted': counted, 'why': why})
+    return out
+
+
+def chain_hold_text(hold: str, chain: Dict[str, Any]) -> str:
+    """Why a handoff marker holds the item (seed 003): the chain's last hop, in words."""
+    session = chain.get('session') or '?'
+    if not chain.get('known'):
+        return ('its last marker is a handoff from session %s, and the board does not know how that chain went on: a '
+                'session chain carries the item until a later marker of its own (or a reopen)' % session)
+    where = 'session %s (hop %s) on %s/%s' % (chain.get('tail'), chain.get('depth'), chain.get('host') or '?',
+                                              chain.get('master') or '?')
+    if hold == 'chain_stopped':
+        return ('the chain it handed off to was stopped: %s was refused (%s); reopen the item to dispatch it again'
+                % (where, chain.get('reason') or 'no reason recorded'))
+    if chain.get('state') == 'open':
+        return 'a session chain carries it: %s runs' % where
+    return 'a session chain carries it: %s closed and handed off to %s, waiting for a runner' % (where, chain.get('handoff'))
+
+
+def _hold_text(hold, verdict, item, max_attempts) -> str:
+    last = verdict.last_marker
+    if hold == 'unreadable':
+        return 'the board could not read all of it (%s): every other reason would be judged on partial data' % (
+            _get(item, 'unreadable', '') or 'no detail')
+    if hold == 'done':
+        return 'closed, and its last marker is a success'
+    if hold == 'closed':
+        return 'the item is closed (without a success marker after its last start)'
+    if hold == 'running':
+        fields = last.fields if last is not None else {}
+        return 'its last marker is a start (%s on %s/%s at %s): a run is open' % (
+            fields.get('unit') or 'a run', fields.get('host') or '?', fields.get('master') or '?', format_time(last.at))
+    if hold in ('chained', 'chain_stopped'):
+        return chain_hold_text(hold, verdict.chain or {})
+    if hold == 'tombstone':
+        return 'its last marker is a success but the item is still open: reopen it to run it again'
+    if hold == 'retry_wait':
+        return 'a retry marker holds it until %s' % format_time(verdict.not_before)
+    if hold == 'parked':
+        return '%s attempts reached the cap of %s: reopen the item (a reopen starts the count again) or raise the cap' % (
+            verdict.attempts, max_attempts)
+    if hold == 'blocked':
+        return 'open blockers: %s' % ', '.join('#%s' % n for n in verdict.open_blockers)
+    if hold == 'not_ready':
+        return 'its status is %r, not the ready status' % (_get(item, 'status', '') or '')
+    return hold
+
+
+def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = 3,
+            masters: Optional[List[Dict[str, Any]]] = None, uncounted: Any = UNCOUNTED_ENDINGS) -> Dict[str, Any]:
+    """Everything the dispatch path decides about ``item`` at ``now``, with the facts behind it.
+
+    ``masters`` are the dicts ``place`` takes (``worker``, ``master``, ``dark``, ``headroom``); ``None``
+    means none were given, and the placement says so instead of guessing.
+    """
+    when = parse_time(now)
+    verdict = evaluate(item, now=when, ready=ready, max_attempts=max_attempts, uncounted=uncounted)
+    markers = _markers_with_authors(item)
+    reopen_at = last_reopen(item)
+    holds = [{'reason': hold, 'why': _hold_text(hold, verdict, item, max_attempts)} for hold in verdict.holds]
+    if verdict.reopened:
+        holds_note = 'a reopen after the last marker outranks it: the last marker is not read'
+    else:
+        holds_note = ''
+
+    number = _get(item, 'number')
+    repo = _get(item, 'repo', '') or ''
+    if not verdict.eligible:
+        placement = {'placed': False, 'worker': None, 'master': None,
+                     'why': 'not a candidate: %s' % verdict.reason}
+    elif masters is None:
+        placement = {'placed': False, 'worker': None, 'master': None,
+                     'why': 'eligible; no masters were given, so no placement was computed'}
+    else:
+        plan = place([{'number': number, 'repo': repo, 'title': _get(item, 'title', '')}], masters)
+        if plan['assignments']:
+            got = plan['assignments'][0]
+            live = [m for m in masters if not m.get('dark')]
+            chosen = [m for m in live if m.get('worker') == got['worker'] and m.get('master') == got['master']]
+            head = (chosen[0].get('headroom') if chosen else None) or {}
+            placement = {'placed': True, 'worker': got['worker'], 'master': got['master'],
+                         'why': 'the most headroom of %d usable master(s) (%d dark): live runs %s, load %s over %s cpus, '
+                                '%s kB memory available (unknown figures count as idle)' % (
+                                    len(live), len(plan['dark']), head.get('live_runs', 'unknown'),
+                                    head.get('load1', 'unknown'), head.get('cpus', 'unknown'),
+                                    head.get('mem_available_kb', 'unknown'))}
+        else:
+            placement = {'placed': False, 'worker': None, 'master': None, 'why': plan['unplaced'][0]['why']}
+        placement['dark'] = plan['dark']
+
+    last_run = None
+    for marker in reversed(markers):
+        if marker['kind'] in TERMINAL:
+            last_run = {'kind': marker['kind'], 'at': format_time(marker['at']), 'author': marker['author'],
+                        'fields': marker['fields'],
+                        'classify': 'on %s as %s: fleet-runner classify ~/.local/state/fleet-dispatch/runs/%s/capture.log' % (
+                            marker['fields'].get('host') or 'its worker', marker['fields'].get('master') or 'its master',
+                            marker['fields'].get('unit') or 'task-%s' % number)}
+            break
+
+    return {
+        'number': number, 'repo': repo, 'title': _get(item, 'title', ''), 'url': _get(item, 'url', ''),
+        'state': _get(item, 'state', ''), 'status': _get(item, 'status', ''),
+        'eligible': bool(verdict.eligible), 'reason': verdict.reason,
+        'holds': holds, 'reopened': bool(verdict.reopened), 'reopened_at': format_time(reopen_at), 'note': holds_note,
+        'markers': [dict(m, at=format_time(m['at'])) for m in markers],
+        'attempts': verdict.attempts, 'max_attempts': max_attempts,
+        'starts': _starts(markers, reopen_at, frozenset(uncounted or ())),
+        'blockers': [{'number': _get(b, 'number'), 'repo': _get(b, 'repo', '') or '', 'state': _get(b, 'state'),
+                      'blocks': _get(b, 'number') in verdict.open_blockers} for b in _get(item, 'blockers', None) or ()],
+        'placement': placement,
+        'last_run': last_run,
+        'chain': verdict.chain,
+    }
+
+
+def explain_lines(ex: Dict[str, Any]) -> List[str]:
+    """The explanation as lines a human reads (the playbook prints these)."""
+    lines = ['#%s %s -- %s (%s/%s)' % (ex['number'], ex['title'], 'ELIGIBLE' if ex['eligible'] else 'held: %s' % ex['reason'],
+                                       ex['state'], ex['status'])]
+    lines.append('holds (every one that applies, highest first):' if ex['holds'] else 'holds: none')
+    lines.extend('  %s: %s' % (h['reason'], h['why']) for h in ex['holds'])
+    if ex['note']:
+        lines.append('  note: ' + ex['note'])
+    lines.append('markers (%d, in order):' % len(ex['markers']))
+    lines.extend('  %s %s by %s' % (m['at'], m['kind'], m['author'] or 'unknown') for m in ex['markers'])
+    lines.append('attempts: %s of %s' % (ex['attempts'], ex['max_attempts']))
+    lines.extend('  start %s by %s: %s -- %s' % (s['at'], s['author'] or 'unknown', 'counted' if s['counted'] else 'skipped', s['why'])
+                 for s in ex['starts'])
+    lines.append('blockers:' if ex['blockers'] else 'blockers: none')
+    lines.extend('  #%s %s%s' % (b['number'], b['state'], ' (blocks)' if b['blocks'] else '') for b in ex['blockers'])
+    place_ = ex['placement']
+    lines.append('placement now: %s -- %s' % ('%s/%s' % (place_['worker'], place_['master']) if place_['placed'] else 'none',
+                                              place_['why']))
+    chain = ex.get('chain')
+    if chain and chain.get('known'):
+        lines.append('chain after its last handoff: session %s -> %s (hop %s, %s)%s' % (
+            chain.get('session'), chain.get('tail'), chain.get('depth'), chain.get('state'),
+            '' if chain.get('alive') or chain.get('stopped') else ': it ended without a marker of its own, so the item is '
+            'back in the queue'))
+    run = ex['last_run']
+    if run:
+        lines.append('last run: %s at %s (%s)' % (run['kind'], run['at'],
+                                                  ', '.join('%s=%s' % (k, run['fields'][k]) for k in sorted(run['fields']))))
+        lines.append('  classify its capture: ' + run['classify'])
+    else:
+        lines.append('last run: none closed')
+    return lines

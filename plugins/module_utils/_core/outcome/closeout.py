@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The close-out decision: the one terminal marker a finished run posts, and its exit code.
+
+Pure: the runner passes the ONE parse of the capture (``agents.read_capture(...).outcome()``), the item as
+re-read from the board, and ``now``. How the runner acts on it is ``_runner.run``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+from .capacity import state_from
+from ..board.markers import markers_of
+from ..board.model import format_time
+from ..board.references import artifacts_since, attribute
+from .retry import DEFAULT_BACKOFF, plan_retry, retry_gate
+
+EXIT = {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14}
+# 'stopped' 14 only when the AGENT alone died of SIGTERM/SIGINT from outside; a stop of the unit
+# re-raises the signal instead, so systemd records the signal itself.
+
+
+@dataclass
+class Decision:
+    """The close-out: exactly one terminal marker, and what it does to the master's capacity file."""
+
+    kind: str
+    text: str
+    fields: Dict[str, Any] = field(default_factory=dict)
+    close: bool = False                       # success: close the item AFTER the comment
+    capacity_state: Optional[Dict[str, Any]] = None   # write this capacity state
+    clean: bool = False                       # a clean run: delete the capacity state
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT.get(self.kind, EXIT['failure'])
+
+
+def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str = '', exit_code: Optional[int] = None,
+           capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '') -> Decision:
+    """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
+
+    ``outcome`` is ``_core.outcome.agents.read_capture(capture, agent).outcome(exit_code)`` -- the ONE parse that feeds both the gate and
+    this decision (D7). ``item`` is the item as re-read from the board after the agent ended
+    (``None`` when the board could not be read: then nothing can be credited and fact 4 of the gate
+    is unproven, so the run is neither a success nor a retry).
+
+    Order: a time-attributed merged artifact is a success whatever the exit code (D2: the forge's
+    word, not the agent's); else a provider limit is capacity; else a timeout is a failure (a bare
+    timeout is never transient, D7); else the four-fact gate; else a clean end is a no-op and
+    anything else a failure.
+    """
+    artifacts = list(item.artifacts) if item is not None else None
+    markers = markers_of(item) if item is not None else []
+    credited = attribute(artifacts or [], number, started_at, outcome.zero_turns, repo)
+    base = {'exit_code': exit_code, 'turns': outcome.turns, 'envelope': outcome.envelope is not None}
+    cap = outcome.capacity
+    cap_state = state_from(cap, now=now, unit=unit) if cap else None
+    # D8 "clean": zero exit AND no limit signature -- _core.outcome.retry.is_clean_run's predicate applied to the
+    # ONE parse (test_runner checks the two agree), so the capture is not parsed a second time.
+    clean = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code == 0 and cap is None
+    if credited:
+        refs = [a.ref if hasattr(a, 'ref') else a.get('ref') for a in credited]
+        fields = dict(base, artifacts=refs)
+        return Decision('success', 'done: %s merged after this run started and closes this item' % ', '.join(refs),
+                        fields, close=True, capacity_state=cap_state, clean=clean)
+    if cap:
+        fields = dict(base, source=cap['source'], signature=cap.get('signature'), reset_at=format_time(cap.get('reset_at')),
+                      reset_text=cap.get('reset_text'))
+        if cap['source'] == 'revoked':
+            text = 'the worker is dark: entitlement revoked or disabled, a human must act; not an attempt'
+        else:
+            text = 'the worker is dark: provider rate limit, reset %s; not an attempt' % (
+                format_time(cap.get('reset_at')) or 'unknown (none stated)')
+        return Decision('capacity', text, fields, capacity_state=cap_state)
+    if timed_out:
+        return Decision('failure', 'run failed: the agent exceeded the run time limit and was stopped',
+                        dict(base, cause='timeout'), clean=False)
+    since = artifacts_since(artifacts, number, started_at, repo) if artifacts is not None else None
+    gate = retry_gate(outcome, since)
+    if gate.retry:
+        plan = plan_retry(markers, now, tuple(ladder))
+        if plan is not None:
+            fields = dict(base, facts=gate.facts, signature=gate.signature, **plan)
+            return Decision('retry', 'transient failure (%s) before any turn; eligible again at %s (step %d)'
+                            % (gate.signature, plan['not_before'], plan['step']), fields, clean=clean)
+        return Decision('failure', 'run failed: transient failure (%s) again, the retry ladder is spent' % gate.signature,
+                        dict(base, cause='retries_spent', facts=gate.facts), clean=clean)
+    if exit_code == 0 and outcome.is_error is not True:
+        claim = ' although the agent reported success' if outcome.envelope is not None else ''
+        return Decision('noop', 'run ended with no merged change since its start%s (no-op)' % claim,
+                        dict(base, why=gate.why), clean=clean)
+    cause = 'error_envelope' if outcome.is_error else 'exit_code'
+    return Decision('failure', 'run failed (exit %s%s)' % (exit_code, ', %s' % outcome.subtype if outcome.subtype else ''),
+                    dict(base, cause=cause, why=gate.why), clean=clean)

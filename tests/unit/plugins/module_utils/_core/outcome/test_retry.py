@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Envelope scan, outcome, transient signatures, the four-fact gate and the ladder (D7, D8)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import Marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import (
+    DEFAULT_BACKOFF, is_envelope, json_objects, plan_retry, read_outcome, retry_gate, retry_step, scan_envelope,
+    transient_signature)
+
+UTC = dt.timezone.utc
+NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+
+ENVELOPE = {"type": "result", "subtype": "success", "is_error": False, "num_turns": 12,
+            "result": "Opened PR; {braces} and \"quotes\" inside", "usage": {"input_tokens": 10, "nested": {"a": [1, {"b": 2}]}}}
+ENV = json.dumps(ENVELOPE)
+
+
+@pytest.mark.parametrize('name, capture, expected', [
+    ('clean envelope', ENV, ENVELOPE),
+    ('stderr noise before and after', 'warning: {not json\n' + ENV + '\nnpm notice } trailing {', ENVELOPE),
+    ('D7 story: envelope wrapped in merged stderr', '(node:123) Warning: something {"partial": \n' + ENV + '\n', ENVELOPE),
+    ('last of several objects', '{"a": 1}\n' + ENV + '\n{"b": 2}', {"b": 2}),
+    ('nested objects are not separate', ENV, ENVELOPE),
+    ('truncated final object is skipped', ENV + '\n{"type": "result", "num_turns": 3, "result": "cut of', ENVELOPE),
+    ('braces inside strings of noise', 'error: unexpected "{" at 3\n' + ENV, ENVELOPE),
+    ('arrays are not objects', '[1, 2, 3]', None),
+    ('no json at all', 'Error: connect ECONNREFUSED 127.0.0.1:443', None),
+    ('empty', '', None),
+    ('not text', None, None),
+])
+def test_scan_envelope(name, capture, expected):
+    assert scan_envelope(capture) == expected, name
+
+
+def test_scan_envelope_predicate_skips_error_bodies():
+    error_body = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    assert scan_envelope(error_body) == json.loads(error_body)
+    assert scan_envelope(error_body, predicate=is_envelope) is None
+    assert scan_envelope(ENV + '\n' + error_body, predicate=is_envelope) == ENVELOPE
+
+
+def test_json_objects_positions():
+    capture = 'xx{"a": {"b": 1}} yy {"c": 2}'
+    found = json_objects(capture)
+    assert [obj for obj, _s, _e in found] == [{"a": {"b": 1}}, {"c": 2}]
+    for obj, start, end in found:
+        assert json.loads(capture[start:end]) == obj
+
+
+def test_scan_cost_on_a_large_noisy_capture():
+    """Not a timing assertion: a 2 MB capture with thousands of stray braces still parses right."""
+    noise = ''.join('line %d: {unclosed brace and "quote\n' % i for i in range(20000))
+    assert scan_envelope(noise + ENV + noise[:1000], predicate=is_envelope) == ENVELOPE
+    partial = ''.join('line %d: {"key": broken\n' % i for i in range(3000))   # each a failed decode
+    assert scan_envelope(partial + ENV + partial, predicate=is_envelope) == ENVELOPE
+
+
+@pytest.mark.parametrize('text, signature', [
+    ('HTTP 429 Too Many Requests', 'http_429'),
+    ('status code: 429', 'http_429'),
+    ('{"type":"error","error":{"type":"rate_limit_error"}}', 'http_429'),
+    ('HTTP/1.1 503 Service Unavailable', 'http_5xx'),
+    ('API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', 'http_5xx'),
+    ('502 Bad Gateway', 'http_5xx'),
+    ('Error: 500 Internal Server Error', 'http_5xx'),
+    ('Gateway Timeout', 'http_5xx'),
+    ('Error: read ECONNRESET', 'connection'),
+    ('connect ECONNREFUSED 127.0.0.1:443', 'connection'),
+    ('Connection refused', 'connection'),
+    ('Connection reset by peer', 'connection'),
+    ('socket hang up', 'connection'),
+    ('getaddrinfo EAI_AGAIN api.example.com', 'connection'),
+    ('curl: (6) Could not resolve host: api.example.com', 'dns'),
+    ('Temporary failure in name resolution', 'dns'),
+    # D7: deliberately narrow
+    ('Error: timeout', ''),
+    ('Request timed out.', ''),
+    ('ETIMEDOUT', ''),
+    ('processed 429 files in 503 ms', ''),
+    ('test failed: expected 500 got 200', ''),
+    ('AssertionError', ''),
+    ('', ''),
+    (None, ''),
+])
+def test_transient_signature(text, signature):
+    assert transient_signature(text) == signature
+
+
+def test_outcome_of_a_successful_run():
+    outcome = read_outcome('npm WARN deprecated\n' + ENV + '\n', exit_code=0)
+    assert outcome.envelope == ENVELOPE and outcome.started
+    assert outcome.turns == 12 and not outcome.zero_turns
+    assert outcome.is_error is False and outcome.subtype == 'success'
+    assert outcome.result.startswith('Opened PR')
+    assert outcome.exit_code == 0 and outcome.transient == '' and outcome.capacity is None
+
+
+def test_outcome_ignores_the_agents_own_words():
+    """The agent's result text may discuss 429s and quotas; that is not this run's signature."""
+    env = dict(ENVELOPE, result='Implemented handling for HTTP 429 and "usage limit reached" messages')
+    stream = json.dumps({"type": "assistant", "message": {"content": "ECONNRESET handling, quota exceeded"}})
+    outcome = read_outcome(stream + '\n' + json.dumps(env), exit_code=0)
+    assert outcome.transient == '' and outcome.capacity is None
+
+
+def test_outcome_reads_an_error_envelope():
+    env = {"type": "result", "subtype": "error", "is_error": True, "num_turns": 0,
+           "result": "Claude AI usage limit reached|1893456000"}
+    outcome = read_outcome(json.dumps(env), exit_code=1, now=NOW)
+    assert outcome.started and outcome.zero_turns
+    assert outcome.capacity['source'] == 'rate_limit'
+    assert outcome.capacity['reset_at'] == dt.datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def test_outcome_envelope_without_turns():
+    outcome = read_outcome('{"type": "result", "is_error": false}')
+    assert outcome.started and outcome.turns is None and not outcome.zero_turns
+
+
+def _gate(capture, artifacts=0, exit_code=1):
+    return retry_gate(read_outcome(capture, exit_code=exit_code), artifacts)
+
+
+GATE_CASES = [
+    # name, capture, artifacts, retry
+    ('all four facts: 529 before any turn', 'API Error: 529 {"type":"error","error":{"type":"overloaded_error"}}', 0, True),
+    ('all four facts: connection reset', 'Error: read ECONNRESET\n    at TLSWrap.onStreamRead', [], True),
+    ('an error envelope with zero turns and a 5xx', json.dumps({"type": "result", "is_error": True, "num_turns": 0,
+                                                                "result": "API Error: 500 Internal Server Error"}), 0, True),
+    ('not transient: a bare timeout', 'Error: Request timed out', 0, False),
+    ('not transient: a defect', 'TypeError: cannot read properties of undefined', 0, False),
+    ('hard quota is capacity, not a blip', 'HTTP 429: Claude usage limit reached. resets 5pm', 0, False),
+    ('revoked is capacity', 'HTTP 403 ... 503? Your credit balance is too low', 0, False),
+    ('the run reached the model', 'HTTP 503 Service Unavailable\n' + ENV, 0, False),
+    ('an artifact exists since start', 'Error: read ECONNRESET', 1, False),
+    ('an open PR (listed) exists since start', 'Error: read ECONNRESET', ['o/r#9'], False),
+    ('the forge was not asked', 'Error: read ECONNRESET', None, False),
+]
+
+
+@pytest.mark.parametrize('name, capture, artifacts, retry', GATE_CASES, ids=[c[0] for c in GATE_CASES])
+def test_retry_gate(name, capture, artifacts, retry):
+    gate = _gate(capture, artifacts)
+    assert gate.retry is retry, gate.why
+    assert gate.retry == all(gate.facts.values())
+    assert set(gate.facts) == {'transient', 'not_hard_quota', 'zero_turns', 'no_artifact'}
+    assert gate.why
+
+
+def test_one_parse_feeds_gate_and_close_out():
+    """D7 story: a whole-capture parse failed on a SUCCESSFUL run because stderr was mixed in, so
+    the gate saw 'no envelope' and would have retried a run that did work. One parse: the gate and
+    the close-out see the same envelope."""
+    capture = '(node:42) ExperimentalWarning: fetch\nError: read ECONNRESET (retrying)\n' + ENV + '\n'
+    with pytest.raises(ValueError):
+        json.loads(capture)
+    outcome = read_outcome(capture, exit_code=0)
+    assert outcome.envelope == ENVELOPE and outcome.turns == 12      # what the close-out reads
+    gate = retry_gate(outcome, 0)                                     # what the gate reads
+    assert not gate.retry and not gate.facts['zero_turns']
+
+
+def _m(*kinds):
+    return [Marker(kind=k, at=NOW) for k in kinds]
+
+
+@pytest.mark.parametrize('kinds, step', [
+    ([], 0), (['start'], 0), (['start', 'retry', 'start'], 1), (['start', 'retry', 'start', 'retry', 'start'], 2),
+    (['start', 'retry', 'start', 'failure', 'start'], 0), (['start', 'capacity', 'start', 'retry', 'start'], 1),
+])
+def test_retry_step(kinds, step):
+    assert retry_step(_m(*kinds)) == step
+
+
+@pytest.mark.parametrize('kinds, step, delay', [
+    (['start'], 1, 30), (['start', 'retry', 'start'], 2, 120), (['start', 'retry', 'start', 'retry', 'start'], 3, 480),
+])
+def test_plan_retry_ladder(kinds, step, delay):
+    plan = plan_retry(_m(*kinds), NOW)
+    assert plan['step'] == step and plan['delay_s'] == delay
+    assert plan['not_before'] == (NOW + dt.timedelta(seconds=delay)).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+def test_plan_retry_ladder_spent():
+    assert plan_retry(_m('start', 'retry', 'start', 'retry', 'start', 'retry', 'start'), NOW) is None
+    assert plan_retry(_m('start'), NOW, ladder=()) is None
+    assert plan_retry(_m('start', 'retry', 'start'), NOW, ladder=(5, 7))['delay_s'] == 7
+
+
+def test_default_ladder_is_the_seeds():
+    assert DEFAULT_BACKOFF == (30, 120, 480)
+
+
+@pytest.mark.parametrize('size', list(range(4040, 4110, 3)) + [40000, 300000])
+def test_large_envelopes_across_decode_windows(size):
+    """The decoder works on growing windows; objects of every size around a window edge still parse."""
+    for pad in ('', 'x' * 13):
+        env = {"type": "result", "num_turns": 12345678, "result": 'a{"b"}\\' * (size // 7) + pad, "z": [1.5e10, None, True]}
+        text = json.dumps(env)
+        assert scan_envelope('noise {"k": bad\n' + text + '\n{"tail": 1', predicate=is_envelope) == env
+        assert scan_envelope(text[:-1], predicate=is_envelope) is None          # truncated: not an object
