@@ -34,8 +34,8 @@ sys.path.insert(0, str(REPO / 'tests'))
 import conftest  # noqa: E402,F401  pylint: disable=unused-import
 from fakes.github import FakeGitHub, analyse, load_schema  # noqa: E402
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board import github as _github  # noqa: E402
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import GitHubBoard  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import documents as _github  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github.board import GitHubBoard  # noqa: E402
 
 TOKEN = 'benchmark-token'
 

@@ -62,7 +62,7 @@ VARIANTS = {
 def measure(fleet, dispatch_fleet, repeat, workdir, log=print, paths=('runner',)):
     """``repeat`` hand dispatches per call path in ``paths`` (alternated dispatch by dispatch, so each sees
     the same load); returns {path: {phase: [seconds]}} with ``lease_to_start`` (and logs each)."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.model import parse_time
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
     workdir = pathlib.Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     figures = dict((path, dict((p, []) for p in PHASES + ('lease_to_start',))) for path in paths)
