@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -89,6 +90,16 @@ def tool_names(protocol, body):
     return [n for n in names if n]
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A client that hangs up (a CLI stopped or cancelling a retry) is not an error of the endpoint."""
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
 class Endpoint:
     """The server; ``start()`` returns the base URL (``http://127.0.0.1:PORT``), ``stop()`` ends it."""
 
@@ -114,8 +125,7 @@ class Endpoint:
 
     def start(self):
         handler = type('Handler', (_Handler,), {'endpoint': self})
-        self._server = ThreadingHTTPServer((self.host, self.port), handler)
-        self._server.daemon_threads = True
+        self._server = _Server((self.host, self.port), handler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name='model-endpoint', daemon=True)
         self._thread.start()
