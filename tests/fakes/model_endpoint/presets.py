@@ -34,7 +34,8 @@ def _iso(epoch):
 
 
 def _anthropic(name, now):
-    e = lambda status, kind, msg: wire.error_body('anthropic', status, kind, msg)  # noqa: E731
+    def e(status, kind, msg):
+        return wire.error_body('anthropic', status, kind, msg)
     if name == 'throttle':
         reset = _iso(now + THROTTLE_RESET_S)
         return 429, e(429, 'rate_limit_error', 'This request would exceed the rate limit for your organization '
@@ -126,7 +127,8 @@ def _quota_message(metric, limit, model, retry_s):
 
 
 def _gemini(name, now, model):
-    e = lambda status, kind, msg, details=None: wire.error_body('gemini', status, kind, msg, details)  # noqa: E731
+    def e(status, kind, msg, details=None):
+        return wire.error_body('gemini', status, kind, msg, details)
     if name in ('throttle', 'usage_limit', 'quota'):
         if name == 'throttle':
             qid, metric, limit = ('GenerateRequestsPerMinutePerProjectPerModel-FreeTier',

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from tests.fakes.model_endpoint import Endpoint, presets
+from fakes.model_endpoint import Endpoint, presets
 
 ANTHROPIC_TOOLS = [{'name': 'Bash', 'input_schema': {'type': 'object'}}]
 RESPONSES_TOOLS = [{'type': 'function', 'name': 'exec_command', 'parameters': {'type': 'object'}}]
