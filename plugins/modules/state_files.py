@@ -27,8 +27,8 @@ attributes:
   check_mode:
     support: full
     details:
-      - Reports what it would write and writes nothing. The dispatch role's records set C(check_mode: false): a check run
-        keeps its record too.
+      - "Reports what it would write and writes nothing. The dispatch role's records set C(check_mode: false): a check run
+        keeps its record too."
   diff_mode:
     support: none
 options:
