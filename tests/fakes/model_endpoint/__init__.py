@@ -304,8 +304,8 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(spec, str):
             return presets.preset(protocol, spec, self.endpoint.clock(), model or 'gemini-2.5-pro')
         status = int(spec.get('status', 500))
-        body = spec.get('body') or wire.error_body(protocol, status, spec.get('type'), spec.get('message'),
-                                                    spec.get('details'))
+        body = spec.get('body') or wire.error_body(
+            protocol, status, spec.get('type'), spec.get('message'), spec.get('details'))
         return status, body, dict(spec.get('headers') or {})
 
     def _model_call(self, protocol, body, stream, model=None):

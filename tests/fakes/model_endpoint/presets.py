@@ -8,11 +8,13 @@ vocabulary, so one scenario file drives every CLI:
 
 | name | anthropic | responses / chat (OpenAI) | gemini |
 |---|---|---|---|
-| ``throttle`` | 429 ``rate_limit_error``, ``retry-after`` and ``anthropic-ratelimit-*`` | 429 ``rate_limit_exceeded`` "Please try again in 20s", ``retry-after`` | 429 ``RESOURCE_EXHAUSTED``, per-minute ``QuotaFailure``, ``RetryInfo`` 36s |
+| ``throttle`` | 429 ``rate_limit_error``, ``retry-after``, ``anthropic-ratelimit-*`` | 429 ``rate_limit_exceeded``,
+  "Please try again in 20s", ``retry-after`` | 429 ``RESOURCE_EXHAUSTED``, per-minute ``QuotaFailure``, ``RetryInfo`` 36s |
 | ``bad_key`` | 401 ``authentication_error`` | 401 ``invalid_api_key`` | 400 ``INVALID_ARGUMENT`` with ``ErrorInfo`` ``API_KEY_INVALID`` |
 | ``overloaded`` | 529 ``overloaded_error`` | 503 ``server_is_overloaded`` | 503 ``UNAVAILABLE`` |
 | ``server_error`` | 500 ``api_error`` | 500 ``server_error`` | 500 ``INTERNAL`` |
-| ``usage_limit`` | 429 with ``anthropic-ratelimit-unified-status: rejected`` and its reset | 429 ``usage_limit_reached`` with ``resets_at`` | 429 per-day ``QuotaFailure`` with a per-minute ``RetryInfo`` hint |
+| ``usage_limit`` | 429 with ``anthropic-ratelimit-unified-status: rejected`` and its reset | 429 ``usage_limit_reached``
+  with ``resets_at`` | 429 per-day ``QuotaFailure`` with a per-minute ``RetryInfo`` hint |
 | ``quota`` | 400 "credit balance is too low" | 429 ``insufficient_quota`` | 429 per-day quota with ``limit: 0`` |
 | ``too_long`` | 400 "prompt is too long" | 400 ``context_length_exceeded`` | 400 "input token count ... exceeds the maximum" |
 

@@ -135,8 +135,8 @@ def test_gemini_stream_function_call():
                                 {'contents': [], 'tools': GEMINI_TOOLS})
         chunks = [d for _e, d in sse(body)]
         parts = [p for c in chunks for p in c['candidates'][0]['content']['parts']]
-        assert {'functionCall': {'name': 'run_shell_command', 'args': {'command': 'ls',
-                                                                      'description': 'Run the command'}}} in parts
+        call = {'name': 'run_shell_command', 'args': {'command': 'ls', 'description': 'Run the command'}}
+        assert {'functionCall': call} in parts
         assert chunks[-1]['candidates'][0]['finishReason'] == 'STOP' and 'usageMetadata' in chunks[-1]
         assert ep.requests[0]['query'] == 'alt=sse'
 
