@@ -124,6 +124,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'playbook: runs whole playbooks (ansible-playbook processes); the fast tier '
                    '(`make check`) leaves these out, `make test` runs them')
+    config.addinivalue_line(
+        'markers', 'main_core: runs `make demo` or tests/run, which bootstrap the main venv (ansible-core of '
+                   'requirements-dev.txt): only ever run on that core')
 
 
 _RUNS_PLAYBOOKS = {}

@@ -121,6 +121,7 @@ def test_hand_dispatch_needs_a_number(tmp_path, board, issue):
     assert 'name the item to dispatch' in res.stdout
 
 
+@pytest.mark.main_core
 def test_make_demo_shows_every_reason_code(tmp_path):
     """The README's first command: a demo board with every reason code, its status table and plan, page and
     metrics. `make test` runs `make demo`'s plan case only here (the bed case: tests/integration/test_demo.py)."""
