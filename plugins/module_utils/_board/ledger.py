@@ -134,6 +134,11 @@ class LedgerBoard(Board):
             raise BoardUnreadable(str(exc))
         self.location = self._store.location
         self.backend = self._store.dialect.name
+        # PostgreSQL stamps writes with the database server's clock: every writer (a controller,
+        # runners on several workers) then records times on one clock, so a worker whose clock
+        # lags cannot date its start marker before a merge that followed it (D16). SQLite is one
+        # machine's file: its writers share that machine's clock. An injected clock (tests) wins.
+        self._db_clock = clock is None and self.backend == 'postgres'
         try:
             self.migrated = self._store.migrate(COMPONENT, self._migrations, format_time(self._now()))
             self._reports, self.migrated_reports = migrations is None, []
@@ -154,7 +159,12 @@ class LedgerBoard(Board):
         return cls(**dict((k, v) for k, v in spec.items() if k in _SPEC_KEYS))
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _now(self):
+    def _now(self, tx=None):
+        """The time of a write: the database's clock inside ``tx`` on PostgreSQL, else the clock."""
+        if tx is not None and self._db_clock:
+            now = tx.one('SELECT clock_timestamp()')[0]
+            if isinstance(now, _dt.datetime) and now.tzinfo is not None:
+                return now.astimezone(_dt.timezone.utc)
         now = self._clock()
         if not isinstance(now, _dt.datetime) or now.tzinfo is None:
             raise BoardError('the ledger clock must return an aware datetime, got %r' % (now,))
@@ -168,14 +178,14 @@ class LedgerBoard(Board):
         except (TypeError, ValueError) as exc:
             raise BoardError('not a time: %r (%s); give ISO-8601 such as 2026-03-01T09:00:00Z' % (at, exc))
 
-    def _stamp(self, fixed):
+    def _stamp(self, fixed, tx=None):
         """The time of a write: the one passed in, or the clock read now.
 
         Called inside the write transaction, after the row lock is held, so the times of the
         writes to one item follow the order in which they committed (a time read before
         waiting for the lock once put a ``reopened`` event before the ``closed`` it followed).
         """
-        return format_time(fixed if fixed is not None else self._now())
+        return format_time(fixed if fixed is not None else self._now(tx))
 
     def _tx(self, body, write=False, dry_run=False, unreadable=False):
         try:
@@ -348,7 +358,7 @@ class LedgerBoard(Board):
             if row is not None:
                 return {'number': row[0], 'created': False}
             num = tx.one('SELECT COALESCE(MAX(number), 0) + 1 FROM items')[0]
-            when = self._stamp(fixed)
+            when = self._stamp(fixed, tx)
             tx.run('INSERT INTO items (number, title, body, status, state, repo, created_at, updated_at) '
                    'VALUES (?, ?, ?, ?, ?, ?, ?, ?)', (num, title, body or '', REPORT_STATUS, 'open', '', when, when))
             tx.run('INSERT INTO reports (item, created_at) VALUES (?, ?)', (num, when))
@@ -377,7 +387,7 @@ class LedgerBoard(Board):
 
         def write(tx):
             self._require(tx, number)
-            write.when = when = self._stamp(fixed)
+            write.when = when = self._stamp(fixed, tx)
             cid = tx.insert('INSERT INTO comments (item, author, body, created_at) VALUES (?, ?, ?, ?)',
                             (number, author, str(body), when))
             tx.run('UPDATE items SET updated_at = ? WHERE number = ? AND updated_at < ?', (when, number, when))
@@ -406,7 +416,7 @@ class LedgerBoard(Board):
 
         def write(tx):
             self._require(tx, number)
-            return self._set_state(tx, number, state, self._stamp(fixed), actor)
+            return self._set_state(tx, number, state, self._stamp(fixed, tx), actor)
         return self._tx(write, write=True)
 
     def set_status(self, number, status, *, at=None):
@@ -417,7 +427,7 @@ class LedgerBoard(Board):
         def write(tx):
             self._require(tx, number)
             return bool(tx.run('UPDATE items SET status = ?, updated_at = ? WHERE number = ? AND status <> ?',
-                               (status or '', self._stamp(fixed), number, status or '')))
+                               (status or '', self._stamp(fixed, tx), number, status or '')))
         return self._tx(write, write=True)
 
     def post_marker(self, number, body, *, close=False, author='', at=None):
@@ -480,7 +490,7 @@ class LedgerBoard(Board):
                 if missing:
                     raise ItemNotFound('blocker item(s) %s do not exist on the ledger: create them first'
                                        % ', '.join('#%d' % b for b in missing))
-            when = self._stamp(fixed)
+            when = self._stamp(fixed, tx)
             if row is None:
                 if not title:
                     raise BoardError('a new item needs a title')
@@ -561,7 +571,7 @@ class LedgerBoard(Board):
         def write(tx):
             for n in numbers:
                 self._require(tx, n)
-            now = self._now() if created is None or (merged and merged_fixed is None) else None
+            now = self._now(tx) if created is None or (merged and merged_fixed is None) else None
             created_text = format_time(created or now)
             merged_text = format_time(merged_fixed or now) if merged else None
             row = tx.one('SELECT id FROM artifacts WHERE ref = ?' + tx.dialect.for_update, (ref,))

@@ -56,6 +56,11 @@ ARGV_BRIEF_MAX = 131072 - 1
 """Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the NUL: one argv string longer than this makes
 execve fail with E2BIG, so a ``{brief}`` argv-mode brief over it is refused before the start marker."""
 DEFAULT_AGENT = ['claude', '-p', '--output-format', 'json']
+CLOCK_SKEW_WARN = 60
+"""Seconds between the worker's clock and the board's start-marker time above which the run log
+warns (guess: NTP keeps hosts within a second, and the post itself takes well under one; the
+experiment is the spread of that difference over a week of runs on synced workers). The run is
+dated by the board whatever the difference; this only names the worker to fix."""
 # The run's start record (issue 18, D20 "launched is not started"): ``<run dir>/start.json``, written
 # once per invocation -- after the start marker reached the board, or when the run could not start --
 # and read (``_host/files.py`` ``read_start_record``) by fleet.dispatch.start_info (docs/dispatch.md).
@@ -128,6 +133,8 @@ class Run(object):
         self._factory = board if callable(board) and not hasattr(board, 'post_marker') else None
         self.clock = clock or _utcnow
         self.started_at = started_at or self.clock()
+        # the start as the board dated its start marker (None until posted, or when it gave no time)
+        self.board_started_at: Optional[_dt.datetime] = None
         self.spawner = spawner or PopenSpawner()
         self.reraise = reraise or _default_reraise
         self._log = log
@@ -188,8 +195,9 @@ class Run(object):
             pass
 
     def _fields(self, **more) -> Dict[str, Any]:
+        # a close-out names the start as the board dated it, so its duration is on one clock
         fields = {'run': self.run_id, 'unit': self.unit, 'host': self.config.host, 'master': self.config.master,
-                  'started_at': format_time(self.started_at), 'brief_version': BRIEF_VERSION}
+                  'started_at': format_time(self.board_started_at or self.started_at), 'brief_version': BRIEF_VERSION}
         if self.config.runner_version:
             fields['runner_version'] = self.config.runner_version
         fields.update(more)
@@ -234,8 +242,23 @@ class Run(object):
         for comment in item.comments:
             marker = parse_marker(comment.body, at=comment.created_at, comment_id=comment.id)
             if marker is not None and marker.kind == kind and marker.fields.get('run') == self.run_id:
+                if kind == 'start':
+                    self._note_board_start(comment)
                 return True
         return False
+
+    def _note_board_start(self, comment) -> None:
+        """Keep the start marker's time as the board recorded it: D16's attribution compares it with
+        the forge's merge time, both on the board's clock, so a worker clock that lags or leads
+        cannot credit an older merge or miss a newer one."""
+        when = getattr(comment, 'created_at', None)
+        if isinstance(when, _dt.datetime):
+            self.board_started_at = when
+            skew = (self.started_at - when).total_seconds()
+            if abs(skew) > CLOCK_SKEW_WARN:
+                self.log('WARNING: this worker\'s clock differs from the board\'s by %+.0f s (the start marker is '
+                         'dated %s by the board, %s here): the run is dated by the board; fix the worker\'s time '
+                         'sync (timedatectl, chrony)' % (skew, format_time(when), format_time(self.started_at)))
 
     def _post(self, kind: str, body: str, close: bool = False) -> Optional[str]:
         """Post ``body`` (then close when asked), retrying once; None when done, else the last error.
@@ -252,7 +275,9 @@ class Run(object):
                     if close:
                         self.board.set_state(self.ref, 'closed')
                     return None
-                self.board.post_marker(self.ref, body, close=close)
+                posted = self.board.post_marker(self.ref, body, close=close)
+                if kind == 'start' and isinstance(posted, dict):
+                    self._note_board_start(posted.get('comment'))
                 return None
             except Exception as exc:  # noqa: BLE001 - every board failure is retried once, then reported
                 self.last_error = exc
@@ -624,7 +649,8 @@ class Run(object):
             except BoardError as exc:
                 self.log('reading the item back failed (attempt %d of 2): %s' % (attempt, exc))
                 self._reopen()
-        decision = decide(outcome, item, number=self.config.number, repo=self.config.repo, started_at=self.started_at,
+        decision = decide(outcome, item, number=self.config.number, repo=self.config.repo,
+                          started_at=self.board_started_at or self.started_at,
                           now=now, exit_code=rc, capture=capture, ladder=self.config.backoff, timed_out=timed_out,
                           unit=self.unit)
         if item is None:
