@@ -83,15 +83,17 @@ class FakeGitHub(object):
 
     # -- scripting --------------------------------------------------------------------------
     def inject(self, status: int, body: Any = None, *, headers: Optional[Dict[str, str]] = None, method: str = '*',
-               path: str = '.*', operation: Optional[str] = None, times: int = 1) -> None:
-        """Answer the next ``times`` matching requests with this status/body/headers instead."""
+               path: str = '.*', operation: Optional[str] = None, times: int = 1, node: Optional[str] = None) -> None:
+        """Answer the next ``times`` matching requests with this status/body/headers instead.
+
+        ``node``: only GraphQL requests whose ``ids`` variable holds this node id (one item's batch)."""
         self._faults.append({'status': status, 'body': body, 'headers': headers or {}, 'method': method,
-                             'path': re.compile(path), 'operation': operation, 'times': times})
+                             'path': re.compile(path), 'operation': operation, 'times': times, 'node': node})
 
     def graphql_calls(self, operation: Optional[str] = None) -> List[Dict[str, Any]]:
         return [e for e in self.log if e['path'] == '/graphql' and (operation is None or e['operation'] == operation)]
 
-    def _fault_for(self, method: str, path: str, operation: Optional[str]):
+    def _fault_for(self, method: str, path: str, operation: Optional[str], payload: Any = None):
         for fault in self._faults:
             if fault['times'] <= 0:
                 continue
@@ -99,6 +101,11 @@ class FakeGitHub(object):
                 continue
             if fault['operation'] is not None and fault['operation'] != operation:
                 continue
+            if fault.get('node') is not None:
+                variables = payload.get('variables') if isinstance(payload, dict) else None
+                ids = variables.get('ids') if isinstance(variables, dict) else None
+                if not isinstance(ids, list) or fault['node'] not in ids:
+                    continue
             fault['times'] -= 1
             return fault
         return None
@@ -116,7 +123,7 @@ class FakeGitHub(object):
             except ValueError:
                 return self._record(method, path, None, 400, {'message': 'Problems parsing JSON'}, {})
         operation = payload.get('operationName') if isinstance(payload, dict) and path == '/graphql' else None
-        fault = self._fault_for(method, path, operation)
+        fault = self._fault_for(method, path, operation, payload)
         if fault is not None:
             return self._record(method, path, operation, fault['status'], fault['body'], fault['headers'])
         auth = headers.get('authorization', '')

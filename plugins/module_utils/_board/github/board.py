@@ -31,6 +31,11 @@ from ..._core.board.model import Comment, Item, format_time, parse_time
 from ..._core.board.references import defang
 
 
+class _AnswerError(BoardUnreadable):
+    """GitHub answered one read with an error (a status, a body or an errors list), as opposed to a
+    transport failure or a refused token: a batch read narrows it down to the items it concerns."""
+
+
 # -- the board ----------------------------------------------------------------------------------
 
 class GitHubBoard(Board):
@@ -110,6 +115,7 @@ class GitHubBoard(Board):
         if name not in DOCUMENTS:
             raise BoardError('internal: %r is not one of the validated GraphQL documents' % (name,))
         fail = BoardUnreadable if reading else BoardError
+        answer_fail = _AnswerError if reading else BoardError
         try:
             status, _headers, data = self._http.request(
                 'POST', self._http.graphql_url, body={'query': DOCUMENTS[name], 'variables': variables,
@@ -123,9 +129,9 @@ class GitHubBoard(Board):
         if status == 401:
             raise fail('GitHub GraphQL %s: %s -- the token is missing, expired or revoked' % (name, error_text(status, data)))
         if status >= 300:
-            raise fail('GitHub GraphQL %s: %s' % (name, error_text(status, data)))
+            raise answer_fail('GitHub GraphQL %s: %s' % (name, error_text(status, data)))
         if not isinstance(data, dict):
-            raise fail('GitHub GraphQL %s: %s' % (name, error_text(status, data)))
+            raise answer_fail('GitHub GraphQL %s: %s' % (name, error_text(status, data)))
         errors = data.get('errors')
         if partial and errors and isinstance(errors, list) and isinstance(data.get('data'), dict) \
                 and all(is_placed(e) for e in errors):
@@ -133,15 +139,49 @@ class GitHubBoard(Board):
             self._note_rate_limit(name, payload)
             return payload, errors
         if errors:  # 🔴 D5/D20: HTTP 200 with an errors array is an error, whatever data says
+            fail = answer_fail
             if not reading and isinstance(errors, list) and all(isinstance(e, dict) and e.get('type') == 'NOT_FOUND' for e in errors):
                 fail = ItemNotFound
             raise fail('GitHub GraphQL %s answered HTTP %s with errors: %s'
                        % (name, status, '; '.join(one_error(e) for e in (errors if isinstance(errors, list) else [errors]))))
         payload = data.get('data')
         if not isinstance(payload, dict):
-            raise fail('GitHub GraphQL %s: no "data" object in the answer (%s)' % (name, error_text(status, data)))
+            raise answer_fail('GitHub GraphQL %s: no "data" object in the answer (%s)' % (name, error_text(status, data)))
         self._note_rate_limit(name, payload)
         return (payload, []) if partial else payload
+
+    def _per_item(self, name: str, ids: List[str], issues: Dict[str, Item], batch_size: int, what: str):
+        """``name`` over ``ids`` in batches: ``(batch, data, errors)`` for each part GitHub answered.
+
+        D5: the queue read fails closed, a per-candidate read fails for that candidate only. A batch
+        GitHub answers with an error is halved until the error is pinned on single items; each such
+        item is held unreadable with the cause and the others read on (log2 of the batch more
+        requests). A transport failure or a refused token is the whole read's, and so is an error
+        that every item of a read of several gets: that is the endpoint, not an item.
+        """
+        parts, failed, first = [], [], []
+
+        def attempt(batch):
+            try:
+                data, errors = self._graphql(name, {'ids': batch}, reading=True, partial=True)
+            except _AnswerError as exc:
+                if len(batch) > 1:
+                    half = len(batch) // 2
+                    attempt(batch[:half])
+                    attempt(batch[half:])
+                    return
+                first.append(exc)
+                failed.append(batch[0])
+                return
+            parts.append((batch, data, errors))
+        for start in range(0, len(ids), batch_size):
+            attempt(ids[start:start + batch_size])
+        if failed and len(ids) > 1 and len(failed) == len(ids):
+            raise BoardUnreadable('%s (every one of the %d items failed alike)' % (first[0], len(ids)))
+        for want, exc in zip(failed, first):
+            item = issues[want]
+            item.unreadable = item.unreadable or 'its %s could not be read: %s' % (what, exc)
+        return parts
 
     def _note_rate_limit(self, name, payload):
         rl = payload.get('rateLimit')
@@ -318,9 +358,9 @@ class GitHubBoard(Board):
     def _fetch_blockers(self, ids: List[str], issues: Dict[str, Item]) -> List[str]:
         """Fill blocker edges; return the ids whose edges show no open blocker after all."""
         promoted = []
-        for start in range(0, len(ids), BLOCKER_BATCH):
-            batch = ids[start:start + BLOCKER_BATCH]
-            data, errors = self._graphql('Blockers', {'ids': batch}, reading=True, partial=True)
+        # an item whose blockers cannot be read stays blocked (the page counted open blockers: that is
+        # the evidence) and is held with the cause; the others read on
+        for batch, data, errors in self._per_item('Blockers', ids, issues, BLOCKER_BATCH, 'blockers'):
             for node in self._batch_nodes(data, errors, batch, issues):
                 item = issues[node['id']]
                 detail_into(item, node)
@@ -330,9 +370,9 @@ class GitHubBoard(Board):
 
     def _fetch_details(self, ids: List[str], issues: Dict[str, Item]) -> None:
         commits = []  # type: List[Tuple[Item, str]]
-        for start in range(0, len(ids), DETAIL_BATCH):
-            batch = ids[start:start + DETAIL_BATCH]
-            data, errors = self._graphql('Details', {'ids': batch}, reading=True, partial=True)
+        # a candidate whose details (its markers, its pull requests) cannot be read is held with the
+        # cause: without its markers nothing says it is not running or done; the others read on
+        for batch, data, errors in self._per_item('Details', ids, issues, DETAIL_BATCH, 'details'):
             for node in self._batch_nodes(data, errors, batch, issues):
                 item = issues[node['id']]
                 commits.extend((item, c) for c in detail_into(item, node, self.base_branch))

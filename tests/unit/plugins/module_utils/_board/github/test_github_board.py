@@ -321,13 +321,16 @@ def test_mentions_are_read_without_marking_them_read(gh):
 # -- failures have names (D5, D20) ---------------------------------------------------------------
 
 def test_a_404_json_body_is_an_error_not_data(gh):
-    """🔴 D5: an error *object* read as "non-empty" once blocked the fleet."""
+    """🔴 D5: an error *object* read as "non-empty" once blocked the fleet. For the one candidate it
+    concerns it is a cause (the item is held), never data."""
     item = ready(gh)
     gh.inject(404, {'message': 'Not Found', 'documentation_url': 'https://docs.github.com'}, path='/graphql',
               operation='Details')
     with board_for(gh) as board:
-        with pytest.raises(BoardUnreadable, match='Not Found'):
-            board.read()
+        read = board.read()
+    (got,) = read.items
+    assert 'details could not be read' in got.unreadable and 'Not Found' in got.unreadable, got.unreadable
+    assert read.cost['unreadable'] == [{'item': '%s#%s' % (REPO, item['number']), 'cause': got.unreadable}]
     gh.inject(404, {'message': 'Not Found'}, path='/notifications')
     with board_for(gh, mentions='notifications') as board:
         with pytest.raises(BoardError, match='Not Found'):
@@ -582,3 +585,32 @@ def test_a_runs_board_sequence_against_github(gh):
         got = board.get(number)
     assert [m.kind for m in markers_of(got)] == ['start', 'success']
     assert evaluate(got, now=T0 + _dt.timedelta(hours=2), ready='Ready', max_attempts=3).eligible is False
+
+
+@pytest.mark.parametrize('operation', ['Details', 'Blockers'])
+def test_one_items_failed_read_holds_that_item_and_the_others_read_on(gh, operation):
+    """D5: only the queue read fails closed. An error body answering one candidate's details (or one
+    blocked item's blockers) holds that item with the cause; every other item is read and stays a
+    candidate, and the board read as a whole succeeds."""
+    blocker = gh.store.add_issue(REPO, 'blocker', project=PROJECT, status='Backlog')
+    blocked = ready(gh, 'blocked')
+    gh.store.add_blocker(REPO, blocked['number'], REPO, blocker['number'])
+    good = [ready(gh, 'good %d' % i) for i in range(5)]
+    bad = blocked if operation == 'Blockers' else ready(gh, 'bad')
+    gh.inject(404, {'message': 'Not Found'}, path='/graphql', operation=operation, node=bad['id'], times=99)
+    with board_for(gh) as board:
+        read = board.read()
+    items = by_number(read)
+    assert 'Not Found' in items[bad['number']].unreadable, items[bad['number']]
+    assert all(not items[g['number']].unreadable for g in good)
+    assert [u['item'] for u in read.cost['unreadable']] == ['%s#%s' % (REPO, bad['number'])]
+
+
+def test_every_item_failing_alike_is_the_queue_failing(gh):
+    """An error every candidate's read gets is the endpoint's, not the items': the read fails closed."""
+    for i in range(3):
+        ready(gh, 'w%d' % i)
+    gh.inject(502, {'message': 'Server Error'}, path='/graphql', operation='Details', times=99)
+    with board_for(gh) as board:
+        with pytest.raises(BoardUnreadable, match='every one of the 3 items failed alike'):
+            board.read()
