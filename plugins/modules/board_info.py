@@ -44,9 +44,17 @@ options:
   numbers:
     description:
       - Only return these items (for a hand dispatch of one item). The whole board is still read, so blockers resolve.
-      - Each named item that may not run is reported as a warning on stderr with its reason; nothing is written to the board.
+      - Each named item that may not run is reported as a warning on stderr with its reason (unless O(warn_refusals) is false);
+        nothing is written to the board.
     type: list
     elements: int
+  warn_refusals:
+    description:
+      - Whether each item of O(numbers) that may not run is said on stderr. A read-back of items this cycle just launched
+        sets it false (a launched item reads C(running) or C(done), which is not a refusal).
+    type: bool
+    default: true
+    version_added: 0.1.0
 notes:
   - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone), C(parked)
     and C(unreadable) (the board could not read part of the item, for example a repository the token may not read; the item's C(unreadable)
@@ -258,6 +266,7 @@ def main():
             max_attempts=dict(type='int', default=3),
             now=dict(type='str'),
             numbers=dict(type='list', elements='int'),
+            warn_refusals=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
     )
@@ -285,7 +294,8 @@ def main():
                       max_attempts=module.params['max_attempts'])
     if wanted:
         assessed = [entry for entry in assessed if entry['number'] in wanted]
-        _warn_refusals(module, wanted, assessed)
+        if module.params['warn_refusals']:
+            _warn_refusals(module, wanted, assessed)
     result.update(cost=read.cost, board_items=assessed, candidates=candidates(assessed))
     keep_renamed(result, 'items', 'board_items', deprecate_value)
     module.exit_json(**result)

@@ -70,6 +70,8 @@ def test_hand_dispatch_launches_the_item_and_again_while_live_launches_nothing_a
     board = df.ledger_board(tmp_path / 'b.sqlite3', {41: 'hand dispatch'})
     res, rec = fleet.dispatch(board, issue=41, mode=None)      # `dispatch.yml -e issue=N` as an operator types it
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    # the start's read-back finds #41 running: that is the launch confirmed, not a refusal to say
+    assert 'refused' not in res.stderr, res.stderr[-2000:]
     assert [u['unit'] for u in rec['launched']] == ['task-41']
     where = live_where(fleet, 'task-41')
     assert where == [(rec['launched'][0]['worker'], rec['launched'][0]['master'])]

@@ -75,6 +75,9 @@ def test_reasons_candidates_and_hand_dispatch_refusals(run_module, board):
     assert res['candidates'] == []
     assert sorted(warns) == sorted(['#3 refused: blocked by #1', '#4 refused: running',
                                     '#5 refused: tombstone', '#99 refused: it is not on the board'])
+    # a read-back of launched items (confirm, wait, stop): running and done are no refusals to say
+    kind, res, warns = info(run_module, board, numbers=[4, 5], warn_refusals=False)
+    assert [i['reason'] for i in res['board_items']] == ['running', 'tombstone'] and warns == []
 
 
 def test_board_item_check_mode_idempotence_and_diff(run_module, board):
