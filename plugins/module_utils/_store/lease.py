@@ -168,9 +168,9 @@ class SqlLeaseStore(LeaseStore):
         if self._sql is None:
             if self.path:
                 os.makedirs(os.path.dirname(self.path) or '.', mode=0o700, exist_ok=True)
-                sql = SqlStore(path=self.path, timeout=self.timeout, create=True)
+                sql = SqlStore(path=self.path, timeout=self.timeout, create=True, what='the lease store')
             else:
-                sql = SqlStore(dsn=self.dsn, timeout=self.timeout)
+                sql = SqlStore(dsn=self.dsn, timeout=self.timeout, what='the lease store')
             try:
                 sql.migrate(COMPONENT, MIGRATIONS, format_time(when or _clock()))
             except BaseException:

@@ -230,10 +230,13 @@ class SqlStore(object):
     D20). ``timeout`` bounds lock waits and connecting (``DEFAULT_TIMEOUT``).
     """
 
-    def __init__(self, path=None, dsn=None, timeout=DEFAULT_TIMEOUT, create=False):
+    def __init__(self, path=None, dsn=None, timeout=DEFAULT_TIMEOUT, create=False, what='the ledger'):
+        # ``what`` names the store in every message (``the lease store``: an operator fixing a lease
+        # file must not go looking for a ledger)
+        self.what = what
         if bool(path) == bool(dsn):
-            raise SqlUnavailable('a ledger needs exactly one of "path" (a SQLite file) or "dsn" '
-                                 '(postgresql://...); got %s' % ('both' if path else 'neither'))
+            raise SqlUnavailable('%s needs exactly one of "path" (a SQLite file) or "dsn" '
+                                 '(postgresql://...); got %s' % (what, 'both' if path else 'neither'))
         self.path = str(path) if path else None
         self.dsn = dsn or None
         self.timeout = float(timeout)
@@ -254,8 +257,8 @@ class SqlStore(object):
             conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
                                    check_same_thread=False)
         except sqlite3.Error as exc:
-            raise SqlUnavailable('cannot open the ledger at %s (%s): check that the directory exists '
-                                 'and is writable by this user' % (self.path, exc))
+            raise SqlUnavailable('cannot open %s at %s (%s): check that the directory exists '
+                                 'and is writable by this user' % (self.what, self.path, exc))
         conn.text_factory = _decode_text
         try:
             conn.execute('PRAGMA busy_timeout = %d' % int(self.timeout * 1000))
@@ -264,9 +267,9 @@ class SqlStore(object):
             self.journal_mode = (mode or ['?'])[0]
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise SqlUnavailable('the ledger at %s is not a readable SQLite database (%s): move it aside '
+            raise SqlUnavailable('%s at %s is not a readable SQLite database (%s): move it aside '
                                  'and restore it from a backup, or point the board at the right file'
-                                 % (self.path, exc))
+                                 % (self.what, self.path, exc))
         return conn
 
     def _open_postgres(self):
@@ -276,9 +279,9 @@ class SqlStore(object):
         try:
             return psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, int(self.timeout)))
         except Exception as exc:  # psycopg.Error and DSN parse errors (ProgrammingError) alike
-            raise SqlUnavailable('cannot connect to the ledger at %s (%s): check that the server runs, '
+            raise SqlUnavailable('cannot connect to %s at %s (%s): check that the server runs, '
                                  'the database exists and the credentials are right'
-                                 % (self.location, self._scrub(exc)))
+                                 % (self.what, self.location, self._scrub(exc)))
 
     def close(self):
         if self._conn is not None:
@@ -321,7 +324,7 @@ class SqlStore(object):
     def _once(self, body, write, dry_run):
         conn = self._conn
         if conn is None:
-            raise SqlUnavailable('the ledger at %s is closed' % self.location)
+            raise SqlUnavailable('%s at %s is closed' % (self.what, self.location))
         if self.dialect.name == 'sqlite':
             cur = conn.cursor()
             cur.execute('BEGIN IMMEDIATE' if write else 'BEGIN')
@@ -354,26 +357,27 @@ class SqlStore(object):
             raise
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.IntegrityError):
-                raise SqlError('the ledger at %s refused the write (%s)' % (self.location, exc), integrity=True)
+                raise SqlError('%s at %s refused the write (%s)' % (self.what, self.location, exc), integrity=True)
             text = str(exc)
             if 'not a database' in text or 'malformed' in text or 'disk I/O' in text:
-                raise SqlUnavailable('the ledger at %s is not a readable SQLite database (%s): move it aside and '
-                                     'restore it from a backup' % (self.location, text))
+                raise SqlUnavailable('%s at %s is not a readable SQLite database (%s): move it aside and '
+                                     'restore it from a backup' % (self.what, self.location, text))
             if 'locked' in text or 'busy' in text:
-                raise SqlError('the ledger at %s stayed locked for %.0f s (%s): another process holds a write '
-                               'transaction open; find it with fuser %s' % (self.location, self.timeout, text, self.path))
-            raise SqlError('ledger statement failed at %s: %s' % (self.location, text))
+                raise SqlError('%s at %s stayed locked for %.0f s (%s): another process holds a write '
+                               'transaction open; find it with fuser %s' % (self.what, self.location, self.timeout, text, self.path))
+            raise SqlError('%s: a statement failed at %s: %s' % (self.what, self.location, text))
         except Exception as exc:
             if psycopg is not None and isinstance(exc, psycopg.Error):
                 state = getattr(exc, 'sqlstate', None)
                 if isinstance(exc, psycopg.IntegrityError):
-                    raise SqlError('the ledger at %s refused the write (%s)' % (self.location, self._scrub(exc)),
+                    raise SqlError('%s at %s refused the write (%s)' % (self.what, self.location, self._scrub(exc)),
                                    sqlstate=state, integrity=True)
                 if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) and (
                         self._conn is None or self._conn.closed or self._conn.broken):
-                    raise SqlUnavailable('lost the connection to the ledger at %s (%s): check the server'
-                                         % (self.location, self._scrub(exc)), sqlstate=state)
-                raise SqlError('ledger statement failed at %s: %s' % (self.location, self._scrub(exc)), sqlstate=state)
+                    raise SqlUnavailable('lost the connection to %s at %s (%s): check the server'
+                                         % (self.what, self.location, self._scrub(exc)), sqlstate=state)
+                raise SqlError('%s: a statement failed at %s: %s' % (self.what, self.location, self._scrub(exc)),
+                               sqlstate=state)
             raise
 
     # -- migrations -------------------------------------------------------------------------
@@ -433,6 +437,6 @@ class SqlStore(object):
     def _refuse_newer(self, component, applied, latest):
         newer = [v for v in applied if v > latest]
         if newer:
-            raise SqlUnavailable('the ledger at %s has %s schema version %d but this fleet.dispatch knows only up to %d: '
+            raise SqlUnavailable('%s at %s has %s schema version %d but this fleet.dispatch knows only up to %d: '
                                  'upgrade the collection on this host (a newer one wrote this store)'
-                                 % (self.location, component, max(newer), latest))
+                                 % (self.what, self.location, component, max(newer), latest))

@@ -295,6 +295,16 @@ def test_a_newer_lease_schema_fails_open_naming_the_upgrade(ledger_url):
     assert 'upgrade the collection' in lease.why
 
 
+def test_an_unreadable_lease_file_is_named_the_lease_store_not_the_ledger(tmp_path):
+    """The warning names what the operator must fix: a lease file is no ledger."""
+    path = tmp_path / 'leases.sqlite3'
+    path.write_bytes(b'this is not a database' * 100)
+    with SqlLeaseStore(path=str(path)) as store:
+        lease = store.acquire('task-1', 'a', 60, now=T0)
+    assert lease.acquired is True and lease.degraded is True
+    assert 'the lease store at %s' % path in lease.why and 'ledger' not in lease.why, lease.why
+
+
 # ------------------------------------------------------------------------------------------
 # SQLite
 
