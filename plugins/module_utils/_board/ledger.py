@@ -483,6 +483,13 @@ class LedgerBoard(Board):
                     row = self._require_or_none(tx, num)
             if blockers is not None and num in blockers:
                 raise BoardError('item #%d cannot block itself' % num)
+            if row is not None and status is not None and status not in (REPORT_STATUS, SILENCED_STATUS) \
+                    and self._reports and tx.one('SELECT 1 FROM reports WHERE item = ?', (num,)) is not None:
+                # reports share the number sequence with work (as issues do on GitHub); a work status on
+                # one would turn the announcer's report into work the sweep runs
+                raise BoardError('#%d is a report of the announcer, not a work item: its status is %s or %s '
+                                 '(silenced); create work without a number, or with a free one'
+                                 % (num, REPORT_STATUS, SILENCED_STATUS))
             if blockers:
                 found = set(r[0] for r in tx.all('SELECT number FROM items WHERE number IN (%s)'
                                                  % ', '.join('?' * len(blockers)), blockers))

@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.report import announce
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import announce as core
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
@@ -162,3 +163,15 @@ def test_github_needs_the_repository_when_the_project_spans_several(gh):
     board.read()
     with pytest.raises(Exception, match='board option "repo"'):
         board.reports()
+
+
+def test_a_report_is_not_turned_into_work_by_editing_its_number(ledger):
+    """Reports take numbers from the items' sequence: ``board_item number=N status=Ready`` on a report's
+    number once silently made the announcer's report a work item the sweep would run."""
+    report = ledger.create_report('fleet-dispatch: a worker is blind', 'the body')
+    with pytest.raises(BoardError, match='is a report of the announcer, not a work item'):
+        ledger.upsert_item(number=report['number'], status='Ready')
+    assert [r['number'] for r in ledger.reports()] == [report['number']]
+    assert report['number'] not in [i.number for i in ledger.read().items]
+    # new work takes the next free number, never the report's
+    assert ledger.upsert_item(title='work')['number'] != report['number']
