@@ -48,6 +48,10 @@ def test_a_failed_apply_on_an_unreadable_board_records_the_failure_not_the_last_
     assert rec['result'] == 'failed' and rec['mode'] == 'apply' and rec['launched'] == []
     assert rec['failed_task'].startswith('Read the board') and rec['reason'], rec
     assert rec['at'] >= first['at']
+    # plan.json is this cycle's too: the failure, nothing placed - not the previous cycle's plan
+    plan = json.loads(_board_file(tmp_path, 'plan.json').read_text())
+    assert plan['failed'] is True and plan['mode'] == 'apply' and plan['assignments'] == [], plan
+    assert plan['reason'] == rec['reason'] and plan['failed_task'] == rec['failed_task']
     status = playbook('status.yml', tmp_path, board)
     assert status.returncode == 0, status.stdout + status.stderr
     assert 'last cycle: failed at ' + rec['at'] in status.stdout
