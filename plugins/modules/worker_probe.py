@@ -92,6 +92,19 @@ masters:
       description: The item numbers of the live units whose names parse.
       type: list
       elements: int
+    spooled:
+      description:
+        - The close-outs this master's runs could not post when they ended, kept in its state directory's C(spool) until
+          its next run delivers them (C(unit), C(item), C(repo), C(run), C(kind), C(spooled_at)). The reaper leaves their
+          items alone.
+      type: list
+      elements: dict
+      version_added: 0.1.0
+    spool_problems:
+      description: Files in the spool that are not a spooled close-out (each is also a warning).
+      type: list
+      elements: str
+      version_added: 0.1.0
     dark:
       description: Whether the master must not get new work now (as M(fleet.dispatch.capacity_info)).
       type: bool

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Optional
 
 from .._core.outcome.capacity import is_dark
 from .._core.board.model import format_time
+from . import spool
 from .files import default_state_path, read_capacity_file
 from .systemd import SystemdUser
 
@@ -48,3 +49,13 @@ def read_capacity(now, warn: Callable[[str], Any], path: Optional[str] = None) -
         why = '%s; note: %s' % (why, why_ignored)
     return dict(dark=bool(dark), source=source, reset_at=format_time(reset_at), why=why, state_file=path,
                 state_present=state is not None, message=(state or {}).get('message', ''))
+
+
+def read_spool(warn: Callable[[str], Any], state_dir: Optional[str] = None) -> Dict[str, Any]:
+    """``{spooled, spool_problems}``: the close-outs this master's runs could not post yet (``_host.spool``);
+    the reaper leaves their items alone (D12)."""
+    import os
+    out = spool.summary(state_dir or os.path.dirname(default_state_path()))
+    for text in out['spool_problems']:
+        warn('close-out spool: %s' % text)
+    return out

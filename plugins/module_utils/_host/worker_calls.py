@@ -25,7 +25,7 @@ from .git import Git, GitError, Workspace
 from .headroom import measure
 from .identity import for_each_master, in_home
 from .launcher import call_problems, launch_items, recorded_path, sandbox_settings, stale_runners, unit_names
-from .probe import read_capacity, read_units
+from .probe import read_capacity, read_spool, read_units
 from .systemd import SystemdError, SystemdUser
 
 RUNNER_DIR_OPTION = dict(type='str', default='')
@@ -99,6 +99,7 @@ def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Cal
     def one(_name, child_warn):
         # runs as the master (a child that switched to it, or this process when it already is that master)
         out = read_units(SystemdUser(runner, systemctl=bins['systemctl']), child_warn)
+        out.update(read_spool(child_warn))
         if params['capacity']:
             out.update(read_capacity(now, child_warn))
         return out

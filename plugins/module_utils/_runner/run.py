@@ -39,6 +39,7 @@ from .._core.board.naming import unit_name
 from .._core.outcome.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
+from .._host import spool
 from .._host.stops import take_stop_note
 from .spawn import DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, read_agent_credentials, stop_group  # noqa: F401  (PopenSpawner: main()'s default, tests)
 from .brief import BRIEF_VERSION, render
@@ -56,6 +57,11 @@ ARGV_BRIEF_MAX = 131072 - 1
 """Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the NUL: one argv string longer than this makes
 execve fail with E2BIG, so a ``{brief}`` argv-mode brief over it is refused before the start marker."""
 DEFAULT_AGENT = ['claude', '-p', '--output-format', 'json']
+CLOSEOUT_RETRY_DELAYS = (10, 30, 60, 120, 300)
+"""Seconds between the spooled close-out's further tries while the unit stays live (after the two
+immediate ones): 520 s in all (guess: covers a database restart or a short GitHub outage; the
+experiment is the length of board outages seen by the fleet's runners). What outlasts them is
+delivered by the master's next run."""
 CLOCK_SKEW_WARN = 60
 """Seconds between the worker's clock and the board's start-marker time above which the run log
 warns (guess: NTP keeps hosts within a second, and the post itself takes well under one; the
@@ -125,8 +131,9 @@ class Run(object):
     """
 
     def __init__(self, config: RunConfig, board, *, started_at: Optional[_dt.datetime] = None, clock=None, spawner=None,
-                 reraise=None, log=None, install_signals: bool = True, environ=None):
+                 reraise=None, log=None, install_signals: bool = True, environ=None, sleep=None):
         self.config = config
+        self.sleep = sleep or time.sleep
         self._board = board
         # a factory (not an open board) lets a retry reconnect: a long run's idle database
         # connection may be gone by the close-out, and retrying on the dead one cannot succeed
@@ -239,13 +246,77 @@ class Run(object):
             item = self.board.get(self.ref)
         except Exception:  # noqa: BLE001 - an unreadable board cannot say; the caller retries the write
             return None
-        for comment in item.comments:
-            marker = parse_marker(comment.body, at=comment.created_at, comment_id=comment.id)
-            if marker is not None and marker.kind == kind and marker.fields.get('run') == self.run_id:
-                if kind == 'start':
-                    self._note_board_start(comment)
-                return True
-        return False
+        comment = _marker_of(item, self.run_id, kind)
+        if comment is not None and kind == 'start':
+            self._note_board_start(comment)
+        return comment is not None
+
+    def _deliver(self, ref, run: str, kind: str, body: str, close: bool) -> None:
+        """Post a marker exactly once: read the item first and post only when no marker of ``run`` and
+        ``kind`` is there (a close asked for and not made is made). Raises what the board raised."""
+        item = self.board.get(ref)
+        if _marker_of(item, run, kind) is None:
+            self.board.post_marker(ref, body, close=close)
+        elif close and item.state != 'closed':
+            self.board.set_state(ref, 'closed')
+
+    def _spool_and_retry(self, kind: str, body: str, close: bool, error: str) -> Optional[str]:
+        """D12: the close-out could not be posted. Keep it in the spool, then keep trying while this unit is
+        live (the probe sees the item running, so nothing else acts on it); None once it is on the board,
+        else the last error, and the spool keeps it for the master's next run (``_flush_spool``)."""
+        entry = {'run': self.run_id, 'unit': self.unit, 'item': self.config.number, 'repo': self.config.repo or '',
+                 'kind': kind, 'body': body, 'close': bool(close), 'spooled_at': format_time(self.clock())}
+        path = None
+        try:
+            path = spool.write(self.config.state_dir, entry, claimed=True)
+            self.log('the close-out is spooled (%s): retried while this unit lives, then delivered by the next '
+                     'run of this master' % path)
+        except (OSError, ValueError) as exc:
+            self.log('ERROR: the close-out could not be spooled either: %s' % exc)
+        for delay in CLOSEOUT_RETRY_DELAYS:
+            self.sleep(delay)
+            self._reopen()
+            try:
+                self._deliver(self.ref, self.run_id, kind, body, close)
+            except Exception as exc:  # noqa: BLE001 - every board failure is retried until the bound, then spooled
+                self.last_error = exc
+                error = '%s: %s' % (type(exc).__name__, exc)
+                self.log('posting the %s marker failed again (after %d s more): %s' % (kind, delay, error))
+                continue
+            if path is not None:
+                spool.delivered(path)
+            self.log('the spooled %s marker is posted' % kind)
+            return None
+        if path is not None:
+            try:
+                spool.release(path)
+            except OSError as exc:
+                self.log('ERROR: the spooled close-out %s could not be released for the next run: %s' % (path, exc))
+        return error
+
+    def _flush_spool(self) -> None:
+        """Deliver the close-outs earlier runs of this master could not post (D12), each exactly once:
+        claimed by a rename, posted unless the board already has it, then deleted. Never fatal."""
+        entries, problems = spool.pending(self.config.state_dir)
+        for text in problems:
+            self.log('WARNING: close-out spool: %s' % text)
+        for path, entry in entries:
+            claimed = spool.claim(path)
+            if claimed is None:
+                continue    # another deliverer has it
+            ref = entry['item']
+            if entry.get('repo') and getattr(self.board, 'kind', '') == 'github':
+                ref = '%s#%s' % (entry['repo'], entry['item'])
+            try:
+                self._deliver(ref, entry['run'], entry['kind'], entry['body'], bool(entry['close']))
+            except Exception as exc:  # noqa: BLE001 - it stays spooled for the next run
+                spool.release(claimed)
+                self.log('WARNING: the spooled %s close-out of %s (run %s) is still not posted: %s'
+                         % (entry['kind'], entry['unit'], entry['run'], exc))
+                continue
+            spool.delivered(claimed)
+            self.log('delivered the spooled %s close-out of %s (run %s, spooled %s)'
+                     % (entry['kind'], entry['unit'], entry['run'], entry['spooled_at']))
 
     def _note_board_start(self, comment) -> None:
         """Keep the start marker's time as the board recorded it: D16's attribution compares it with
@@ -442,6 +513,8 @@ class Run(object):
                 fields['mentions_skipped'] = [{'id': m.get('id'), 'author': m.get('author')} for m in self.skipped_mentions]
             body = format_marker(decision.kind, fields, decision.text)
             error = self._post(decision.kind, body, close=decision.close)
+            if error is not None:
+                error = self._spool_and_retry(decision.kind, body, decision.close, error)
             self.closeout_posted = error is None
             record = {'kind': decision.kind, 'fields': fields, 'text': decision.text, 'close': decision.close,
                       'posted': error is None, 'error': error, 'exit_code': decision.exit_code if error is None else EXIT_CLOSEOUT_LOST}
@@ -451,9 +524,11 @@ class Run(object):
             except OSError as exc:
                 self.log('WARNING: closeout.json not written: %s' % exc)
             if error is not None:
-                self.log('ERROR: THE CLOSE-OUT WAS NOT POSTED (retried once): %s\n'
-                         'item %s is left with a start marker as its last word. Post this by hand:\n%s'
-                         % (error, self.config.number, body))
+                self.log('ERROR: THE CLOSE-OUT WAS NOT POSTED (retried for %d s): %s\n'
+                         'it stays spooled in %s for the next run of this master to deliver (the reaper leaves '
+                         'item %s alone meanwhile); or post this by hand:\n%s'
+                         % (2 + sum(CLOSEOUT_RETRY_DELAYS), error, spool.spool_dir(self.config.state_dir),
+                            self.config.number, body))
                 return EXIT_CLOSEOUT_LOST
             self.log('close-out posted: %s (exit %d)' % (decision.kind, decision.exit_code))
             handoff = self.session.marker(self._fields()) if self.session is not None and not decision.close else None
@@ -581,6 +656,7 @@ class Run(object):
             if self.session is not None:
                 self.session.open(self.started_at)
             self._note_board(True)
+            self._flush_spool()
             mentions = []
             try:
                 mentions = list(self.board.mentions(self.ref) or [])
@@ -657,6 +733,15 @@ class Run(object):
             decision.fields['board'] = 'unreadable at close-out: nothing could be credited'
         decision.fields.update(run_cost(reading))
         return self._closeout(decision)
+
+
+def _marker_of(item, run: str, kind: str):
+    """The comment holding the marker of ``kind`` from ``run`` on ``item``, or None."""
+    for comment in item.comments:
+        marker = parse_marker(comment.body, at=comment.created_at, comment_id=comment.id)
+        if marker is not None and marker.kind == kind and marker.fields.get('run') == run:
+            return comment
+    return None
 
 
 # --- the master's capacity file: one reader, one writer --------------------------------------

@@ -212,12 +212,12 @@ def survey(probes) -> Dict[str, Any]:
 
     ``probes`` are the ``units_info`` answer records, ``target`` ``{worker, master}``. Returns
     ``{live: {unit: [units...]}, duplicates: [{unit, number, repo, keep, stop}], blind: [...],
-    masters: {'worker/master': live count}}``. Each unit carries ``worker`` and ``host`` (the worker)
+    masters: {'worker/master': live count}, spooled: {unit: [close-outs waiting on a master]}}``. Each unit carries ``worker`` and ``host`` (the worker)
     and ``master``. Duplicates -- one unit name live on more than one master -- are resolved by
     ``_core.board.naming.oldest_wins`` (wall-clock start across workers, monotonic within one). A unit
     whose name does not parse as an item is still counted as live for its master.
     """
-    live, blind, counts = {}, [], {}
+    live, blind, counts, spooled = {}, [], {}, {}
     for res in probes or []:
         where = _target(res)
         worker, master = where.get('worker'), where.get('master')
@@ -229,6 +229,9 @@ def survey(probes) -> Dict[str, Any]:
             continue
         units = res.get('units') or []
         counts['%s/%s' % (worker, master)] = len(units)
+        for row in res.get('spooled') or []:
+            if isinstance(row, dict) and row.get('unit'):
+                spooled.setdefault(row['unit'], []).append(dict(row, worker=worker, master=master))
         for unit in units:
             entry = dict(unit, worker=worker, host=worker, master=master)
             live.setdefault(entry.get('name'), []).append(entry)
@@ -241,7 +244,7 @@ def survey(probes) -> Dict[str, Any]:
         item = keep.get('item') or {}
         duplicates.append({'unit': name, 'number': item.get('number'), 'repo': item.get('repo', ''),
                            'keep': keep, 'stop': stop})
-    return {'live': live, 'duplicates': duplicates, 'blind': blind, 'masters': counts}
+    return {'live': live, 'duplicates': duplicates, 'blind': blind, 'masters': counts, 'spooled': spooled}
 
 
 def _where(unit):

@@ -143,6 +143,13 @@ def decide(due_items: Any, surveyed: Dict[str, Any], masters: Any, *, now: Any, 
             if not lease.get('acquired'):
                 held.append(dict(entry, why='not reaped: the lease %s is held by %s' % (unit, lease.get('owner') or 'another dispatcher')))
                 continue
+        waiting = ((surveyed or {}).get('spooled') or {}).get(unit) or []
+        if waiting:
+            # D12: the run ended and its outcome is known, only not posted yet: a reset would replace it
+            held.append(dict(entry, why='not reaped: its close-out (%s) is spooled on %s, delivered by that master\'s next run'
+                             % (', '.join(sorted(set(str(w.get('kind')) for w in waiting))),
+                                ', '.join('%s/%s' % (w.get('worker'), w.get('master')) for w in waiting))))
+            continue
         units = live.get(unit) or []
         start = Marker(kind='start', at=parse_time(entry['started_at']))
         ok, why = orphaned([start], now=now, live=bool(units), threshold=limit['seconds'])

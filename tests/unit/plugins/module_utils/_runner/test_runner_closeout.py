@@ -179,7 +179,7 @@ def ledger(tmp_path):
     board.close()
 
 
-def _run(tmp_path, board, mode, spawner=None, logs=None, **env):
+def _run(tmp_path, board, mode, spawner=None, logs=None, sleeps=None, **env):
     environ = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE=mode,
                    FAKE_AGENT_BOARD=json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}),
                    FAKE_AGENT_LOG=str(tmp_path / 'agent.log'), **env)
@@ -187,8 +187,9 @@ def _run(tmp_path, board, mode, spawner=None, logs=None, **env):
                                workdir=str(tmp_path), host='w1', master='m1')
     reraised = []
     lines = logs if logs is not None else []
+    slept = sleeps if sleeps is not None else []
     run = _runner.Run(config, board, spawner=spawner, reraise=reraised.append, log=lines.append, install_signals=False,
-                      environ=environ)
+                      environ=environ, sleep=slept.append)
     code = run.run()
     assert reraised == []
     return code, run
@@ -238,16 +239,81 @@ def test_a_close_out_that_cannot_be_posted_is_logged_loudly_never_swallowed(tmp_
             raise BoardError('injected: the board went away')
         return original(number, body, **kw)
     board.comment = only_the_start
-    logs = []
-    code, run = _run(tmp_path, board, 'claim', logs=logs)
+    logs, sleeps = [], []
+    code, run = _run(tmp_path, board, 'claim', logs=logs, sleeps=sleeps)
     assert code == _runner.EXIT_CLOSEOUT_LOST
     text = '\n'.join(logs)
-    assert 'THE CLOSE-OUT WAS NOT POSTED' in text and 'Post this by hand' in text
+    assert 'THE CLOSE-OUT WAS NOT POSTED' in text and 'post this by hand' in text
     assert _runner.format_marker('noop', {})[:1] in text        # the marker itself is in the log
-    assert calls['n'] == 3                                       # start + close-out + one retry
+    # start + close-out + one immediate retry + one per spooled retry, each after its delay
+    assert sleeps == list(_runner.CLOSEOUT_RETRY_DELAYS)
+    assert calls['n'] == 3 + len(_runner.CLOSEOUT_RETRY_DELAYS)
     record = json.loads((tmp_path / 'state' / 'runs' / 'task-7' / 'closeout.json').read_text())
     assert record['posted'] is False and record['exit_code'] == _runner.EXIT_CLOSEOUT_LOST
     assert [m.kind for m in markers_of(ledger.get(7))] == ['start']
+    # the outcome is not lost: it waits in the spool, unclaimed, for the master's next run
+    (spooled,) = (tmp_path / 'state' / 'spool').iterdir()
+    entry = json.loads(spooled.read_text())
+    assert spooled.name == run.run_id + '.json' and entry['kind'] == 'noop' and entry['item'] == 7
+
+
+def test_a_board_back_within_the_retries_gets_the_close_out_once_and_the_spool_empties(tmp_path, ledger):
+    """D12: the board is down at the end of the run and back two retries later: one marker, nothing spooled."""
+    board = Recording(ledger, fail={'comment': 0})
+    original, state = board.comment, {'n': 0}
+
+    def down_for_a_while(number, body, **kw):
+        state['n'] += 1
+        if 1 < state['n'] <= 4:     # the close-out, its immediate retry and the first spooled retry
+            raise BoardError('injected: the ledger is restarting')
+        return original(number, body, **kw)
+    board.comment = down_for_a_while
+    sleeps = []
+    code, run = _run(tmp_path, board, 'claim', sleeps=sleeps)
+    assert code == 10 and run.result is not None
+    assert [m.kind for m in markers_of(ledger.get(7))] == ['start', 'noop']
+    assert sleeps == list(_runner.CLOSEOUT_RETRY_DELAYS[:2])
+    assert list((tmp_path / 'state' / 'spool').iterdir()) == []
+
+
+def test_the_next_run_of_the_master_delivers_a_spooled_close_out_exactly_once(tmp_path, ledger):
+    """The board stayed down past the retries: the next run on this master (here of another item) posts the
+    spooled marker before its own work, once; a marker that did land despite the error is not doubled."""
+    ledger.upsert_item(number=8, title='Other', body='b', status='Ready')
+    board = Recording(ledger)
+    original, state = board.comment, {'n': 0}
+
+    def only_the_start(number, body, **kw):
+        state['n'] += 1
+        if state['n'] > 1:
+            raise BoardError('injected: the board went away')
+        return original(number, body, **kw)
+    board.comment = only_the_start
+    code, first = _run(tmp_path, board, 'claim')
+    assert code == _runner.EXIT_CLOSEOUT_LOST and [m.kind for m in markers_of(ledger.get(7))] == ['start']
+    # the next run, of item 8, on the same master (state dir), with the board back
+    logs = []
+    environ = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='claim',
+                   FAKE_AGENT_BOARD=json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}),
+                   FAKE_AGENT_LOG=str(tmp_path / 'agent.log'))
+    config = _runner.RunConfig(number=8, state_dir=str(tmp_path / 'state'), agent_command=[sys.executable, str(FAKE_AGENT)],
+                               workdir=str(tmp_path), host='w1', master='m1')
+    second = _runner.Run(config, Recording(ledger), reraise=lambda s: None, log=logs.append, install_signals=False,
+                         environ=environ, sleep=lambda s: None)
+    assert second.run() == 10
+    seven = markers_of(ledger.get(7))
+    assert [m.kind for m in seven] == ['start', 'noop'] and seven[-1].fields['run'] == first.run_id
+    assert any('delivered the spooled noop close-out of task-7' in line for line in logs), logs
+    assert list((tmp_path / 'state' / 'spool').iterdir()) == []
+    # a spooled marker that is on the board already (the error came after the write) is dropped, not doubled
+    from ansible_collections.fleet.dispatch.plugins.module_utils._host import spool
+    spool.write(str(tmp_path / 'state'), {'run': first.run_id, 'unit': 'task-7', 'item': 7, 'repo': '', 'kind': 'noop',
+                                          'body': 'x', 'close': False, 'spooled_at': '2026-12-05T00:00:00Z'})
+    third = _runner.Run(config, Recording(ledger), reraise=lambda s: None, log=logs.append, install_signals=False,
+                        environ=environ, sleep=lambda s: None)
+    third.run()
+    assert [m.kind for m in markers_of(ledger.get(7))] == ['start', 'noop']
+    assert list((tmp_path / 'state' / 'spool').iterdir()) == []
 
 
 def test_the_close_out_retry_reconnects_when_the_board_came_from_a_factory(tmp_path, ledger):

@@ -78,6 +78,15 @@ def test_a_live_unit_anywhere_holds_the_reset():
     assert out['reap'] == [] and 'a live unit runs this item' in out['held'][0]['why']
 
 
+def test_a_spooled_close_out_holds_the_reset():
+    """D12: the run ended and its runner could not post the outcome; it waits in w2/a's spool. A reset would
+    replace the true outcome with a 🧹 one."""
+    waiting = probe('w2', 'a')
+    waiting['spooled'] = [{'unit': 'task-7', 'item': 7, 'repo': '', 'run': 'r1', 'kind': 'noop', 'spooled_at': iso(60)}]
+    out = _decide([probe('w1', 'a'), waiting])
+    assert out['reap'] == [] and "close-out (noop) is spooled on w2/a" in out['held'][0]['why'], out
+
+
 def test_a_lease_another_dispatcher_holds_holds_the_reset():
     out = _decide([probe('w1', 'a'), probe('w2', 'a')], leases=[{'name': 'task-7', 'acquired': False, 'owner': 'other'}])
     assert out['reap'] == [] and 'held by other' in out['held'][0]['why']
