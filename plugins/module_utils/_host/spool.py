@@ -79,8 +79,17 @@ def pending(state_dir: str) -> Tuple[List[Tuple[str, Dict[str, Any]]], List[str]
     except OSError as exc:
         return [], ['the close-out spool %s cannot be listed: %s' % (where, exc)]
     out, problems = [], []
-    for name in names:
-        if not name.endswith('.json'):
+    for name in list(names):
+        # a claim whose process is gone (a runner killed while it retried) is given back
+        base, sep, pid = name.rpartition('.json.claimed.')
+        if sep and pid.isdigit() and not _alive(int(pid)):
+            try:
+                os.rename(os.path.join(where, name), os.path.join(where, base + '.json'))
+                names.append(base + '.json')
+            except OSError:
+                pass
+    for name in sorted(set(names)):
+        if not name.endswith('.json') or not os.path.exists(os.path.join(where, name)):
             continue
         path = os.path.join(where, name)
         entry, why = _read(path)
@@ -89,6 +98,16 @@ def pending(state_dir: str) -> Tuple[List[Tuple[str, Dict[str, Any]]], List[str]
             continue
         out.append((path, entry))
     return out, problems
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True     # it exists, as another user
+    return True
 
 
 def claim(path: str) -> Optional[str]:

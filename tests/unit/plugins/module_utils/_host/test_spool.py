@@ -60,3 +60,18 @@ def test_a_bad_file_is_reported_not_delivered_and_no_spool_is_nothing(tmp_path):
 def test_a_run_id_never_names_a_path_outside_the_spool(tmp_path, run):
     with pytest.raises(ValueError):
         spool.write(str(tmp_path), dict(ENTRY, run=run))
+
+
+def test_a_claim_left_by_a_killed_runner_is_given_back(tmp_path):
+    """A runner killed while it retried (the unit's time limit, SIGKILL) leaves its claim: once that process is
+    gone the file is pending again, so the next run delivers it."""
+    import subprocess
+    import sys
+    gone = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'], capture_output=True, text=True).stdout.strip()
+    claimed = spool.write(str(tmp_path), ENTRY, claimed=True)
+    os.rename(claimed, claimed.rsplit('.', 1)[0] + '.' + gone)
+    ((path, entry),), problems = spool.pending(str(tmp_path))
+    assert path.endswith('abc123.json') and entry['run'] == 'abc123' and problems == []
+    # a live claimer's file stays invisible
+    mine = spool.write(str(tmp_path), dict(ENTRY, run='def456'), claimed=True)
+    assert [e['run'] for _p, e in spool.pending(str(tmp_path))[0]] == ['abc123'] and os.path.exists(mine)
