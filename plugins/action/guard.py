@@ -24,7 +24,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent_env import secret_looking
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import launch_answers, launch_work, probe_answers, probe_workers
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
+    clock_warnings, launch_answers, launch_work, probe_answers, probe_workers)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import UTC, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, reaping
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.start import confirm
@@ -196,6 +197,7 @@ def decide(args):
     timing = dict(args['timing'] or {}, probed=time.time())
     results = probe_answers(args['masters'], args['worker_probes']) if args['probe_now'] else []
     probed = step('probe', dict(args, probes=results))
+    probed['warnings'].extend(clock_warnings(args['worker_probes'] if args['probe_now'] else {}))
     placed = step('place', dict(args, candidates=probed['admitted'], capacity=results, survey=probed['survey']))
     batched = step('batch', dict(args, candidates=placed['admitted'], workspaces=None))
     work = launch_work(batched['batches'], args['clones'], args['clone'], args['branch'])

@@ -38,6 +38,12 @@ options:
   now:
     description: The current time as ISO-8601 (for reproducible plans and tests). Defaults to the clock, read once.
     type: str
+  controller_time:
+    description:
+      - The controller's clock when it sent the call, as ISO-8601; the answer's RV(clock_skew_s) is this worker's clock
+        against it. The dispatch role sends it and warns when a worker differs by more than a minute.
+    type: str
+    version_added: 0.1.0
 seealso:
   - module: fleet.dispatch.units_info
   - module: fleet.dispatch.capacity_info
@@ -133,6 +139,18 @@ headroom:
   description: The worker's headroom (load, memory, CPUs), measured once; its C(live_runs) is null here.
   returned: always
   type: dict
+clock:
+  description: This worker's clock (UTC, ISO-8601) when it answered.
+  returned: always
+  type: str
+  version_added: 0.1.0
+clock_skew_s:
+  description:
+    - Seconds this worker's clock is ahead of the controller's (negative when behind), from O(controller_time); the
+      call's own latency (about a second) is included. Null without O(controller_time).
+  returned: always
+  type: float
+  version_added: 0.1.0
 '''
 
 from ansible.module_utils.basic import AnsibleModule

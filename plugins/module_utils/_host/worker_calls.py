@@ -34,6 +34,7 @@ PROBE_SPEC = dict(
     masters=dict(type='list', elements='str', required=True),
     capacity=dict(type='bool', default=True),
     now=dict(type='str'),
+    controller_time=dict(type='str'),
     runner_dir=RUNNER_DIR_OPTION,
 )
 
@@ -92,8 +93,13 @@ def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Cal
         now = parse_time(params['now']) if params['now'] else None
     except ValueError as exc:
         raise CallError('now: %s' % exc)
+    try:
+        sent = parse_time(params.get('controller_time')) if params.get('controller_time') else None
+    except ValueError as exc:
+        raise CallError('controller_time: %s' % exc)
+    clock = _dt.datetime.now(UTC)
     if now is None:
-        now = _dt.datetime.now(UTC)
+        now = clock
     head = measure(warn=warn)
 
     def one(_name, child_warn):
@@ -116,7 +122,11 @@ def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Cal
         else:
             entry = dict(master=name, failed=True, msg='cannot read master %s: %s' % (name, answer.get('msg')))
         masters.append(entry)
-    return dict(changed=False, masters=masters, headroom=head)
+    # this worker's clock against the controller's, as sent with the call (the call's own latency, a second
+    # or two, is counted in it): runs are dated by the board, but a drifting clock is the operator's to fix
+    skew = round((clock - sent).total_seconds(), 1) if sent is not None else None
+    return dict(changed=False, masters=masters, headroom=head, clock=clock.strftime('%Y-%m-%dT%H:%M:%S.%fZ'),
+                clock_skew_s=skew)
 
 
 def _answer(item, unit, reason, why, workdir=None):

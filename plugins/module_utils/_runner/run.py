@@ -34,7 +34,7 @@ from .._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent
 from .._core.outcome.capacity import board_unreachable_state, clears_after_clean_run, clears_after_start, clears_after_update, update_failed_state
 from .._core.outcome.closeout import Decision, decide
 from .._core.board.markers import format_marker, parse_marker
-from .._core.board.model import format_time, parse_time
+from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
 from .._core.board.naming import unit_name
 from .._core.outcome.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
 from .._store.sql import dsn_passwords
@@ -62,11 +62,6 @@ CLOSEOUT_RETRY_DELAYS = (10, 30, 60, 120, 300)
 immediate ones): 520 s in all (guess: covers a database restart or a short GitHub outage; the
 experiment is the length of board outages seen by the fleet's runners). What outlasts them is
 delivered by the master's next run."""
-CLOCK_SKEW_WARN = 60
-"""Seconds between the worker's clock and the board's start-marker time above which the run log
-warns (guess: NTP keeps hosts within a second, and the post itself takes well under one; the
-experiment is the spread of that difference over a week of runs on synced workers). The run is
-dated by the board whatever the difference; this only names the worker to fix."""
 # The run's start record (issue 18, D20 "launched is not started"): ``<run dir>/start.json``, written
 # once per invocation -- after the start marker reached the board, or when the run could not start --
 # and read (``_host/files.py`` ``read_start_record``) by fleet.dispatch.start_info (docs/dispatch.md).
@@ -327,9 +322,9 @@ class Run(object):
             self.board_started_at = when
             skew = (self.started_at - when).total_seconds()
             if abs(skew) > CLOCK_SKEW_WARN:
-                self.log('WARNING: this worker\'s clock differs from the board\'s by %+.0f s (the start marker is '
-                         'dated %s by the board, %s here): the run is dated by the board; fix the worker\'s time '
-                         'sync (timedatectl, chrony)' % (skew, format_time(when), format_time(self.started_at)))
+                self.log('WARNING: %s (by %+.0f s: the start marker is dated %s by the board, %s here)'
+                         % (skew_text('this worker', skew, 'the board'), skew, format_time(when),
+                            format_time(self.started_at)))
 
     def _post(self, kind: str, body: str, close: bool = False) -> Optional[str]:
         """Post ``body`` (then close when asked), retrying once; None when done, else the last error.

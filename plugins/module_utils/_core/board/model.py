@@ -19,6 +19,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 UTC = _dt.timezone.utc
+CLOCK_SKEW_WARN = 60
+"""Seconds between a worker's clock and the board's (the runner) or the controller's (the probe) above
+which the difference is warned about (guess: NTP keeps hosts within a second and a probe call takes one
+or two; the experiment is the spread of ``clock_skew_s`` over a week of probes on synced workers). Runs
+are dated by the board whatever the difference (D16); this only names the worker to fix."""
+
+
+def skew_text(who: str, skew: float, against: str) -> str:
+    """The warning for a clock ``skew`` seconds ahead (negative: behind) of ``against``."""
+    return ('%s\'s clock is %d s %s %s\'s: runs are dated by the board, but fix its time sync (timedatectl, chrony)'
+            % (who, abs(round(skew)), 'ahead of' if skew > 0 else 'behind', against))
 
 
 def parse_time(value: Any) -> Optional[_dt.datetime]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from ..board.model import CLOCK_SKEW_WARN, skew_text
+
 LOOP_VAR = '_dispatch_m'
 _STATUS_KEYS = ('failed', 'unreachable', 'skipped')
 
@@ -123,4 +125,16 @@ def phase_timings(stamps: Dict[str, Any]) -> Dict[str, Any]:
         prev = now if now is not None else prev
     leased, launched = stamps.get('leased'), stamps.get('launched')
     out['guard_to_launch'] = None if leased is None or launched is None else round(float(launched) - float(leased), 3)
+    return out
+
+
+def clock_warnings(probes: Dict[str, Any], limit: float = CLOCK_SKEW_WARN) -> List[str]:
+    """One warning per worker whose probe answer says its clock differs from the controller's by more
+    than ``limit`` seconds (``worker_probe``'s ``clock_skew_s``; a missing figure says nothing)."""
+    out = []
+    for worker in sorted(probes or {}):
+        res = probes[worker]
+        skew = res.get('clock_skew_s') if isinstance(res, dict) else None
+        if isinstance(skew, (int, float)) and not isinstance(skew, bool) and abs(skew) > limit:
+            out.append(skew_text('worker %s' % worker, skew, 'this controller'))
     return out

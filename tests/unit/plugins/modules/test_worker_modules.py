@@ -40,6 +40,24 @@ def test_probe_reads_units_and_capacity_of_the_master_in_one_call(run_module, tm
     assert lost['failed'] is True and 'no such user' in lost['msg'] and 'units' not in lost
 
 
+def test_probe_reports_the_spool_and_its_clock_against_the_controllers(run_module, tmp_path, monkeypatch):
+    """A close-out waiting in the master's spool is reported (the reaper holds its item); the worker's clock is
+    compared with the controller's as sent, so a worker 10 minutes behind says about -600 s."""
+    import datetime
+    from ansible_collections.fleet.dispatch.plugins.module_utils._host import spool
+    monkeypatch.setenv('XDG_STATE_HOME', str(tmp_path))
+    spool.write(str(tmp_path / 'fleet-dispatch'), {'run': 'r1', 'unit': 'task-9', 'item': 9, 'repo': '', 'kind': 'noop',
+                                                   'body': 'b', 'close': False, 'spooled_at': '2026-12-05T00:00:00Z'})
+    ahead = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=10)
+    r = ScriptedRunner([{'argv': SHOW_ALL, 'out': ''}])
+    kind, res, _w = run_module(worker_probe, {'masters': [ME], 'controller_time': ahead.strftime('%Y-%m-%dT%H:%M:%SZ')},
+                               runner=r)
+    assert kind == 'exit' and [row['unit'] for row in res['masters'][0]['spooled']] == ['task-9']
+    assert -605 < res['clock_skew_s'] < -595, res['clock_skew_s']
+    kind, res, _w = run_module(worker_probe, {'masters': [ME]}, runner=ScriptedRunner([{'argv': SHOW_ALL, 'out': ''}]))
+    assert res['clock_skew_s'] is None and res['clock'].endswith('Z')
+
+
 def test_probe_without_capacity_reads_only_units(run_module):
     r = ScriptedRunner([{'argv': SHOW_ALL, 'out': ''}])
     kind, res, _w = run_module(worker_probe, {'masters': [ME], 'capacity': False}, runner=r)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.fleet.dispatch.plugins.action.guard import answers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
-    launch_answers, launch_work, phase_timings, probe_answers)
+    clock_warnings, launch_answers, launch_work, phase_timings, probe_answers)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import launch_report, survey
 
 MASTERS = [{'worker': 'w1', 'master': 'a'}, {'worker': 'w1', 'master': 'b'}, {'worker': 'w2', 'master': 'a'},
@@ -79,3 +79,13 @@ def test_probe_workers_lists_every_worker_once_with_its_masters_in_order():
                    'probe_hosts': ['w1', 'w2', 'w3']}
     assert probe_workers(MASTERS, [])['probe_hosts'] == [] and probe_workers(MASTERS, [], always=True)['probe_now'] is True
     assert probe_workers([], [{'number': 1}]) == {'probe_masters': {}, 'probe_now': True, 'probe_hosts': []}
+
+
+def test_a_worker_whose_clock_drifts_past_a_minute_is_named_and_others_are_not():
+    probes = {'w1': {'clock_skew_s': -600.4}, 'w2': {'clock_skew_s': 1.2}, 'w3': {'clock_skew_s': None},
+              'w4': {'failed': True}, 'w5': {'clock_skew_s': 75}}
+    assert clock_warnings(probes) == [
+        "worker w1's clock is 600 s behind this controller's: runs are dated by the board, but fix its time sync "
+        "(timedatectl, chrony)",
+        "worker w5's clock is 75 s ahead of this controller's: runs are dated by the board, but fix its time sync "
+        "(timedatectl, chrony)"]
