@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / 'tests' / 'unit' / 'operator'))
 import conftest  # noqa: E402,F401  pylint: disable=unused-import
 from page_data import cycle  # noqa: E402
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._page import render_metrics, render_page  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import render_metrics, render_page  # noqa: E402
 
 
 def main():

@@ -3,14 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The operator's view as files: the status page (HTML) and the Prometheus textfile.
 
-Thin: both render ``module_utils._page`` (which escapes all board text) from the cycle's data.
+Thin: both render ``plugin_utils.page`` (which escapes all board text) from the cycle's data.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._page import fleet, fleet_record, render_metrics, render_page
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet, fleet_record, render_metrics, render_page
 
 
 def _check(name, data):

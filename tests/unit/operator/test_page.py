@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
-"""The status page and the textfile from one cycle (module_utils/_page.py): every item, every
+"""The status page and the textfile from one cycle (plugin_utils/page.py): every item, every
 master with its state, hostile board text escaped; the metrics say what the cycle saw."""
 from __future__ import annotations
 
 import html.parser
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._page import fleet, recent_runs, render_metrics, render_page
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet, recent_runs, render_metrics, render_page
 
 from page_data import HOSTILE, NOW, RESET, cycle
 
@@ -95,7 +95,7 @@ def test_metric_label_values_are_escaped():
 
 def test_a_cycle_that_probes_nothing_shows_the_last_sweep_fleet_dated():
     """A hand status after a sweep keeps the sweep's dark masters and resets, saying when they were probed."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._page import fleet_record
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet_record
     sweep = cycle()
     record = fleet_record(fleet(sweep['configured'], sweep['masters'], sweep['survey'], sweep['now']), sweep['now'])
     status = cycle()

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._page import render_metrics, render_page
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import render_metrics, render_page
 
 from page_data import HOSTILE, RESET, cycle
 

@@ -18,7 +18,7 @@ import json
 import math
 from typing import Any, Dict, Iterable, List, Optional
 
-from ._core.board.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
 
 RECENT_RUNS = 50  # unmeasured guess: a screenful. Experiment: ask operators which rows they scroll to; the board lists every item anyway
 
