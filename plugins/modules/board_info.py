@@ -131,9 +131,8 @@ cost:
   sample: {cost: 1, remaining: 4999, reset_at: '2026-11-30T02:00:00Z'}
 board_items:
   description:
-    - Every item on the board (or those in O(numbers)), with its decision.
-    - Until version 1.0.0 the same list is also returned as C(items), deprecated (in a template C(result.items) is the
-      dict's own method, not this list); read RV(board_items).
+    - Every item on the board (or those in O(numbers)), with its decision. Not named C(items), which in a template
+      is the dict's own method.
   returned: always
   type: list
   elements: dict
@@ -223,11 +222,6 @@ candidates:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-try:
-    from ansible.module_utils.datatag import deprecate_value
-except ImportError:  # ansible-core < 2.19, not claimed, runs only the oldest-Python unit leg: no tag, same value
-    def deprecate_value(value, *args, **kwargs):  # pylint: disable=unused-argument
-        return value
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
@@ -235,7 +229,6 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory impo
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import board_id
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates
-from ansible_collections.fleet.dispatch.plugins.module_utils._returns import keep_renamed
 
 
 def _warn_refusals(module, wanted, assessed):
@@ -274,7 +267,6 @@ def main():
     now = module_now(module)
     result = dict(changed=False, readable=True, error='', board='', now=format_time(now),
                   cost=None, board_items=[], candidates=[], board_id=board_id(*board_identity(spec)))
-    keep_renamed(result, 'items', 'board_items', deprecate_value)
     try:
         with open_board(spec) as board:
             result['board'] = board.location
@@ -297,7 +289,6 @@ def main():
         if module.params['warn_refusals']:
             _warn_refusals(module, wanted, assessed)
     result.update(cost=read.cost, board_items=assessed, candidates=candidates(assessed))
-    keep_renamed(result, 'items', 'board_items', deprecate_value)
     module.exit_json(**result)
 
 

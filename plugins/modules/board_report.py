@@ -63,7 +63,7 @@ EXAMPLES = r'''
 - name: Find the stalls nobody is coming for
   fleet.dispatch.guard:
     stage: announce
-    items: "{{ board['items'] }}"
+    items: "{{ board.board_items }}"
     masters: "{{ masters }}"
   register: announcer
 

@@ -84,8 +84,6 @@ live_runs:
 live_items:
   description:
     - The item numbers of the live units whose names parse.
-    - Until version 1.0.0 also returned as C(items), deprecated without a runtime warning (in a template C(result.items)
-      is the dict's own method); read RV(live_items).
   returned: always
   type: list
   elements: int
@@ -105,9 +103,6 @@ def main():
         result = dict(changed=False, **read_units(sd, module.warn))
     except SystemdError as exc:
         module.fail_json(msg='cannot read the task units of this master: %s' % exc)
-    # the old key, untagged: the dispatch path passes these results whole to the guard, and a
-    # deprecate_value tag would warn on every probe of every sweep (ansible-core 2.21)
-    result['items'] = result['live_items']
     module.exit_json(**result)
 
 

@@ -183,7 +183,7 @@ def test_board_item_refuses_a_number_outside_ascii_digits_or_the_sql_range(run_m
     kind, res, _warns = run_module(board_item, dict(board=board, number=number, title='x', status='Done'))
     assert kind == 'fail' and says in res['msg'] and res['changed'] is False
     _kind, got, _w = info(run_module, board)
-    assert [(i['number'], i['status']) for i in got['items']] == [(5, '')]
+    assert [(i['number'], i['status']) for i in got['board_items']] == [(5, '')]
 
 
 def test_board_info_warnings_and_errors_never_show_the_dsn_password(run_module):

@@ -28,7 +28,7 @@ def test_live_units_in_one_call(run_module, check):
     kind, res, warnings = run_module(mod, {}, runner=r, check=check)
     assert kind == 'exit' and res['changed'] is False and r.remaining() == [] and len(r.calls) == 1
     assert [u['name'] for u in res['units']] == ['task-42-1700000000-ab12', 'task-3', 'task-12']   # oldest first
-    assert res['live_runs'] == 3 and res['live_items'] == [3, 12] == res['items']
+    assert res['live_runs'] == 3 and res['live_items'] == [3, 12] and 'items' not in res
     assert [u['name'] for u in res['unloading']] == ['task-5']
     three = [u for u in res['units'] if u['name'] == 'task-3'][0]
     assert three == {'name': 'task-3', 'item': {'number': 3, 'repo': ''}, 'active_state': 'active', 'sub_state': 'running',
