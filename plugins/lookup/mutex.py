@@ -67,11 +67,8 @@ options:
         only. A dispatcher on another controller, or in an AWX job whose container is thrown away, does not see them.
       - V(postgres) (or V(postgresql)) keeps them in PostgreSQL - the same table and statements - and judges expiry by
         the database clock; use it when dispatchers run on several machines or in AWX.
-      - V(file) is a deprecated alias of V(sqlite), kept for one release with a deprecation warning; the flock and JSON
-        file store it named is retired. An O(path) that names a directory (what V(file) took) means the file
-        C(leases.sqlite3) in it.
     type: str
-    choices: [sqlite, postgres, postgresql, file]
+    choices: [sqlite, postgres, postgresql]
     default: sqlite
     env:
       - name: FLEET_DISPATCH_LEASE_BACKEND
@@ -198,7 +195,7 @@ _raw:
       type: str
       sample: '2026-01-01T12:10:00.000000Z'
     backend:
-      description: The backend that answered - V(sqlite) (also for the deprecated V(file)) or V(postgres).
+      description: The backend that answered - V(sqlite) or V(postgres).
       type: str
       sample: sqlite
     store:
@@ -242,10 +239,6 @@ class LookupModule(LookupBase):
 
         if not owner or not str(owner).strip():
             raise AnsibleLookupError('fleet.dispatch.mutex needs owner= (a token naming this dispatcher run)')
-        if backend == 'file':
-            display.deprecated('fleet.dispatch.mutex backend=file is an alias of backend=sqlite (the flock and JSON file '
-                               'store is retired); set backend=sqlite (dispatch_lease_backend: sqlite), with the same path',
-                               version='1.0.0', collection_name='fleet.dispatch')  # literal: the sanity test reads only literals
         try:
             store = open_store(backend, path=path, dsn=dsn)
         except LeaseError as exc:

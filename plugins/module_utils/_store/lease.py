@@ -55,12 +55,8 @@ that max. UNMEASURED on a production ledger: rerun that test against it and keep
 LEASE_FILE = 'leases.sqlite3'
 """The SQLite file's name when the lease ``path`` names a directory (and under the state dir)."""
 
-BACKENDS = ('sqlite', 'postgres', 'postgresql', 'file')
-"""Accepted ``backend`` values. ``postgresql`` is a spelling of ``postgres``; ``file`` is the
-deprecated alias of ``sqlite`` (the flock+JSON store it named is retired)."""
-
-FILE_ALIAS_REMOVED_IN = '1.0.0'
-"""The release that drops ``backend: file``: the next major (galaxy.yml is at 0.x; as ``_returns.REMOVED_IN``)."""
+BACKENDS = ('sqlite', 'postgres', 'postgresql')
+"""Accepted ``backend`` values. ``postgresql`` is a spelling of ``postgres``."""
 
 COMPONENT = 'lease'
 """The ``schema_version.component`` of the lease table (the board's schema version does not move)."""
@@ -260,9 +256,9 @@ class SqlLeaseStore(LeaseStore):
 
 
 def open_store(backend: str = 'sqlite', path: str = '', dsn: str = '') -> SqlLeaseStore:
-    """The factory the lookup uses. ``sqlite`` (and its deprecated alias ``file``) with ``path``;
+    """The factory the lookup uses. ``sqlite`` with ``path``;
     ``postgres``/``postgresql`` with ``dsn``. Raises ``LeaseError`` for a caller error."""
-    if backend in ('sqlite', 'file'):
+    if backend == 'sqlite':
         return SqlLeaseStore(path=path or '')
     if backend in ('postgres', 'postgresql'):
         if not dsn:
@@ -277,11 +273,10 @@ def store_info(backend: str = 'sqlite', path: str = '', dsn: str = '') -> Dict[s
     and one sentence. Opens nothing."""
     if backend in ('postgres', 'postgresql'):
         where = redact_dsn(dsn) if dsn else '(no dsn: set dispatch_lease_dsn or FLEET_DISPATCH_LEASE_DSN)'
-        return {'backend': 'postgres', 'where': where, 'shared': True, 'deprecated': False,
+        return {'backend': 'postgres', 'where': where, 'shared': True,
                 'note': 'shared: every controller and AWX job that uses this database excludes the others'}
-    if backend not in ('sqlite', 'file'):
+    if backend != 'sqlite':
         raise LeaseError('unknown lease backend %r: use sqlite or postgres' % (backend,))
-    return {'backend': 'sqlite', 'where': sqlite_path(path), 'shared': False, 'deprecated': backend == 'file',
+    return {'backend': 'sqlite', 'where': sqlite_path(path), 'shared': False,
             'note': ('single-controller only: a dispatcher on another controller or in an AWX job (its container is thrown '
-                     'away) does not see these leases; use dispatch_lease_backend=postgres for several dispatchers'
-                     + ('; backend file is a deprecated alias of sqlite' if backend == 'file' else ''))}
+                     'away) does not see these leases; use dispatch_lease_backend=postgres for several dispatchers')}

@@ -47,17 +47,16 @@ def test_the_file_backed_defaults_are_named_single_controller_only(tmp_path):
     assert doc['lease_store']['shared'] is False and doc['lease_store']['where'] == spec['path']
 
 
-def test_the_deprecated_file_backend_is_named_as_sqlite(tmp_path):
+def test_a_lease_path_naming_a_directory_is_the_file_in_it(tmp_path):
     spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
     with open_board(dict(spec, create=True)) as b:
         b.upsert_item(number=1, title='free', status='Ready')
     (tmp_path / 'old-leases').mkdir()
-    out, doc = status(tmp_path, {'dispatch_board': spec, 'dispatch_lease_backend': 'file',
+    out, doc = status(tmp_path, {'dispatch_board': spec, 'dispatch_lease_backend': 'sqlite',
                                  'dispatch_lease_path': str(tmp_path / 'old-leases')})
     where = str(tmp_path / 'old-leases' / 'leases.sqlite3')
     assert doc['single_controller'][1] == {'what': 'lease', 'backend': 'sqlite', 'where': where}
-    assert doc['lease_store']['deprecated'] is True
-    assert 'backend file is a deprecated alias of sqlite' in out
+    assert 'deprecated' not in doc['lease_store'] and 'deprecated' not in out
 
 
 def test_shared_stores_are_not_named(tmp_path):

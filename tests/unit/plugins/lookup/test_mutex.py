@@ -19,7 +19,7 @@ from ansible.errors import AnsibleError
 from ansible.plugins.loader import lookup_loader
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import (
-    DEFAULT_TTL, FILE_ALIAS_REMOVED_IN, LEASE_FILE, SqlLeaseStore)
+    DEFAULT_TTL, LEASE_FILE, SqlLeaseStore)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
 
 ENV_VARS = ('FLEET_DISPATCH_LEASE_DIR', 'FLEET_DISPATCH_LEASE_PATH', 'FLEET_DISPATCH_LEASE_TTL', 'FLEET_DISPATCH_LEASE_BACKEND', 'FLEET_DISPATCH_LEASE_DSN')
@@ -36,15 +36,6 @@ def mutex():
     plugin = lookup_loader.get('fleet.dispatch.mutex')
     assert plugin is not None, 'fleet.dispatch.mutex did not load through the plugin loader'
     return plugin
-
-
-@pytest.fixture
-def deprecations(monkeypatch):
-    """Capture Display().deprecated calls of the lookup module (Ansible's deprecation warning)."""
-    from ansible_collections.fleet.dispatch.plugins.lookup import mutex as mod
-    seen = []
-    monkeypatch.setattr(mod.display, 'deprecated', lambda msg, *a, **k: seen.append((msg, k)))
-    return seen
 
 
 @pytest.fixture
@@ -114,25 +105,10 @@ def test_default_store_is_the_state_dir_file(mutex, tmp_path, monkeypatch):
     assert mutex.get_option('backend') == 'sqlite'
 
 
-def test_backend_file_is_a_deprecated_alias_of_sqlite(mutex, tmp_path, deprecations, warnings):
-    old_dir = tmp_path / 'leases'
-    old_dir.mkdir()
-    [a] = mutex.run(['task-42'], {}, owner='sweep-a', backend='file', path=str(old_dir))
-    assert a['acquired'] and not a['degraded'] and a['backend'] == 'sqlite'
-    assert a['store'] == str(old_dir / LEASE_FILE), "the old directory's leases.sqlite3"
-    [b] = mutex.run(['task-42'], {}, owner='hand-b', backend='sqlite', path=str(old_dir))
-    assert b['acquired'] is False and b['holder'] == 'sweep-a', 'the alias and sqlite are one store'
-    assert len(deprecations) == 1, 'only backend=file warns'
-    msg, kwargs = deprecations[0]
-    assert 'backend=sqlite' in msg, 'the warning names the fix'
-    assert kwargs == {'version': FILE_ALIAS_REMOVED_IN, 'collection_name': 'fleet.dispatch'}
-    assert warnings == []
-
-
-def test_backend_file_deprecation_reaches_stderr(mutex, tmp_path, capsys):
-    mutex.run(['task-42'], {}, owner='sweep-a', backend='file', path=str(tmp_path))
-    err = capsys.readouterr().err
-    assert 'DEPRECATION' in err.upper() and 'backend=file' in err
+def test_backend_file_is_refused_naming_the_backends(mutex, tmp_path):
+    """``file`` named the retired flock store; it is no alias: the lookup refuses it with the valid choices."""
+    with pytest.raises(Exception, match="Invalid value 'file' for config 'backend'"):
+        mutex.run(['task-42'], {}, owner='sweep-a', backend='file', path=str(tmp_path))
 
 
 @pytest.mark.parametrize('source', ['env', 'vars', 'direct'])
