@@ -238,6 +238,14 @@ class HandoffStore(object):
             return found
         return outcome(ident, host, row[0], row[1], row[2], False)
 
+    def since(self, when):
+        """The claims made at or after ``when`` (ISO text, as ``claimed_at`` is stored), oldest first:
+        ``[{parent, successor, holder, workspace, claimed_at}]`` -- what a runner that was not there
+        reads to name the winners it lost to."""
+        rows = self._run(lambda tx: tx.all('SELECT parent, successor, holder, workspace, claimed_at FROM handoffs '
+                                           'WHERE claimed_at >= ? ORDER BY claimed_at, id', (str(when),)), write=False)
+        return [dict(zip(('parent', 'successor', 'holder', 'workspace', 'claimed_at'), row)) for row in rows]
+
     def get(self, parent, successor):
         """The stored claim as ``{holder, workspace, claimed_at}``, or ``None`` when unclaimed."""
         ident = claim_id(parent, successor)

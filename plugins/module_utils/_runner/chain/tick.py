@@ -16,6 +16,7 @@ The rules in full, with their reasons: ``docs/chains.md``.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 import sys
@@ -36,6 +37,11 @@ from ..._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
 from ..._store.handoff import ClaimUnproven, HandoffStore
 from ..._store.sessions import LedgerUnreachable, SessionStore
 from .config import EXIT_LEDGER_UNREACHABLE, EXIT_OK, EXIT_START_FAILED, EXIT_USAGE, expand, log_line, parser, start, utcnow
+
+MISSED_LOOKBACK = 600
+"""Seconds of claims a chain runner's first tick reads to name the winners it lost to (guess: ten of the
+default 60 s periods; later ticks read since their previous one). The experiment: the longest gap between
+a runner's install and its first tick seen on provisioned workers."""
 
 
 # --- the local record: losses and the tick log ------------------------------------------------------
@@ -60,6 +66,22 @@ class LocalRecord(object):
         with open(tmp, 'w', encoding='utf-8') as handle:
             json.dump(data, handle, indent=1, sort_keys=True)
         os.replace(tmp, self.losses_path)
+
+    def last_tick(self):
+        """When the previous tick started (ISO text), or None."""
+        try:
+            with open(os.path.join(self.dir, 'last_tick'), encoding='utf-8') as handle:
+                return handle.read().strip() or None
+        except OSError:
+            return None
+
+    def ticked(self, when):
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+            with open(os.path.join(self.dir, 'last_tick'), 'w', encoding='utf-8') as handle:
+                handle.write(when + '\n')
+        except OSError:
+            pass
 
     def append(self, line):
         try:
@@ -119,16 +141,18 @@ class Tick(object):
             except LedgerUnreachable as exc:
                 self.log('LEDGER UNREADABLE, nothing launched: %s' % exc)
                 return EXIT_LEDGER_UNREACHABLE
-            if not waiting:
-                self.log('no handoff waiting')
-                return EXIT_OK
+            self._missed(now)
+            self.record.ticked(format_time(now))
             losses = self.record.losses()
+            mine = [p for p in waiting if '%s/%s' % (p['id'], p['handoff']) not in losses]
+            if not mine:
+                lost = len(waiting) - len(mine)
+                self.log('no handoff waiting' + (' for this host (%d lost to another earlier)' % lost if lost else ''))
+                return EXIT_OK
             verdict = self._room(now)
             code = EXIT_OK
-            for parent in waiting:
+            for parent in mine:
                 key = '%s/%s' % (parent['id'], parent['handoff'])
-                if key in losses:
-                    continue
                 try:
                     code = max(code, self._one(store, parent, verdict, now))
                 except (LedgerUnreachable, ClaimUnproven) as exc:
@@ -137,6 +161,29 @@ class Tick(object):
             return code
         finally:
             store.close_store()
+
+    def _missed(self, now):
+        """Seed 003's proof: a runner that lost an ``any-`` handoff names the winner. Claims made since this
+        runner's previous tick (``MISSED_LOOKBACK`` on its first) by another host are logged once each,
+        ``lost: already claimed by <host> at <claim time> (workspace ...)``, and recorded as losses (never
+        asked again) -- whether this runner raced for them or ticked after the winner's claim. Never fatal."""
+        since = self.record.last_tick() or format_time(now - _dt.timedelta(seconds=MISSED_LOOKBACK))
+        try:
+            with self.claims() as claims:
+                recent = claims.since(since)
+        except Exception as exc:  # noqa: BLE001 - naming the winner is a report; the tick goes on
+            self.log('WARNING: the claims made since %s could not be read: %s' % (since, exc))
+            return
+        losses = self.record.losses()
+        for claim in recent:
+            key = '%s/%s' % (claim['parent'], claim['successor'])
+            if claim['holder'] == self.host or key in losses:
+                continue
+            self.log('%s -> %s: lost: already claimed by %s at %s (workspace %s)'
+                     % (claim['parent'], claim['successor'], claim['holder'], claim['claimed_at'], claim['workspace']))
+            self.record.lose(claim['parent'], claim['successor'], claim['holder'], claim['claimed_at'])
+            losses[key] = True
+            self.results.append({'parent': claim['parent'], 'action': 'lost', 'holder': claim['holder']})
 
     def _one(self, store, parent, verdict, now):
         successor = parent['handoff']
@@ -163,7 +210,7 @@ class Tick(object):
                 found = claims.claim(parent['id'], successor, self.host, now=now)
             if not found['won']:
                 self.log('%s: lost: %s' % (key, found['why']))
-                self.record.lose(parent['id'], successor, found['holder'], format_time(now))
+                self.record.lose(parent['id'], successor, found['holder'], found.get('claimed_at') or format_time(now))
                 self.results.append({'parent': parent['id'], 'action': 'lost', 'holder': found['holder']})
                 return EXIT_OK
         _kind, topic, _addr = successor_kind(successor)

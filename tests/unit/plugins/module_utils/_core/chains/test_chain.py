@@ -241,6 +241,31 @@ def test_tick_claims_starts_and_a_second_tick_launches_nothing(ledger_url, tmp_p
         assert [c['holder'] for c in store.claims()] == ['desk-2']
 
 
+def test_a_runner_ticking_after_the_winner_names_it_once(ledger_url, tmp_path):
+    """Seed 003's proof, staggered: desk-1 claims ``any-docs``; desk-2 ticks 7 s later, when nothing is waiting any
+    more. It still logs the loss once, naming the winner and the claim time, records it with that time, and a
+    later tick says nothing of it again."""
+    import datetime
+    origin = make_origin(tmp_path)
+    seed_handoffs(ledger_url, ['any-docs'])
+    launches = str(tmp_path / 'launches.jsonl')
+    winner = master_conf(tmp_path, origin, ledger_url, 'w')
+    loser = master_conf(tmp_path, origin, ledger_url, 'l')
+    assert tick(winner, 'desk-1', 'fleet1', ledger_url, launches)[0] == 0
+    later = T0 + datetime.timedelta(seconds=7)
+    lines = []
+    code, t = tick(loser, 'desk-2', 'fleet1', ledger_url, launches, now=later, log=lines.append)
+    assert code == 0 and len(read_launches(launches)) == 1
+    lost = [line for line in lines if 'lost: already claimed by desk-1' in line]
+    assert len(lost) == 1 and 'at %s' % chain_tick.format_time(T0) in lost[0] and '(workspace desk-1-docs' in lost[0], lines
+    assert [r['action'] for r in t.results] == ['lost']
+    record = chain_tick.read_chain_losses(loser['state_dir'])
+    assert [(v['holder'], v['at']) for v in record.values()] == [('desk-1', chain_tick.format_time(T0))]
+    lines = []
+    tick(loser, 'desk-2', 'fleet1', ledger_url, launches, now=later + datetime.timedelta(seconds=60), log=lines.append)
+    assert not any('lost' in line for line in lines) and lines == ['fleet-runner chain[desk-2/fleet1]: no handoff waiting'], lines
+
+
 def test_dark_master_claims_nothing(ledger_url, tmp_path):
     origin = make_origin(tmp_path)
     seed_handoffs(ledger_url, ['any-docs'])
