@@ -97,7 +97,7 @@ def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Op
             sha = git.fetch(code_dir, branch)
             head = git.rev_parse(code_dir, 'HEAD')
             if head != sha:
-                rc, _out, err = git.runner.run([git.git, '-C', code_dir, 'checkout', '--quiet', '--detach', sha])
+                rc, err = git.checkout_detached(code_dir, sha)
                 after = git.rev_parse(code_dir, 'HEAD')
                 if after != sha:
                     raise UpdateFailed('the runner checkout %s is at %s after moving to origin/%s = %s (git checkout rc=%s: %s)'

@@ -103,11 +103,11 @@ def test_an_unreachable_remote_is_an_update_failure_not_silence(repos, tmp_path)
 
 
 def _fetch_steps(code, fetch_head, tracking):
-    return [
-        {'argv': ['git', '-C', code, 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'], 'rc': 0},
-        {'argv': ['git', '-C', code, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], 'out': fetch_head + '\n'},
-        {'argv': ['git', '-C', code, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}'], 'out': tracking + '\n'},
-    ]
+    r = ScriptedRunner()
+    r.add_git(code, 'fetch', '--no-tags', '--upload-pack=git-upload-pack', 'origin', '+refs/heads/main:refs/remotes/origin/main', scan=True)
+    r.add_git(code, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}', out=fetch_head + '\n')
+    r.add_git(code, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}', out=tracking + '\n')
+    return r.script
 
 
 def test_a_fetch_that_exits_0_against_a_stale_ref_is_refused(tmp_path):
@@ -122,12 +122,10 @@ def test_a_fetch_that_exits_0_against_a_stale_ref_is_refused(tmp_path):
 def test_a_checkout_that_exits_0_but_did_not_move_is_refused(tmp_path):
     code = str(tmp_path)
     (tmp_path / '.git').mkdir()
-    head = ['git', '-C', code, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}']
-    runner = ScriptedRunner(_fetch_steps(code, 'a' * 40, 'a' * 40) + [
-        {'argv': head, 'out': 'c' * 40},
-        {'argv': ['git', '-C', code, 'checkout', '--quiet', '--detach', 'a' * 40], 'rc': 0},
-        {'argv': head, 'out': 'c' * 40},
-    ])
+    runner = ScriptedRunner(_fetch_steps(code, 'a' * 40, 'a' * 40))
+    runner.add_git(code, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}', out='c' * 40)
+    runner.add_git(code, 'checkout', '--quiet', '--detach', 'a' * 40, scan=True)
+    runner.add_git(code, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}', out='c' * 40)
     calls = []
     with pytest.raises(_runner.UpdateFailed, match='is at c+ after moving to origin/main = a+'):
         _runner.self_update(code, 'main', runner=runner, environ={}, execv=lambda *a: calls.append(a), log=lambda line: None)
