@@ -671,7 +671,7 @@ def _parser():
     p.add_argument('--board-spec', default=None, help='board spec JSON (default %s); secrets come from the environment' % DEFAULT_BOARD_SPEC)
     p.add_argument('--state-dir', default=None, help='the master\'s state directory (default %s)' % DEFAULT_STATE_DIR)
     p.add_argument('--agent-command', default=None, help='the agent argv as a JSON list (overrides the config)')
-    p.add_argument('--workdir', default=None, help='the agent\'s working directory (default: the current one)')
+    p.add_argument('--workdir', default=None, help='the agent\'s working directory (the wrapper passes the one it was started in)')
     p.add_argument('--timeout', type=float, default=None, help='seconds before the agent is stopped (default: none)')
     p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update')
     p.add_argument('--branch', default=None, help='the branch to self-update from and to brief (default main)')
@@ -754,6 +754,11 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     except (OSError, ValueError, TypeError) as exc:
         _log_line('fleet-runner: configuration error, nothing posted: %s' % exc)
         return EXIT_USAGE
+    # the wrapper runs Python from / (nothing imported from the workspace) and names the workspace: never os.getcwd()
+    workdir = expand(args.workdir or conf.get('workdir') or '')
+    if not workdir:
+        _log_line('fleet-runner: --workdir DIR (the run\'s workspace) is required; nothing posted')
+        return EXIT_USAGE
     branch = args.branch or conf.get('branch') or 'main'
     code_dir = args.code_dir or conf.get('code_dir')
     # the repo: --repo, else the config, else FLEET_REPO (what fleet.dispatch's dispatch role sets on the unit)
@@ -775,7 +780,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     version = installed_version(here) or ''
     config = RunConfig(
         number=args.item, repo=repo, state_dir=state_dir, agent_command=agent,
-        workdir=expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
+        workdir=workdir, branch=branch,
         host=socket.gethostname(), master=user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
         timeout=(args.timeout if args.timeout is not None else conf.get('timeout')) or None, agent_env=agent_env,
         agent_credentials=expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
