@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import jinja2
+import pytest
 import yaml
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import boot
@@ -83,3 +84,16 @@ def test_python_argv_is_isolated():
     argv = boot.python_argv('/usr/bin/python3', '/r', boot.RUNNER_MODULE, ['--item', '7'])
     assert argv[:5] == ['/usr/bin/python3', '-I', '-B', '-c', boot.BOOTSTRAP]
     assert argv[5:] == ['/r', boot.RUNNER_MODULE, '--item', '7']
+
+
+def test_a_runner_config_others_can_write_is_refused(tmp_path):
+    """runner.json names the agent's command and board.json the board's URL: a file someone else could
+    have written is refused before anything runs."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.config import load_json_file
+    conf = tmp_path / 'runner.json'
+    conf.write_text('{"agent_command": ["true"]}')
+    conf.chmod(0o644)
+    assert load_json_file(str(conf), 'the runner config') == {'agent_command': ['true']}
+    conf.chmod(0o664)
+    with pytest.raises(ValueError, match='lets the group or others write it'):
+        load_json_file(str(conf), 'the runner config')
