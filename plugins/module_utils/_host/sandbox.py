@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from .._core.dispatch.sandbox import properties, protected_paths
+from .._core.dispatch.sandbox import anchor_paths, properties, protected_paths
 from .files import foreign_writer, home_dir
 
 SANDBOX_FILE = os.path.join('.config', 'fleet-dispatch', 'sandbox.json')
@@ -52,8 +52,10 @@ def read_sandbox_file(path: str) -> Optional[Dict[str, Any]]:
 
 def run_properties(settings: Optional[Dict[str, Any]], workdir: str, home: Optional[str] = None) -> List[str]:
     """The properties of one run unit of this master: ``settings`` with ``workdir`` writable and the
-    runner's own files (``_core.dispatch.sandbox.protected_paths`` of ``home``) read-only, in every profile."""
-    return properties(settings, writable=[workdir], readonly=protected_paths(home or home_dir())) if settings else []
+    runner's own files (``_core.dispatch.sandbox.protected_paths`` of ``home``) read-only, in every profile,
+    and their parents pinned where the home is writable (``anchor_paths``)."""
+    home = home or home_dir()
+    return properties(settings, writable=[workdir], readonly=protected_paths(home), anchors=anchor_paths(home)) if settings else []
 
 
 __all__ = ['SANDBOX_FILE', 'default_sandbox_path', 'read_sandbox_file', 'run_properties']

@@ -98,12 +98,31 @@ def protected_paths(home: str) -> List[str]:
     return ['-%s/%s' % (base, rel) for rel in RUNNER_OWN] if base else []
 
 
-def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readonly: Any = ()) -> List[str]:
+def anchor_paths(home: str) -> List[str]:
+    """The directories between ``home`` and a ``RUNNER_OWN`` path (``.config``, ``.local``), each optional.
+
+    With the home writable a run renamed ``~/.config`` away (then a new one would hold a new
+    ``runner.json``): the read-only binds below it moved along. Bound in place (writable, as before) a
+    directory is a mount point in the run's namespace, and a mount point cannot be renamed (EBUSY)."""
+    base = home.rstrip('/')
+    parents = []
+    for rel in RUNNER_OWN:
+        parts = rel.split('/')[:-1]
+        for depth in range(1, len(parts) + 1):
+            parent = '/'.join(parts[:depth])
+            if parent not in parents and parent not in RUNNER_OWN:
+                parents.append(parent)
+    return ['-%s/%s' % (base, rel) for rel in parents] if base else []
+
+
+def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readonly: Any = (), anchors: Any = ()) -> List[str]:
     """The ``Key=value`` properties for ``settings`` (a mapping of systemd names; ``None``/``{}``: none).
 
     ``writable``: paths made writable for this run in addition to the settings' ``ReadWritePaths``
     (the run's own workspace); ``readonly``: paths no run may write whatever the profile says (the
-    runner's own files, ``protected_paths``); both are added only when a mount key is in force.
+    runner's own files, ``protected_paths``); ``anchors``: their parents, bound writable where the home
+    itself is (``ProtectHome`` unset or ``no``, ``ProtectSystem`` not ``strict``) so they cannot be renamed (``anchor_paths``); all are
+    added only when a mount key is in force.
     ``ReadWritePaths`` naming one of ``readonly`` exactly is refused (a path inside one stays writable:
     the more specific mount wins). ``IPAddressAllow``
     (a list; non-empty) emits ``IPAddressDeny=any`` first. A value ``None``/``''`` leaves the key
@@ -166,6 +185,9 @@ def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readon
                              '(worker_sandbox_read_write_paths)' % ', '.join(clash))
         if fixed:
             values['ReadOnlyPaths'] = values.get('ReadOnlyPaths', []) + [p for p in fixed if p not in values.get('ReadOnlyPaths', [])]
+        pinned = _paths('ReadWritePaths', [a for a in ([anchors] if isinstance(anchors, str) else list(anchors or ())) if a])
+        if pinned and values.get('ProtectHome', 'no') == 'no' and values.get('ProtectSystem') != 'strict':   # the home is writable
+            values['ReadWritePaths'] = values.get('ReadWritePaths', []) + [p for p in pinned if p not in values.get('ReadWritePaths', [])]
 
     out = []
     for key in ORDER:
@@ -184,4 +206,4 @@ def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readon
     return out
 
 
-__all__ = ['DEFAULTS', 'KNOWN', 'RUNNER_OWN', 'STRICT', 'properties', 'protected_paths']
+__all__ = ['DEFAULTS', 'KNOWN', 'RUNNER_OWN', 'STRICT', 'anchor_paths', 'properties', 'protected_paths']

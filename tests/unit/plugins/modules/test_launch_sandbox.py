@@ -54,7 +54,8 @@ def test_the_runners_own_files_are_read_only_in_the_default_profile_too(run_modu
     the user units, .gitconfig and .ssh are read-only to the run all the same."""
     sandbox_file.write_text(json.dumps(dict(DEFAULTS)))
     home = home_dir()
-    r, args = _one(['NoNewPrivileges=yes', 'PrivateUsers=yes', 'ProtectSystem=full', 'ReadWritePaths=/w/task-1']
+    r, args = _one(['NoNewPrivileges=yes', 'PrivateUsers=yes', 'ProtectSystem=full', 'ReadWritePaths=/w/task-1',
+                    'ReadWritePaths=-%s/.local' % home, 'ReadWritePaths=-%s/.config' % home]
                    + ['ReadOnlyPaths=-%s/%s' % (home, p) for p in RUNNER_OWN])
     kind, res, _w = run_module(mod, args, runner=r)
     assert kind == 'exit' and res['launched'] == ['task-1'] and r.remaining() == []

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.sandbox import (
-    DEFAULTS, KNOWN, STRICT, properties, protected_paths)
+    DEFAULTS, KNOWN, STRICT, anchor_paths, properties, protected_paths)
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.sandbox import read_sandbox_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdUser
 
@@ -124,3 +124,14 @@ def test_the_sandbox_file_others_could_write_is_refused(tmp_path):
     path.chmod(0o646)
     with pytest.raises(ValueError, match='lets the group or others write it'):
         read_sandbox_file(str(path))
+
+
+def test_the_parents_of_the_runners_files_are_pinned_where_the_home_is_writable():
+    """A run renamed ~/.config away (on the bed, default profile): a bound directory cannot be renamed."""
+    ro, pins = protected_paths('/home/m'), anchor_paths('/home/m')
+    assert pins == ['-/home/m/.local', '-/home/m/.config']
+    got = properties(DEFAULTS, writable=['/w'], readonly=ro, anchors=pins)
+    assert got[3:6] == ['ReadWritePaths=/w', 'ReadWritePaths=-/home/m/.local', 'ReadWritePaths=-/home/m/.config']
+    # a read-only home (or a strict system) is not made writable by them
+    for profile in (STRICT, dict(DEFAULTS, ProtectSystem='strict'), dict(DEFAULTS, ProtectHome='read-only')):
+        assert not [p for p in properties(profile, readonly=ro, anchors=pins) if p.startswith('ReadWritePaths=-/home/m')]
