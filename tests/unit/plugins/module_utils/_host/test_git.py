@@ -56,8 +56,8 @@ def test_fetch_exit_zero_against_stale_ref_is_an_error():
 def test_fetch_failure_keeps_gits_reason():
     """D11 🔴: never discard the reason (the old `2>/dev/null || true`)."""
     r = ScriptedRunner()
-    r.add_git('/c', 'fetch', '--no-tags', '--upload-pack=git-upload-pack', 'origin', '+refs/heads/main:refs/remotes/origin/main', scan=True,
-          rc=128, err="fatal: couldn't find remote ref refs/heads/main\n")
+    r.add_git('/c', 'fetch', '--no-tags', '--upload-pack=git-upload-pack', 'origin', '+refs/heads/main:refs/remotes/origin/main',
+              scan=True, rc=128, err="fatal: couldn't find remote ref refs/heads/main\n")
     with pytest.raises(GitError, match="couldn't find remote ref"):
         Git(r).fetch('/c', 'main')
 
