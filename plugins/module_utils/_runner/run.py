@@ -4,7 +4,8 @@
 """The run program: what a ``task-<item>`` unit executes -- it IS the run.
 
 ``fleet-runner --item N`` (``cli.py`` reads the command line; the worker role installs a
-``fleet-runner`` wrapper around ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner``).
+``fleet-runner`` wrapper that starts ``ansible_collections.fleet.dispatch.plugins.module_utils._runner``
+isolated from ``/``, the workspace given as ``--workdir``: ``boot.py``).
 It imports the same board adapters and decisions as the modules -- one implementation, two
 callers. The close-out decision is ``_core.outcome.closeout.decide``, the self-update
 ``update.self_update``.
