@@ -78,9 +78,10 @@ EXAMPLES = r'''
     msg: "{{ claim.why }}"
   when: not claim.won
 
-- name: The winner opens the successor's worktree under its own host's name
+- name: The winner opens the successor's worktree under its own host's name (no hook or fsmonitor of the clone runs)
   ansible.builtin.command:
-    argv: [git, -C, "{{ clone }}", worktree, add, --detach, "{{ workspaces }}/{{ claim.workspace }}"]
+    argv: [git, -c, core.hooksPath=/dev/null, -c, core.fsmonitor=false, -C, "{{ clone }}", worktree, add, --detach,
+           "{{ workspaces }}/{{ claim.workspace }}"]
     creates: "{{ workspaces }}/{{ claim.workspace }}"
   when: claim.won
 '''

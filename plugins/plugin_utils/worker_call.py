@@ -26,6 +26,7 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.worker_calls import code_digest
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.boot import python_argv
 
 MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'module_utils')
 ENTRY = 'ansible_collections.fleet.dispatch.plugins.module_utils._runner.worker_call'
@@ -98,7 +99,8 @@ class WorkerCallAction(ActionBase):
             return None, ''    # the module says what is wrong, in its own words
         request = json.dumps(dict(call=self.CALL, digest=controller_digest(), check=bool(self._play_context.check_mode),
                                   params=checked.validated_parameters), sort_keys=True)
-        cmd = 'PYTHONPATH=%s %s -m %s' % (shlex.quote(runner_dir), shlex.quote(self._interpreter(task_vars)), ENTRY)
+        # from /, isolated: nothing in the master's home or a workspace is imported (boot.py)
+        cmd = 'cd / && exec %s' % ' '.join(shlex.quote(a) for a in python_argv(self._interpreter(task_vars), runner_dir, ENTRY))
         try:
             # bytes, as the module path sends its payload: the local connection writes in_data to a pipe as is
             res = self._low_level_execute_command(cmd, sudoable=True, in_data=to_bytes(request, errors='surrogate_or_strict'))

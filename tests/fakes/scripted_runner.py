@@ -27,6 +27,17 @@ class ScriptedRunner(object):
         self.script.append({'argv': list(argv), 'rc': rc, 'out': out, 'err': err, 'env': env})
         return self
 
+    def add_git(self, cwd, *args, scan=False, config='', **answer):
+        """Expect one hardened git command in ``cwd`` (``_host.git.hardened_argv``). ``scan``: preceded by its
+        configuration read, answered with ``config`` (``git config -z --show-scope --list`` text)."""
+        from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import (
+            config_overrides, hardened_argv, parse_config_list)
+        overrides = ()
+        if scan:
+            self.add(hardened_argv('git', cwd, ['config', '-z', '--show-scope', '--list']), out=config)
+            overrides = config_overrides(parse_config_list(config))
+        return self.add(hardened_argv('git', cwd, list(args), overrides), **answer)
+
     def run(self, argv, env=None, data=None):
         argv = check_argv(argv)
         self.calls.append({'argv': argv, 'env': dict(env or {}), 'data': data})

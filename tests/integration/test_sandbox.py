@@ -14,6 +14,7 @@ with the reading, never as a pass.
 from __future__ import annotations
 
 import json
+import pathlib
 import time
 
 import pytest
@@ -58,6 +59,25 @@ try other_home cat /home/sbxb/public.txt
 try runner_environ grep -aq FLEET_GITHUB_TOKEN /proc/$runner/environ
 try no_new_privs grep -q 'NoNewPrivs:.*1' /proc/self/status
 exit 0
+'''
+
+HOSTILE_AGENT = pathlib.Path(__file__).resolve().parents[1] / 'fakes' / 'hostile_agent'
+
+# What roles/worker writes to sandbox.json by default for MASTER (worker_sandbox_* defaults): the home
+# stays writable; launch adds the runner's own files read-only (RUNNER_OWN) and the workspace writable.
+DEFAULT_PROFILE = {
+    'NoNewPrivileges': True, 'PrivateUsers': True, 'PrivateTmp': False, 'ProtectSystem': 'full', 'ProtectHome': 'no',
+    'ReadWritePaths': [HOME + '/.local/state/fleet-dispatch', HOME + '/fleet/workspaces', HOME + '/fleet/clones'],
+    'InaccessiblePaths': ['-%s/.config/fleet-dispatch/credentials.env' % HOME, '-/home/' + OTHER],
+}
+
+MARKERS = r'''
+import json
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
+board = LedgerBoard(path=%(ledger)r)
+print(json.dumps([m.kind for m in markers_of(board.get(%(number)d))]))
+board.close()
 '''
 
 CREATE = r'''
@@ -192,3 +212,72 @@ def test_the_tasks_limit_holds_where_the_user_manager_has_the_pids_controller(wo
         assert forked < 10, 'TasksMax=10 did not hold: %d background tasks ran' % forked
     finally:
         worker.ssh('systemctl --user stop task-%d || true' % number, check=False)
+
+
+# The runner's own files, by the hostile agent's names for them.
+OWN_FILES = {'wrapper': HOME + '/.local/bin/fleet-runner', 'runner_json': HOME + '/.config/fleet-dispatch/runner.json',
+             'sandbox_json': HOME + '/.config/fleet-dispatch/sandbox.json',
+             'board_json': HOME + '/.config/fleet-dispatch/board.json', 'bashrc': HOME + '/.bashrc'}
+
+SETUP_REPO = r"""
+set -e
+rm -rf ~/hostile-origin.git ~/fleet/clones/hostile ~/marks ~/seed && mkdir -p ~/marks
+git init -q --bare -b main ~/hostile-origin.git
+git init -q -b main ~/seed && cd ~/seed && echo hello > README && git add README
+git -c user.name=t -c user.email=t@example.invalid commit -qm init && git push -q ~/hostile-origin.git HEAD:main
+git clone -q ~/hostile-origin.git ~/fleet/clones/hostile
+"""
+
+
+def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
+    """In the default profile (home writable), a hostile agent commits a json.py to the target
+    repository, plants hooks, a filter and fsmonitor in the clone, and tries to rewrite its runner's
+    files. The next run on that repository completes with none of it run: no token printed, no hook,
+    no filter, no fsmonitor; the runner's files unchanged."""
+    worker.ssh(SETUP_REPO)
+    worker.bed.ssh(worker.host, 'cat > %s/hostile_agent && chmod 755 %s/hostile_agent' % (HOME, HOME), user=MASTER,
+                   input=HOSTILE_AGENT.read_text())
+    for number in (51, 52):
+        worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (RUNNER_ROOT, CREATE % {'ledger': LEDGER, 'number': number}))
+    digests = 'sha256sum %s' % ' '.join(OWN_FILES.values())
+    before = worker.ssh(digests).stdout
+
+    def run(number, agent):
+        ws = worker.bed.ansible(worker.host, 'fleet.dispatch.workspace',
+                                {'clone': HOME + '/fleet/clones/hostile', 'number': number}, become_user=MASTER)[worker.host]
+        assert ws.get('created'), ws
+        args = {'items': [{'number': number, 'workdir': ws['path'],
+                           'command': ['fleet-runner', '--item', str(number), '--agent-command', json.dumps(agent)]}],
+                'path': worker.path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env', 'notifier': '',
+                'sandbox': DEFAULT_PROFILE}
+        res = worker.bed.ansible(worker.host, 'fleet.dispatch.launch', args, become_user=MASTER)[worker.host]
+        assert res.get('launched') == ['task-%d' % number], res
+        worker.wait_gone(number)
+        return ws['path']
+
+    hostile_ws = run(51, ['/bin/sh', HOME + '/hostile_agent'])
+    tried = dict(line.split(' ', 1) for line in worker.ssh('cat %s/hostile.txt' % hostile_ws).stdout.split('\n') if line)
+    # the clone is the agent's: its push and its plants land (what the fleet must then not run)
+    assert {k: tried.pop(k) for k in ('push', 'plant_filter', 'plant_fsmonitor')} == dict.fromkeys(
+        ('push', 'plant_filter', 'plant_fsmonitor'), 'ok'), tried
+    assert tried == dict.fromkeys(('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json', 'config_rename',
+                                   'user_unit', 'gitconfig', 'ssh_keys', 'bashrc', 'config_parent_rename',
+                                   'local_parent_rename'), 'refused'), tried
+
+    # the next run on the repository: its workspace holds json.py (fetched, checked out), and it completes
+    normal_ws = run(52, ['/bin/true'])
+    assert worker.ssh('test -f %s/json.py && echo present' % normal_ws).stdout.strip() == 'present'
+    kinds = json.loads(worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF"
+                                  % (RUNNER_ROOT, MARKERS % {'ledger': LEDGER, 'number': 52})).stdout)
+    assert kinds[0] == 'start' and len(kinds) >= 2 and kinds[-1] != 'start', kinds   # started and closed out
+    # releasing the hostile workspace runs status there (fsmonitor, the clean filter): it holds work, so it is kept
+    gone = worker.bed.ansible(worker.host, 'fleet.dispatch.workspace', {'clone': HOME + '/fleet/clones/hostile', 'number': 51,
+                                                                        'state': 'absent'}, become_user=MASTER)[worker.host]
+    assert gone.get('kept'), gone
+
+    assert worker.ssh('ls -A %s/marks' % HOME).stdout.split() == []   # no json.py import, hook, filter, fsmonitor, ...
+    assert worker.ssh(digests).stdout == before                        # the runner's files, byte for byte
+
+    # the control: plain git as the master runs what was planted (so the empty marks above mean something)
+    worker.ssh('git -C %s/fleet/clones/hostile worktree add -q --detach /tmp/plain-%s HEAD || true' % (HOME, MASTER))
+    assert 'hook-post-checkout' in worker.ssh('ls -A %s/marks' % HOME).stdout.split()

@@ -20,6 +20,17 @@ CAPACITY_FILE = 'capacity.json'
 STATE_SUBDIR = 'fleet-dispatch'
 
 
+def foreign_writer(info, uid=None) -> str:
+    """Why a configuration file whose ``os.stat`` is ``info`` may have been written by someone other than
+    this user or root ('' when it cannot): another owner, or group or world write permission."""
+    uid = os.getuid() if uid is None else uid
+    if info.st_uid not in (0, uid):
+        return 'it is owned by uid %d, not this user (%d) or root' % (info.st_uid, uid)
+    if info.st_mode & 0o022:
+        return 'its mode %o lets the group or others write it' % (info.st_mode & 0o7777)
+    return ''
+
+
 def home_dir() -> str:
     """The home of the user this process runs as, by uid (HOME may still name the user become started from)."""
     try:

@@ -6,6 +6,10 @@
 Each run gets its own detached worktree at a fresh ``origin/<branch>``, created from the clone's
 physical path and verified before it is handed over; a dirty one is kept, never wiped.
 
+Every git command the fleet runs goes through ``Git._run`` (``hardened_argv``): the clone and the
+workspace are writable by the agent, so nothing git would execute on their say (hooks, fsmonitor,
+filter drivers, credential helpers, ssh commands, remote helpers) runs with the master's rights.
+
 The rules in full, with their reasons: ``docs/internals.md``, section ``_host/git.py``.
 """
 
@@ -15,12 +19,101 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import time
 
 # Unmeasured guess: a fetch and a worktree add take seconds, so a minute is many launches' worth of
 # waiting. Experiment: time the longest fetch of the fleet's largest clone and keep a few times that.
 CLONE_LOCK_TIMEOUT = 120.0
 CLONE_LOCK_NAME = 'fleet-dispatch-workspace.lock'
+
+
+HARDENED_CONFIG = (
+    'core.hooksPath=/dev/null',          # no hook: post-checkout, reference-transaction, post-index-change...
+    'core.fsmonitor=false',              # a path here is a program status and worktree add run
+    'core.askPass=',                     # empty: no program asked for a password (GIT_TERMINAL_PROMPT=0 too)
+    'core.pager=cat',
+    'core.alternateRefsCommand=true',    # objects/info/alternates is writable: no command for their refs
+    'diff.external=',
+    'protocol.allow=never',              # ext::, git:// (core.gitProxy) and every remote helper refused...
+    'protocol.file.allow=always',        # ...but the transports an origin is reached by
+    'protocol.ssh.allow=always',
+    'protocol.https.allow=always',
+    'protocol.http.allow=always',
+    'submodule.recurse=false',           # a submodule's own config and hooks are the agent's too
+    'fetch.recurseSubmodules=false',
+    'gc.auto=0',                         # no background gc/maintenance outliving the call
+    'maintenance.auto=false',
+)
+"""``-c`` settings on every git command the fleet runs (command-line scope beats every file)."""
+
+HARDENED_ENV = {'GIT_TERMINAL_PROMPT': '0', 'GIT_ASKPASS': '', 'SSH_ASKPASS': '', 'GIT_PAGER': 'cat'}
+"""The environment every git command of the fleet runs with: it never prompts, never runs an askpass."""
+
+TRUSTED_SCOPES = ('system', 'global', 'command')
+"""git's protected configuration (git-config(1), SCOPES): the only scopes a program may come from."""
+
+_FILTER_KEY = re.compile(r'^filter\.(.+)\.(clean|smudge|process|required)$', re.IGNORECASE)
+_HELPER_KEY = re.compile(r'^credential\.(.+\.)?helper$', re.IGNORECASE)
+_SINGLE_TRUSTED = ('core.sshcommand',)
+
+
+def parse_config_list(text):
+    """``git config -z --show-scope --list`` → list of ``(scope, key, value)`` (key lowercased as git prints it)."""
+    parts = (text or '').split('\0')
+    out = []
+    for scope, entry in zip(parts[0::2], parts[1::2]):
+        key, _sep, value = entry.partition('\n')
+        out.append((scope, key, value))
+    return out
+
+
+def config_overrides(entries):
+    """The ``-c`` settings that take back from the repository's own config what only trusted config may set.
+
+    ``entries``: ``parse_config_list`` of the directory a command runs in. A filter driver named in
+    local or worktree config is emptied (an empty clean/smudge/process runs nothing) and made optional;
+    one whose name cannot be written as ``-c`` is a GitError (never run unneutralised). Credential
+    helpers are reset and only the system and global ones given back; a ``core.sshCommand`` set locally
+    is replaced by the trusted value or git's default. (``remote.<name>.uploadpack`` is not here: the
+    first value read wins, the repository's, so ``fetch`` names the program itself.)
+    """
+    out, seen = [], set()
+    trusted_helpers = []
+    trusted_single = {}
+    for scope, key, value in entries:
+        lowered = key.lower()
+        if scope in TRUSTED_SCOPES:
+            if _HELPER_KEY.match(key) and '=' not in key:
+                trusted_helpers.append('%s=%s' % (key, value))
+            elif lowered in _SINGLE_TRUSTED:
+                trusted_single[lowered] = value
+            continue
+        match = _FILTER_KEY.match(key)
+        if match:
+            name = match.group(1)
+            if '=' in name or '\n' in name:
+                raise GitError('the repository configures a filter driver named %r, which cannot be switched off on '
+                               'the command line: refusing to run git there' % (name,))
+            if name not in seen:
+                seen.add(name)
+                out.extend('filter.%s.%s=%s' % (name, what, '' if what != 'required' else 'false')
+                           for what in ('clean', 'smudge', 'process', 'required'))
+    out.append('credential.helper=')
+    out.extend(trusted_helpers)
+    local = set(k.lower() for s, k, _v in entries if s not in TRUSTED_SCOPES)
+    for key in _SINGLE_TRUSTED:
+        if key in local:
+            out.append('%s=%s' % ('core.sshCommand', trusted_single.get(key, 'ssh')))
+    return out
+
+
+def hardened_argv(git, cwd, args, overrides=()):
+    """The argv of one git command in ``cwd``: ``HARDENED_CONFIG`` and ``overrides`` as ``-c``, then ``args``."""
+    argv = [git, '--no-pager']
+    for setting in tuple(HARDENED_CONFIG) + tuple(overrides):
+        argv.extend(['-c', setting])
+    return argv + ['-C', cwd] + list(args)
 
 
 class GitError(Exception):
@@ -75,9 +168,24 @@ class Git(object):
         self.git = git
         self.remote = remote
 
-    def _run(self, cwd, args, what, check=True):
-        argv = [self.git, '-C', cwd] + list(args)
-        rc, out, err = self.runner.run(argv)
+    def _run(self, cwd, args, what, check=True, scan=False):
+        """Run one git command in ``cwd``, hardened (``hardened_argv``); the only way this class runs git.
+
+        ``scan``: for the commands that may run a configured program (fetch, checkout, status, worktree
+        add/remove), read the configuration first and take back what the repository set (``config_overrides``).
+        """
+        overrides = ()
+        if scan:
+            rc, out, err = self.runner.run(hardened_argv(self.git, cwd, ['config', '-z', '--show-scope', '--list']),
+                                           env=dict(HARDENED_ENV))
+            if rc != 0:
+                if check:
+                    raise GitError('%s refused in %s: its git configuration cannot be read (rc=%s): %s'
+                                   % (what, cwd, rc, (err or out or '').strip()), rc=rc, stderr=err)
+                return rc, '', err or ''
+            overrides = config_overrides(parse_config_list(out))
+        argv = hardened_argv(self.git, cwd, args, overrides)
+        rc, out, err = self.runner.run(argv, env=dict(HARDENED_ENV))
         if check and rc != 0:
             raise GitError('%s failed in %s (rc=%s): %s' % (what, cwd, rc, (err or out or '').strip()), argv, rc, err)
         return rc, out or '', err or ''
@@ -116,7 +224,7 @@ class Git(object):
         Raises ``GitError`` when git cannot read the tree (the caller must then keep it: no
         evidence that it is clean).
         """
-        _rc, out, _err = self._run(path, ['status', '--porcelain', '--untracked-files=all'], 'git status')
+        _rc, out, _err = self._run(path, ['status', '--porcelain', '--untracked-files=all'], 'git status', scan=True)
         files = [line for line in out.splitlines() if line.strip()]
         _rc, out, _err = self._run(path, ['rev-list', '--count', 'HEAD', '--not', '--remotes'], 'git rev-list')
         try:
@@ -134,8 +242,8 @@ class Git(object):
         tracking ref, and the result is verified: the tracking ref must equal FETCH_HEAD.
         """
         tracking = 'refs/remotes/%s/%s' % (self.remote, branch)
-        self._run(clone, ['fetch', '--no-tags', self.remote, '+refs/heads/%s:%s' % (branch, tracking)],
-                  'git fetch %s %s' % (self.remote, branch))
+        self._run(clone, ['fetch', '--no-tags', '--upload-pack=git-upload-pack', self.remote, '+refs/heads/%s:%s' % (branch, tracking)],
+                  'git fetch %s %s' % (self.remote, branch), scan=True)
         fetched = self.rev_parse(clone, 'FETCH_HEAD')
         sha = self.rev_parse(clone, tracking)
         if not sha or sha != fetched:
@@ -145,7 +253,7 @@ class Git(object):
 
     def worktree_add(self, clone, path, sha):
         """``git worktree add --detach PATH SHA`` (detached is mandatory, D10 detail 1)."""
-        self._run(clone, ['worktree', 'add', '--detach', path, sha], 'git worktree add')
+        self._run(clone, ['worktree', 'add', '--detach', path, sha], 'git worktree add', scan=True)
 
     def worktree_remove(self, clone, path, force=False, check=True):
         """``git worktree remove PATH`` — without ``--force`` git itself refuses a dirty tree too.
@@ -153,8 +261,13 @@ class Git(object):
         ``force`` is only for a tree this code created a moment ago and that failed verification.
         """
         args = ['worktree', 'remove'] + (['--force'] if force else []) + [path]
-        rc, _out, _err = self._run(clone, args, 'git worktree remove', check=check)
+        rc, _out, _err = self._run(clone, args, 'git worktree remove', check=check, scan=True)
         return rc == 0
+
+    def checkout_detached(self, cwd, sha):
+        """``git checkout --quiet --detach SHA`` in ``cwd``; returns ``(rc, stderr)`` (the caller verifies HEAD)."""
+        rc, _out, err = self._run(cwd, ['checkout', '--quiet', '--detach', sha], 'git checkout', check=False, scan=True)
+        return rc, err
 
     def worktree_prune(self, clone):
         """``git worktree prune``: forget registrations whose directory is gone."""

@@ -20,8 +20,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .._core.outcome.agent_env import AGENT_SETENV, SECRET_NAME
 from .._core.board.naming import unit_name
-from .._core.dispatch.sandbox import properties as sandbox_properties
-from .sandbox import default_sandbox_path, read_sandbox_file
+from .._core.dispatch.sandbox import properties as sandbox_properties, protected_paths
+from .files import home_dir
+from .sandbox import default_sandbox_path, read_sandbox_file, run_properties
 from .systemd import command_problems, launch, notifier_unit, unit_problems
 
 
@@ -96,7 +97,7 @@ def sandbox_settings(option=None):
     settings = option
     if settings is None:
         settings = read_sandbox_file(default_sandbox_path()) or {}
-    sandbox_properties(settings)
+    sandbox_properties(settings, readonly=protected_paths(home_dir()))
     return settings
 
 
@@ -111,7 +112,8 @@ def launch_items(sd, items, path, environment_file=None, notifier='fleet-notify@
                  properties: Optional[List[str]] = None, sandbox: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Start each item on this master (``sd``); ``{results, launched, refused, failed_to_launch}``.
 
-    ``sandbox``: the settings of ``sandbox_settings``; each run's properties get them, with its workdir writable.
+    ``sandbox``: the settings of ``sandbox_settings``; each run's properties get them, with its workdir writable
+    and the runner's own files read-only (``sandbox.run_properties``).
 
     Raises ValueError (an item's unit name) and ``SystemdError`` (the manager could not be read)
     with the answers so far on the exception's ``partial`` attribute."""
@@ -128,7 +130,7 @@ def launch_items(sd, items, path, environment_file=None, notifier='fleet-notify@
             res = dict(unit=unit, launched=False, reason='live', invocation_id=None, start_us=None,
                        active_state=None, stderr='')
         else:
-            props = list(properties or []) + (sandbox_properties(sandbox, writable=[item['workdir']]) if sandbox else [])
+            props = list(properties or []) + run_properties(sandbox, item['workdir'])
             extra = {'properties': props} if props else {}
             try:
                 res = launch(sd, unit, item['command'], path, environment_file=environment_file,

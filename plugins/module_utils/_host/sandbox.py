@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
-from .files import home_dir
+from .._core.dispatch.sandbox import anchor_paths, properties, protected_paths
+from .files import foreign_writer, home_dir
 
 SANDBOX_FILE = os.path.join('.config', 'fleet-dispatch', 'sandbox.json')
 
@@ -27,14 +28,18 @@ def default_sandbox_path() -> str:
 def read_sandbox_file(path: str) -> Optional[Dict[str, Any]]:
     """The settings in ``path``; ``None`` when there is no such file (a master the worker role has not
     provisioned since sandboxing came: its runs are not hardened). A file that cannot be read or is not
-    a JSON object raises ``ValueError`` naming the file and the fix: a run never starts half-sandboxed."""
+    a JSON object, or one someone other than this user or root could have written (owner, group/world
+    write), raises ``ValueError`` naming the file and the fix: a run never starts half-sandboxed."""
     try:
         with open(path, encoding='utf-8') as handle:
+            why = foreign_writer(os.fstat(handle.fileno()))
             text = handle.read()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError('the sandbox file %s cannot be read (%s): re-run fleet.dispatch.worker' % (path, exc))
+    if why:
+        raise ValueError('the sandbox file %s is refused: %s (chmod go-w it, or re-run fleet.dispatch.worker)' % (path, why))
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -45,4 +50,12 @@ def read_sandbox_file(path: str) -> Optional[Dict[str, Any]]:
     return data
 
 
-__all__ = ['SANDBOX_FILE', 'default_sandbox_path', 'read_sandbox_file']
+def run_properties(settings: Optional[Dict[str, Any]], workdir: str, home: Optional[str] = None) -> List[str]:
+    """The properties of one run unit of this master: ``settings`` with ``workdir`` writable and the
+    runner's own files (``_core.dispatch.sandbox.protected_paths`` of ``home``) read-only, in every profile,
+    and their parents pinned where the home is writable (``anchor_paths``)."""
+    home = home or home_dir()
+    return properties(settings, writable=[workdir], readonly=protected_paths(home), anchors=anchor_paths(home)) if settings else []
+
+
+__all__ = ['SANDBOX_FILE', 'default_sandbox_path', 'read_sandbox_file', 'run_properties']

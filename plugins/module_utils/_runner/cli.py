@@ -15,7 +15,8 @@ command          what it is                                   program
 ===============  ===========================================  ===============================
 
 The subcommand is the first positional word. The ``fleet-runner`` wrapper puts its own options
-(``--code-dir``, ``--config``, ``--branch``) before the caller's words, so a word right after an
+(``--code-dir``, ``--config``, ``--branch``, and ``--workdir``: the directory it was started in, since
+it runs Python from ``/``) before the caller's words, so a word right after an
 option that takes a value is that value, never a subcommand; the wrapper's options a subcommand
 reads are carried over to its words (unless the caller gave them again). Without a subcommand the
 whole command line is the run's (what a ``task-<item>`` unit executes).
@@ -35,7 +36,7 @@ VALUED = frozenset(['--item', '--repo', '--config', '--board-spec', '--state-dir
 """The runner's options that take a value: a word after one of them is its value, not a subcommand."""
 
 CARRY = {'classify': ('--config',), 'check-board': ('--config',),
-         'chain': ('--config', '--branch'), 'session': ('--config', '--branch'), 'handoff': ('--config', '--branch')}
+         'chain': ('--config', '--branch'), 'session': ('--config', '--branch', '--workdir'), 'handoff': ('--config', '--branch')}
 """Each subcommand and the wrapper's options carried over to its words."""
 
 SUBCOMMANDS = ('run',) + tuple(CARRY)

@@ -17,6 +17,7 @@ from typing import Any, Dict
 
 from .._board.factory import open_board
 from .._board.protocol import BoardUnreadable
+from .._host.files import foreign_writer
 
 DEFAULT_CONFIG = '~/.config/fleet-dispatch/runner.json'
 DEFAULT_BOARD_SPEC = '~/.config/fleet-dispatch/board.json'
@@ -31,7 +32,12 @@ def expand(path: str) -> str:
 
 
 def load_json_file(path: str, what: str) -> Dict[str, Any]:
+    """The JSON object in ``path``; ValueError when it is not one, or when its owner or mode says someone
+    other than this user or root could have written it (it names the runner's agent and its board)."""
     with open(path, encoding='utf-8') as handle:
+        why = foreign_writer(os.fstat(handle.fileno()))
+        if why:
+            raise ValueError('%s %s is refused: %s (chmod go-w it, or re-run fleet.dispatch.worker)' % (what, path, why))
         data = json.load(handle)
     if not isinstance(data, dict):
         raise ValueError('%s %s must hold a JSON object' % (what, path))

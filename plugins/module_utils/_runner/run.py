@@ -4,7 +4,8 @@
 """The run program: what a ``task-<item>`` unit executes -- it IS the run.
 
 ``fleet-runner --item N`` (``cli.py`` reads the command line; the worker role installs a
-``fleet-runner`` wrapper around ``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner``).
+``fleet-runner`` wrapper that starts ``ansible_collections.fleet.dispatch.plugins.module_utils._runner``
+isolated from ``/``, the workspace given as ``--workdir``: ``boot.py``).
 It imports the same board adapters and decisions as the modules -- one implementation, two
 callers. The close-out decision is ``_core.outcome.closeout.decide``, the self-update
 ``update.self_update``.
@@ -777,7 +778,7 @@ def _parser():
     p.add_argument('--board-spec', default=None, help='board spec JSON (default %s); secrets come from the environment' % DEFAULT_BOARD_SPEC)
     p.add_argument('--state-dir', default=None, help='the master\'s state directory (default %s)' % DEFAULT_STATE_DIR)
     p.add_argument('--agent-command', default=None, help='the agent argv as a JSON list (overrides the config)')
-    p.add_argument('--workdir', default=None, help='the agent\'s working directory (default: the current one)')
+    p.add_argument('--workdir', default=None, help='the agent\'s working directory (the wrapper passes the one it was started in)')
     p.add_argument('--timeout', type=float, default=None, help='seconds before the agent is stopped (default: none)')
     p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update')
     p.add_argument('--branch', default=None, help='the branch to self-update from and to brief (default main)')
@@ -860,6 +861,11 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     except (OSError, ValueError, TypeError) as exc:
         _log_line('fleet-runner: configuration error, nothing posted: %s' % exc)
         return EXIT_USAGE
+    # the wrapper runs Python from / (nothing imported from the workspace) and names the workspace: never os.getcwd()
+    workdir = expand(args.workdir or conf.get('workdir') or '')
+    if not workdir:
+        _log_line('fleet-runner: --workdir DIR (the run\'s workspace) is required; nothing posted')
+        return EXIT_USAGE
     branch = args.branch or conf.get('branch') or 'main'
     code_dir = args.code_dir or conf.get('code_dir')
     # the repo: --repo, else the config, else FLEET_REPO (what fleet.dispatch's dispatch role sets on the unit)
@@ -881,7 +887,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     version = installed_version(here) or ''
     config = RunConfig(
         number=args.item, repo=repo, state_dir=state_dir, agent_command=agent,
-        workdir=expand(args.workdir or conf.get('workdir') or os.getcwd()), branch=branch,
+        workdir=workdir, branch=branch,
         host=socket.gethostname(), master=user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
         timeout=(args.timeout if args.timeout is not None else conf.get('timeout')) or None, agent_env=agent_env,
         agent_credentials=expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),

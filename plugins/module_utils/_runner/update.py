@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The runner's self-update: fetch its own checkout, verify the outcome, re-exec once.
 
-``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner`` (``MODULE``) is
-what the worker role's wrapper runs and what the re-exec runs again.
+``ansible_collections.fleet.dispatch.plugins.module_utils._runner`` (``MODULE``) is what the worker
+role's wrapper runs and what the re-exec runs again, both isolated from the run's files (``boot.py``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any, Dict, Optional
 from .._core.board.model import format_time
 from .._host.cmd import SubprocessRunner
 from .._host.git import Git, GitError
+from .boot import RUNNER_MODULE, collection_root, python_argv
 
-MODULE = 'ansible_collections.fleet.dispatch.plugins.module_utils._runner'
+MODULE = RUNNER_MODULE
 
 REEXEC_ENV = 'FLEET_RUNNER_REEXEC'
 STARTED_ENV = 'FLEET_RUNNER_STARTED_AT'
@@ -97,7 +98,7 @@ def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Op
             sha = git.fetch(code_dir, branch)
             head = git.rev_parse(code_dir, 'HEAD')
             if head != sha:
-                rc, _out, err = git.runner.run([git.git, '-C', code_dir, 'checkout', '--quiet', '--detach', sha])
+                rc, err = git.checkout_detached(code_dir, sha)
                 after = git.rev_parse(code_dir, 'HEAD')
                 if after != sha:
                     raise UpdateFailed('the runner checkout %s is at %s after moving to origin/%s = %s (git checkout rc=%s: %s)'
@@ -115,6 +116,9 @@ def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Op
     env[REEXEC_ENV] = '1'
     if started_at is not None:
         env[STARTED_ENV] = format_time(started_at)
-    args = [sys.executable, '-m', MODULE] + list((argv or sys.argv)[1:])
+    # isolated, from /: the re-exec imports from nothing the run can write (boot.py)
+    args = python_argv(sys.executable, collection_root(code_dir), MODULE, list((argv or sys.argv)[1:]))
+    if execv is None:
+        os.chdir('/')   # the wrapper already left the workspace; a re-exec never starts in one either
     (execv or os.execve)(sys.executable, args, env)
     return {'status': 'updated', 'from': head, 'to': sha, 'version': version}

@@ -40,6 +40,16 @@ DEFAULTS = {
 STRICT = dict(DEFAULTS, PrivateTmp=True, ProtectSystem='strict', ProtectHome='read-only')
 """The strict profile: writes confined to the ReadWritePaths (docs/sandbox.md)."""
 
+RUNNER_OWN = ('.local/bin', '.config/fleet-dispatch', '.config/systemd', '.config/environment.d', '.config/git',
+              '.gitconfig', '.ssh', '.profile', '.bashrc', '.bash_profile', '.bash_login')
+"""Home-relative paths read-only to a run in every profile that mounts (``protected_paths``).
+
+The run is the master's own uid, so with the home writable (the default profile) it rewrote its own
+runner: the wrapper and everything on the run PATH (``.local/bin``), ``runner.json`` (its
+agent_command), ``sandbox.json`` (``{}``: the next run unsandboxed), ``board.json`` (api_url: the token
+sent elsewhere), the user units and the user manager's environment, and what the fleet's git, ssh and
+the master's login shell read outside the sandbox (``.gitconfig``, ``.ssh``, the shell's start files)."""
+
 _BYTES = re.compile(r'^(\d+(\.\d+)?[KMGT]?|\d{1,2}(\.\d+)?%|100%|infinity)$')
 _TASKS = re.compile(r'^(\d+|\d{1,2}(\.\d+)?%|100%|infinity)$')
 _IP = re.compile(r'^([0-9A-Fa-f:.]+(/\d{1,3})?|any|localhost|link-local|multicast)$')
@@ -82,11 +92,39 @@ def _paths(key: str, value: Any) -> List[str]:
     return out
 
 
-def properties(settings: Optional[Mapping[str, Any]], writable: Any = ()) -> List[str]:
+def protected_paths(home: str) -> List[str]:
+    """``RUNNER_OWN`` under ``home``, each optional (``-``: a missing one is skipped, not an error)."""
+    base = home.rstrip('/')
+    return ['-%s/%s' % (base, rel) for rel in RUNNER_OWN] if base else []
+
+
+def anchor_paths(home: str) -> List[str]:
+    """The directories between ``home`` and a ``RUNNER_OWN`` path (``.config``, ``.local``), each optional.
+
+    With the home writable a run renamed ``~/.config`` away (then a new one would hold a new
+    ``runner.json``): the read-only binds below it moved along. Bound in place (writable, as before) a
+    directory is a mount point in the run's namespace, and a mount point cannot be renamed (EBUSY)."""
+    base = home.rstrip('/')
+    parents = []
+    for rel in RUNNER_OWN:
+        parts = rel.split('/')[:-1]
+        for depth in range(1, len(parts) + 1):
+            parent = '/'.join(parts[:depth])
+            if parent not in parents and parent not in RUNNER_OWN:
+                parents.append(parent)
+    return ['-%s/%s' % (base, rel) for rel in parents] if base else []
+
+
+def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readonly: Any = (), anchors: Any = ()) -> List[str]:
     """The ``Key=value`` properties for ``settings`` (a mapping of systemd names; ``None``/``{}``: none).
 
     ``writable``: paths made writable for this run in addition to the settings' ``ReadWritePaths``
-    (the run's own workspace); they are added only when a mount key is in force. ``IPAddressAllow``
+    (the run's own workspace); ``readonly``: paths no run may write whatever the profile says (the
+    runner's own files, ``protected_paths``); ``anchors``: their parents, bound writable where the home
+    itself is (``ProtectHome`` unset or ``no``, ``ProtectSystem`` not ``strict``) so they cannot be renamed (``anchor_paths``); all are
+    added only when a mount key is in force.
+    ``ReadWritePaths`` naming one of ``readonly`` exactly is refused (a path inside one stays writable:
+    the more specific mount wins). ``IPAddressAllow``
     (a list; non-empty) emits ``IPAddressDeny=any`` first. A value ``None``/``''`` leaves the key
     unset. Raises ``ValueError`` naming the key for anything else.
     """
@@ -139,6 +177,17 @@ def properties(settings: Optional[Mapping[str, Any]], writable: Any = ()) -> Lis
         extra = _paths('ReadWritePaths', [w for w in ([writable] if isinstance(writable, str) else list(writable or ())) if w])
         if extra:
             values['ReadWritePaths'] = values.get('ReadWritePaths', []) + [p for p in extra if p not in values.get('ReadWritePaths', [])]
+        fixed = _paths('ReadOnlyPaths', [r for r in ([readonly] if isinstance(readonly, str) else list(readonly or ())) if r])
+        bare = dict((p.lstrip('-').rstrip('/'), p) for p in fixed)
+        clash = [p for p in values.get('ReadWritePaths', []) if p.lstrip('-').rstrip('/') in bare]
+        if clash:
+            raise ValueError('sandbox ReadWritePaths %s: the runner\'s own files are read-only to every run; drop it '
+                             '(worker_sandbox_read_write_paths)' % ', '.join(clash))
+        if fixed:
+            values['ReadOnlyPaths'] = values.get('ReadOnlyPaths', []) + [p for p in fixed if p not in values.get('ReadOnlyPaths', [])]
+        pinned = _paths('ReadWritePaths', [a for a in ([anchors] if isinstance(anchors, str) else list(anchors or ())) if a])
+        if pinned and values.get('ProtectHome', 'no') == 'no' and values.get('ProtectSystem') != 'strict':   # the home is writable
+            values['ReadWritePaths'] = values.get('ReadWritePaths', []) + [p for p in pinned if p not in values.get('ReadWritePaths', [])]
 
     out = []
     for key in ORDER:
@@ -157,4 +206,4 @@ def properties(settings: Optional[Mapping[str, Any]], writable: Any = ()) -> Lis
     return out
 
 
-__all__ = ['DEFAULTS', 'KNOWN', 'STRICT', 'properties']
+__all__ = ['DEFAULTS', 'KNOWN', 'RUNNER_OWN', 'STRICT', 'anchor_paths', 'properties', 'protected_paths']

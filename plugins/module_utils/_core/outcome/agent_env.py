@@ -25,8 +25,8 @@ ALLOWED = ('PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ',
            'XDG_CONFIG_HOME', 'XDG_CACHE_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'INVOCATION_ID', 'JOURNAL_STREAM',
            'PYTHONPATH', 'PYTHONDONTWRITEBYTECODE')
 """The names of the runner's environment the agent inherits (plus ``LC_*``, ``FLEET_*`` and ``AGENT_SETENV``'s).
-``PYTHONPATH`` is the runner wrapper's own (its code, readable anyway): a Python agent or tool run by the
-fleet keeps importing what it imported before the list."""
+``PYTHONPATH`` is passed on when the unit sets one (the runner's wrapper sets none: it runs Python
+isolated), so a Python agent or tool run by the fleet keeps importing what it imported before the list."""
 
 AGENT_SETENV = 'FLEET_AGENT_SETENV'
 """Set by ``launch``: the comma-separated names of its ``setenv`` that are neither ``FLEET_*`` nor secret-looking;

@@ -74,8 +74,10 @@ class SessionRun(object):
     """The program of a ``chain-*`` unit: brief → agent → validated handoff → close (one transaction)."""
 
     def __init__(self, conf, ident, store_factory, host, master, spawner=None, clock=None, log=None, environ=None,
-                 board=None):
-        self.board_factory = board    # zero-argument: the item's board, for a session that carries an item on
+                 board=None, workdir=None):
+        self.board_factory = board
+        # the wrapper runs Python from / and names the unit's working directory; a direct call keeps its own
+        self.workdir = os.path.abspath(workdir) if workdir else os.getcwd()    # zero-argument: the item's board, for a session that carries an item on
         self.row = None
         self.started_at = None
         self.conf = conf
@@ -135,7 +137,7 @@ class SessionRun(object):
         values = dict(parent['brief'])
         values.update(session=self.ident, depth=row['depth'], host=self.host, master=self.master, parent=parent['id'],
                       parent_host=parent['host'], branch=(self.conf.get('chain') or {}).get('branch') or 'main',
-                      workdir=os.getcwd(), output_dir=self.out_dir)
+                      workdir=self.workdir, output_dir=self.out_dir)
         brief = render_brief(values)
         with open(self.brief_path, 'w', encoding='utf-8') as handle:
             handle.write(brief)
@@ -159,7 +161,7 @@ class SessionRun(object):
             try:
                 spawner = self.spawner or PopenSpawner()
                 self.proc = spawner.spawn(argv, stdin_path=None if uses else self.brief_path, capture_path=self.capture_path,
-                                          env=env, cwd=os.getcwd())
+                                          env=env, cwd=self.workdir)
                 rc = self.proc.wait()
             except OSError as exc:
                 rc = None
@@ -271,6 +273,7 @@ def main(words, environ=None, *, clock=None, spawner=None, board=None) -> int:
     environ = os.environ if environ is None else environ
     p = parser('session')
     p.add_argument('--session', default=None, help='the session id (default $FLEET_SESSION)')
+    p.add_argument('--workdir', default=None, help='the agent\'s working directory (the wrapper passes the one it was started in)')
     args = p.parse_args(words)
     started = start('session', args, environ)
     if started is None:
@@ -282,4 +285,4 @@ def main(words, environ=None, *, clock=None, spawner=None, board=None) -> int:
         return EXIT_USAGE
     opener = (lambda: board(conf, environ)) if board is not None else None
     return SessionRun(conf, ident, lambda: SessionStore(**ledger), host, master, spawner=spawner, clock=clock,
-                      environ=environ, board=opener).run()
+                      environ=environ, board=opener, workdir=args.workdir).run()

@@ -21,7 +21,6 @@ import json
 import os
 import sys
 
-from ..._core.dispatch.sandbox import properties as sandbox_properties
 from ..._core.chains.chain import (
     DEFAULT_DEPTH_LIMIT, DEFAULT_MAX_LOAD_PER_CPU, DEFAULT_MIN_MEM_AVAILABLE_KB, HandoffInvalid, decide, room, session_unit,
     successor_kind, successor_session_id,
@@ -33,6 +32,7 @@ from ..._host.files import CAPACITY_FILE, CHAIN_LOSSES, read_capacity_file, read
 from ..._host.git import Git, GitError, Workspace
 from ..._host.headroom import measure
 from ..._host.launcher import sandbox_settings
+from ..._host.sandbox import run_properties
 from ..._host.systemd import SystemdError, SystemdUser, launch, notifier_unit
 from ..._store.handoff import ClaimUnproven, HandoffStore
 from ..._store.sessions import LedgerUnreachable, SessionStore
@@ -241,7 +241,7 @@ class Tick(object):
         argv = command + ['session', '--session', ident]
         try:
             # issue 14: a successor is hardened like an item's run (this master's sandbox.json)
-            props = sandbox_properties(sandbox_settings(), writable=[path])
+            props = run_properties(sandbox_settings(), path)
             res = launch(self.sd, unit, argv, chain.get('path') or os.environ.get('PATH', '/usr/bin:/bin'),
                          environment_file=chain.get('environment_file') or None,
                          on_failure=notifier_unit(chain.get('notifier') or '', unit), workdir=path,

@@ -12,6 +12,8 @@ import sys
 from unittest import mock
 
 import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.boot import BOOTSTRAP
 from ansible.playbook.task import Task
 
 from ansible_collections.fleet.dispatch.plugins.action import worker_launch, worker_probe
@@ -64,8 +66,9 @@ def test_the_runner_call_carries_validated_options_on_stdin_and_its_answer_is_th
                                                   'warnings': ['a: odd unit'], 'masked': []})
     out = action.run(task_vars={'ansible_python_interpreter': '/usr/bin/python3.11'})
     (call,) = action._low_level_execute_command.calls
-    assert call['cmd'] == ("PYTHONPATH='/opt/run ner' /usr/bin/python3.11 -m "
-                           "ansible_collections.fleet.dispatch.plugins.module_utils._runner.worker_call")
+    # from /, isolated: nothing in the become user's home or a workspace is imported (_runner/boot.py)
+    assert call['cmd'] == ("cd / && exec /usr/bin/python3.11 -I -B -c '%s' '/opt/run ner' "
+                           "ansible_collections.fleet.dispatch.plugins.module_utils._runner.worker_call" % BOOTSTRAP)
     assert call['sudoable'] is True
     assert call['request']['call'] == 'probe' and call['request']['digest'] == worker_call.controller_digest()
     assert call['request']['params'] == {'masters': ['a', 'b'], 'capacity': True, 'now': None, 'runner_dir': '/opt/run ner'}

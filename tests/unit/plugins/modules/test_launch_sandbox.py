@@ -7,7 +7,9 @@ import json
 import pytest
 
 from fakes.scripted_runner import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.sandbox import DEFAULTS, RUNNER_OWN, protected_paths
 from ansible_collections.fleet.dispatch.plugins.module_utils._host import launcher
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import home_dir
 from ansible_collections.fleet.dispatch.plugins.modules import launch as mod
 from test_launch import PATH, absent, run_argv, show_step, state  # noqa: F401 - the argv helpers of test_launch
 
@@ -41,9 +43,39 @@ def test_the_masters_file_hardens_every_run_and_adds_its_workdir(run_module, san
     sandbox_file.write_text(json.dumps({'NoNewPrivileges': True, 'PrivateUsers': True, 'ProtectHome': 'read-only',
                                         'ReadWritePaths': ['/home/m/.local/state/fleet-dispatch']}))
     r, args = _one(['NoNewPrivileges=yes', 'PrivateUsers=yes', 'ProtectHome=read-only',
-                    'ReadWritePaths=/home/m/.local/state/fleet-dispatch', 'ReadWritePaths=/w/task-1'])
+                    'ReadWritePaths=/home/m/.local/state/fleet-dispatch', 'ReadWritePaths=/w/task-1']
+                   + ['ReadOnlyPaths=%s' % p for p in protected_paths(home_dir())])
     kind, res, _w = run_module(mod, args, runner=r)
     assert kind == 'exit' and res['launched'] == ['task-1'] and r.remaining() == []
+
+
+def test_the_runners_own_files_are_read_only_in_the_default_profile_too(run_module, sandbox_file):
+    """The default profile leaves the home writable; the wrapper, runner.json, sandbox.json, board.json,
+    the user units, .gitconfig and .ssh are read-only to the run all the same."""
+    sandbox_file.write_text(json.dumps(dict(DEFAULTS)))
+    home = home_dir()
+    r, args = _one(['NoNewPrivileges=yes', 'PrivateUsers=yes', 'ProtectSystem=full', 'ReadWritePaths=/w/task-1',
+                    'ReadWritePaths=-%s/.local' % home, 'ReadWritePaths=-%s/.config' % home]
+                   + ['ReadOnlyPaths=-%s/%s' % (home, p) for p in RUNNER_OWN])
+    kind, res, _w = run_module(mod, args, runner=r)
+    assert kind == 'exit' and res['launched'] == ['task-1'] and r.remaining() == []
+    props = ['ReadOnlyPaths=-%s/%s' % (home, p) for p in ('.local/bin', '.config/fleet-dispatch', '.config/systemd', '.ssh')]
+    assert set(props) <= set(r.calls[1]['argv'])
+
+
+def test_a_writable_path_naming_the_runners_files_launches_nothing(run_module, sandbox_file):
+    sandbox_file.write_text(json.dumps(dict(DEFAULTS, ReadWritePaths=['-%s/.config/fleet-dispatch' % home_dir()])))
+    r = ScriptedRunner([])
+    kind, res, _w = run_module(mod, {'items': [{'number': 1, 'command': ['x'], 'workdir': '/w'}], 'path': PATH}, runner=r)
+    assert kind == 'fail' and 'read-only to every run' in res['msg'] and r.calls == []
+
+
+def test_a_sandbox_file_others_can_write_launches_nothing(run_module, sandbox_file):
+    sandbox_file.write_text('{}')
+    sandbox_file.chmod(0o666)
+    r = ScriptedRunner([])
+    kind, res, _w = run_module(mod, {'items': [{'number': 1, 'command': ['x'], 'workdir': '/w'}], 'path': PATH}, runner=r)
+    assert kind == 'fail' and 'lets the group or others write it' in res['msg'] and r.calls == []
 
 
 def test_the_option_overrides_the_file_and_empty_turns_it_off(run_module, sandbox_file):

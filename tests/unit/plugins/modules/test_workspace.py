@@ -22,13 +22,13 @@ def test_present_argv_sequence(run_module, tmp_path):
     root = tmp_path / 'ws'
     c, ws = str(real), str(root / 'task-5@w1')
     r = ScriptedRunner()
-    r.add(['git', '-C', c, 'worktree', 'list', '--porcelain'], out='worktree %s\nHEAD %s\nbranch refs/heads/main\n' % (c, SHA))
-    r.add(['git', '-C', c, 'fetch', '--no-tags', 'origin', '+refs/heads/trunk:refs/remotes/origin/trunk'])
-    r.add(['git', '-C', c, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], out=SHA + '\n')
-    r.add(['git', '-C', c, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/trunk^{commit}'], out=SHA + '\n')
-    r.add(['git', '-C', c, 'worktree', 'add', '--detach', ws, SHA])
-    r.add(['git', '-C', ws, 'rev-parse', '--show-toplevel'], out=ws + '\n')
-    r.add(['git', '-C', ws, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], out=SHA + '\n')
+    r.add_git(c, 'worktree', 'list', '--porcelain', out='worktree %s\nHEAD %s\nbranch refs/heads/main\n' % (c, SHA))
+    r.add_git(c, 'fetch', '--no-tags', '--upload-pack=git-upload-pack', 'origin', '+refs/heads/trunk:refs/remotes/origin/trunk', scan=True)
+    r.add_git(c, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}', out=SHA + '\n')
+    r.add_git(c, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/trunk^{commit}', out=SHA + '\n')
+    r.add_git(c, 'worktree', 'add', '--detach', ws, SHA, scan=True)
+    r.add_git(ws, 'rev-parse', '--show-toplevel', out=ws + '\n')
+    r.add_git(ws, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}', out=SHA + '\n')
     kind, res, _w = run_module(mod, {'clone': str(tmp_path / 'link' / 'clone'), 'number': 5, 'host': 'W1', 'root': str(root),
                                      'branch': 'trunk'}, runner=r)
     assert kind == 'exit', res

@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import SubprocessRunner
 from fakes.scripted_runner import ScriptedRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.git import (
-    Git, GitError, Workspace, parse_worktree_list, physical)
+    Git, GitError, Workspace, config_overrides, hardened_argv, parse_config_list, parse_worktree_list, physical)
 from fakes.git_origin import git as _git, make_origin
 
 SHA_A = 'a' * 40
@@ -36,9 +36,9 @@ def test_parse_worktree_list_porcelain():
 
 def test_fetch_uses_explicit_refspec_and_verifies_outcome():
     r = ScriptedRunner()
-    r.add(['git', '-C', '/c', 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'])
-    r.add(['git', '-C', '/c', 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], out=SHA_A + '\n')
-    r.add(['git', '-C', '/c', 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}'], out=SHA_A + '\n')
+    r.add_git('/c', 'fetch', '--no-tags', '--upload-pack=git-upload-pack', 'origin', '+refs/heads/main:refs/remotes/origin/main', scan=True)
+    r.add_git('/c', 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}', out=SHA_A + '\n')
+    r.add_git('/c', 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}', out=SHA_A + '\n')
     assert Git(r).fetch('/c', 'main') == SHA_A
     assert r.remaining() == []
 
@@ -46,9 +46,9 @@ def test_fetch_uses_explicit_refspec_and_verifies_outcome():
 def test_fetch_exit_zero_against_stale_ref_is_an_error():
     """D11 🔴: a fetch can exit 0 and leave the tracking ref stale; the outcome is what counts."""
     r = ScriptedRunner()
-    r.add(['git', '-C', '/c', 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'])
-    r.add(['git', '-C', '/c', 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], out=SHA_B + '\n')
-    r.add(['git', '-C', '/c', 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}'], out=SHA_A + '\n')
+    r.add_git('/c', 'fetch', '--no-tags', '--upload-pack=git-upload-pack', 'origin', '+refs/heads/main:refs/remotes/origin/main', scan=True)
+    r.add_git('/c', 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}', out=SHA_B + '\n')
+    r.add_git('/c', 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}', out=SHA_A + '\n')
     with pytest.raises(GitError, match='verify the outcome'):
         Git(r).fetch('/c', 'main')
 
@@ -56,14 +56,14 @@ def test_fetch_exit_zero_against_stale_ref_is_an_error():
 def test_fetch_failure_keeps_gits_reason():
     """D11 🔴: never discard the reason (the old `2>/dev/null || true`)."""
     r = ScriptedRunner()
-    r.add(['git', '-C', '/c', 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'],
-          rc=128, err="fatal: couldn't find remote ref refs/heads/main\n")
+    r.add_git('/c', 'fetch', '--no-tags', '--upload-pack=git-upload-pack', 'origin', '+refs/heads/main:refs/remotes/origin/main',
+              scan=True, rc=128, err="fatal: couldn't find remote ref refs/heads/main\n")
     with pytest.raises(GitError, match="couldn't find remote ref"):
         Git(r).fetch('/c', 'main')
 
 
 def test_worktree_add_is_detached():
-    r = ScriptedRunner().add(['git', '-C', '/c', 'worktree', 'add', '--detach', '/w/task-1', SHA_A])
+    r = ScriptedRunner().add_git('/c', 'worktree', 'add', '--detach', '/w/task-1', SHA_A, scan=True)
     Git(r).worktree_add('/c', '/w/task-1', SHA_A)
     assert r.remaining() == []
 
@@ -75,13 +75,13 @@ def test_unverified_new_workspace_is_taken_back_and_refused(tmp_path):
     ws = str(tmp_path / 'ws' / 'task-1')
     c = str(clone)
     r = ScriptedRunner()
-    r.add(['git', '-C', c, 'worktree', 'list', '--porcelain'], out='worktree %s\nHEAD %s\nbranch refs/heads/main\n' % (c, SHA_A))
-    r.add(['git', '-C', c, 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'])
-    r.add(['git', '-C', c, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], out=SHA_A)
-    r.add(['git', '-C', c, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}'], out=SHA_A)
-    r.add(['git', '-C', c, 'worktree', 'add', '--detach', ws, SHA_A])
-    r.add(['git', '-C', ws, 'rev-parse', '--show-toplevel'], rc=128, err='fatal: not a git repository: /gone/.git/worktrees/task-1\n')
-    r.add(['git', '-C', c, 'worktree', 'remove', '--force', ws])
+    r.add_git(c, 'worktree', 'list', '--porcelain', out='worktree %s\nHEAD %s\nbranch refs/heads/main\n' % (c, SHA_A))
+    r.add_git(c, 'fetch', '--no-tags', '--upload-pack=git-upload-pack', 'origin', '+refs/heads/main:refs/remotes/origin/main', scan=True)
+    r.add_git(c, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}', out=SHA_A)
+    r.add_git(c, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}', out=SHA_A)
+    r.add_git(c, 'worktree', 'add', '--detach', ws, SHA_A, scan=True)
+    r.add_git(ws, 'rev-parse', '--show-toplevel', rc=128, err='fatal: not a git repository: /gone/.git/worktrees/task-1\n')
+    r.add_git(c, 'worktree', 'remove', '--force', ws, scan=True)
     with pytest.raises(GitError, match='does not verify.*broken worktree pointer'):
         Workspace(Git(r), c, ws).present()
     assert r.remaining() == []
@@ -265,3 +265,70 @@ def test_a_held_clone_lock_times_out_with_the_file_named_and_a_symlink_is_refuse
         with clone_lock(str(repo['clone'])):
             pytest.fail('a symlinked lock file was followed')
     assert 'symlink' in str(err.value) and not (tmp_path / 'elsewhere').exists()
+
+
+# -- the clone is the agent's: nothing it configures runs as the master -------------------------
+
+def _plant(clone, marks):
+    """What a hostile run can leave in a clone it can write: a hook, fsmonitor, a filter driver
+    (attributes in .git/info), a credential helper and an upload-pack command, each touching a mark."""
+    gitdir = clone / '.git'
+    hooks = gitdir / 'hooks'
+    hooks.mkdir(exist_ok=True)
+    for name in ('post-checkout', 'reference-transaction', 'post-index-change'):
+        (hooks / name).write_text('#!/bin/sh\ntouch %s/hook-%s\n' % (marks, name))
+        (hooks / name).chmod(0o755)
+    (gitdir / 'info').mkdir(exist_ok=True)
+    (gitdir / 'info' / 'attributes').write_text('* filter=evil\n')
+    _git('config', 'core.fsmonitor', 'touch %s/fsmonitor; false #' % marks, cwd=str(clone))
+    _git('config', 'filter.evil.smudge', 'touch %s/smudge; cat' % marks, cwd=str(clone))
+    _git('config', 'filter.evil.clean', 'touch %s/clean; cat' % marks, cwd=str(clone))
+    _git('config', 'filter.evil.required', 'true', cwd=str(clone))
+    _git('config', 'credential.helper', '!touch %s/credential; true' % marks, cwd=str(clone))
+    _git('config', 'remote.origin.uploadpack', 'touch %s/uploadpack; git-upload-pack' % marks, cwd=str(clone))
+
+
+def test_nothing_the_clone_configures_runs_on_workspace_present_and_absent(repo, tmp_path):
+    """A planted hook, fsmonitor, filter driver, credential helper and upload-pack command in the
+    clone all stay unrun through fetch, worktree add, verify, status and worktree remove."""
+    marks = tmp_path / 'marks'
+    marks.mkdir()
+    _plant(repo['clone'], marks)
+    tip = _push_commit(repo, 'two\n')
+    ws = Workspace(Git(SubprocessRunner()), str(repo['clone_link']), str(repo['ws_link'] / 'task-1'))
+    res = ws.present()
+    assert res['created'] and res['sha'] == tip
+    (repo['ws_real'] / 'task-1' / 'README').write_text('two\n')   # same content, new mtime: status must look
+    gone = ws.absent()
+    assert gone['removed'], gone
+    assert sorted(os.listdir(str(marks))) == []
+
+
+def test_the_unhardened_git_does_run_what_the_clone_plants(repo, tmp_path):
+    """The control: the same plant with plain git runs the hook, fsmonitor and the filter (so the test above can fail)."""
+    marks = tmp_path / 'marks'
+    marks.mkdir()
+    _plant(repo['clone'], marks)
+    _git('worktree', 'add', '-q', '--detach', str(repo['ws_real'] / 'plain'), 'HEAD', cwd=str(repo['clone']))
+    assert {'hook-post-checkout', 'smudge'} <= set(os.listdir(str(marks)))
+
+
+def test_config_overrides_take_back_only_what_the_repository_set():
+    entries = parse_config_list('system\0credential.helper\ncache\0global\0core.sshcommand\nssh -i /k\0'
+                                'local\0core.sshcommand\nsh -c evil\0local\0credential.https://x.helper\n!evil\0'
+                                'global\0filter.lfs.smudge\ngit-lfs smudge %f\0local\0filter.evil.process\nevil\0')
+    out = config_overrides(entries)
+    assert out[:4] == ['filter.evil.clean=', 'filter.evil.smudge=', 'filter.evil.process=', 'filter.evil.required=false']
+    assert 'filter.lfs.smudge=' not in out            # a global (trusted) driver is kept
+    assert out[4:6] == ['credential.helper=', 'credential.helper=cache']
+    assert 'core.sshCommand=ssh -i /k' in out
+    with pytest.raises(GitError, match='cannot be switched off'):
+        config_overrides([('local', 'filter.a=b.smudge', 'evil')])
+
+
+def test_every_git_command_is_hardened():
+    """Hooks, fsmonitor and foreign transports are off on every command, read-only ones included."""
+    argv = hardened_argv('git', '/c', ['rev-parse', 'HEAD'])
+    settings = [argv[i + 1] for i, word in enumerate(argv) if word == '-c']
+    assert {'core.hooksPath=/dev/null', 'core.fsmonitor=false', 'protocol.allow=never'} <= set(settings)
+    assert argv[-4:] == ['-C', '/c', 'rev-parse', 'HEAD']

@@ -352,7 +352,7 @@ def test_a_hung_agent_is_stopped_at_the_time_limit_and_fails(world):
     argv_env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='hang',
                     FAKE_AGENT_PIDFILE=str(world.tmp / 'agent.pid'))
     argv = [sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(world.spec_file), '--state-dir',
-            str(world.state), '--no-self-update', '--timeout', '1', '--config', str(world.tmp / 'runner.json'),
+            str(world.state), '--workdir', str(world.tmp), '--no-self-update', '--timeout', '1', '--config', str(world.tmp / 'runner.json'),
             '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
     proc = subprocess.run(argv, env=argv_env, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 11, proc.stderr
@@ -366,7 +366,7 @@ def test_an_unreadable_board_at_start_starts_no_agent(world, tmp_path):
     missing = tmp_path / 'missing-board.json'
     missing.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'nope.sqlite3')}))
     argv = [sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(missing), '--state-dir',
-            str(world.state), '--no-self-update', '--config', str(world.tmp / 'runner.json'),
+            str(world.state), '--workdir', str(tmp_path), '--no-self-update', '--config', str(world.tmp / 'runner.json'),
             '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
     env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='merge', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'))
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
@@ -382,7 +382,7 @@ def test_a_board_the_runner_cannot_open_darkens_the_master_and_a_clean_start_cle
     missing = tmp_path / 'missing-board.json'
     missing.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'nope.sqlite3')}))
     argv = [sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(missing), '--state-dir',
-            str(world.state), '--no-self-update', '--config', str(world.tmp / 'runner.json'),
+            str(world.state), '--workdir', str(tmp_path), '--no-self-update', '--config', str(world.tmp / 'runner.json'),
             '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])]
     env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='merge', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'),
                INVOCATION_ID='inv-broken')

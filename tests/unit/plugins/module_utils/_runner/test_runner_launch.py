@@ -24,6 +24,7 @@ patch_module_args = pytest.importorskip('ansible.module_utils.testing', reason='
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.boot import BOOTSTRAP
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import SubprocessRunner
 from ansible_collections.fleet.dispatch.plugins.modules import launch as mod
 
@@ -45,7 +46,8 @@ def wrapper(tmp_path):
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     script = bindir / 'fleet-runner'
-    script.write_text('#!/bin/sh\nPYTHONPATH=%s exec %s -m %s "$@"\n' % (COLLECTIONS_ROOT, sys.executable, _update.MODULE))
+    script.write_text("#!/bin/sh\nworkdir=$PWD\ncd / || exit 70\nexec %s -I -B -c '%s' %s %s --workdir \"$workdir\" \"$@\"\n"
+                      % (sys.executable, BOOTSTRAP, COLLECTIONS_ROOT, _update.MODULE))
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     liar = bindir / 'not-a-runner'
     liar.write_text('#!/bin/sh\necho \'{"message": "Not Found"}\'\n')   # D5: a JSON body that is not an answer

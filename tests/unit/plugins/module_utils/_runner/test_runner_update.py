@@ -22,6 +22,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._runner import cli
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from fakes.scripted_runner import ScriptedRunner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.boot import BOOTSTRAP
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
@@ -61,6 +62,10 @@ def repos(tmp_path):
     return work, origin, code, publish
 
 
+def boot_root(code):
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(str(code)))))
+
+
 def test_a_moved_remote_is_checked_out_verified_and_re_executed_once(repos):
     _work, _origin, code, publish = repos
     new = publish('0.2.0', 'brief correction')
@@ -71,7 +76,9 @@ def test_a_moved_remote_is_checked_out_verified_and_re_executed_once(repos):
     assert result['status'] == 'updated' and result['to'] == new and git(code, 'rev-parse', 'HEAD') == new
     assert len(calls) == 1
     exe, args, env = calls[0]
-    assert args[1:] == ['-m', _update.MODULE, '--item', '7'] and exe == sys.executable
+    # isolated, the updated checkout's own root on sys.path, never the current directory (boot.py)
+    assert args[1:] == ['-I', '-B', '-c', BOOTSTRAP, boot_root(code), _update.MODULE,
+                        '--item', '7'] and exe == sys.executable
     assert env[_runner.REEXEC_ENV] == '1'                             # the guard against a loop
     assert env[_runner.STARTED_ENV] == '2026-11-30T12:00:00.000000Z'   # the start time survives the exec (D16)
     # the re-executed process: no fetch at all (an empty script fails on any command), version verified
@@ -103,11 +110,11 @@ def test_an_unreachable_remote_is_an_update_failure_not_silence(repos, tmp_path)
 
 
 def _fetch_steps(code, fetch_head, tracking):
-    return [
-        {'argv': ['git', '-C', code, 'fetch', '--no-tags', 'origin', '+refs/heads/main:refs/remotes/origin/main'], 'rc': 0},
-        {'argv': ['git', '-C', code, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}'], 'out': fetch_head + '\n'},
-        {'argv': ['git', '-C', code, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}'], 'out': tracking + '\n'},
-    ]
+    r = ScriptedRunner()
+    r.add_git(code, 'fetch', '--no-tags', '--upload-pack=git-upload-pack', 'origin', '+refs/heads/main:refs/remotes/origin/main', scan=True)
+    r.add_git(code, 'rev-parse', '--verify', '--quiet', 'FETCH_HEAD^{commit}', out=fetch_head + '\n')
+    r.add_git(code, 'rev-parse', '--verify', '--quiet', 'refs/remotes/origin/main^{commit}', out=tracking + '\n')
+    return r.script
 
 
 def test_a_fetch_that_exits_0_against_a_stale_ref_is_refused(tmp_path):
@@ -122,12 +129,10 @@ def test_a_fetch_that_exits_0_against_a_stale_ref_is_refused(tmp_path):
 def test_a_checkout_that_exits_0_but_did_not_move_is_refused(tmp_path):
     code = str(tmp_path)
     (tmp_path / '.git').mkdir()
-    head = ['git', '-C', code, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}']
-    runner = ScriptedRunner(_fetch_steps(code, 'a' * 40, 'a' * 40) + [
-        {'argv': head, 'out': 'c' * 40},
-        {'argv': ['git', '-C', code, 'checkout', '--quiet', '--detach', 'a' * 40], 'rc': 0},
-        {'argv': head, 'out': 'c' * 40},
-    ])
+    runner = ScriptedRunner(_fetch_steps(code, 'a' * 40, 'a' * 40))
+    runner.add_git(code, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}', out='c' * 40)
+    runner.add_git(code, 'checkout', '--quiet', '--detach', 'a' * 40, scan=True)
+    runner.add_git(code, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}', out='c' * 40)
     calls = []
     with pytest.raises(_runner.UpdateFailed, match='is at c+ after moving to origin/main = a+'):
         _runner.self_update(code, 'main', runner=runner, environ={}, execv=lambda *a: calls.append(a), log=lambda line: None)
@@ -144,7 +149,7 @@ def test_main_posts_nothing_when_the_update_does_not_verify(repos, tmp_path):
     spec.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'l.sqlite3')}))
     env = {'PATH': os.environ['PATH'], _runner.EXPECTED_VERSION_ENV: '0.1.0', 'HOME': str(tmp_path)}
     code_ = cli.main(['fleet-runner', '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
-                      '--state-dir', str(tmp_path / 'state'), '--agent-command', '["true"]'], environ=env,
+                      '--state-dir', str(tmp_path / 'state'), '--workdir', str(tmp_path), '--agent-command', '["true"]'], environ=env,
                      execv=lambda *a: None)
     assert code_ == _runner.EXIT_UPDATE_FAILED
     assert markers_of(board.get(7)) == []
@@ -159,7 +164,7 @@ def _main(tmp_path, code, *extra, env=None):
     spec.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'l.sqlite3')}))
     environ = dict({'PATH': os.environ['PATH'], 'HOME': str(tmp_path)}, **(env or {}))
     return cli.main(['fleet-runner', '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
-                     '--state-dir', str(tmp_path / 'state'), '--agent-command', '["true"]'] + list(extra),
+                     '--state-dir', str(tmp_path / 'state'), '--workdir', str(tmp_path), '--agent-command', '["true"]'] + list(extra),
                     environ=environ, execv=lambda *a: None, clock=lambda: T0)
 
 
@@ -244,7 +249,7 @@ def test_the_runner_really_re_executes_itself_once_from_its_updated_checkout(tmp
                HOME=str(tmp_path), GIT_CONFIG_GLOBAL='/dev/null')
     env.pop(_runner.REEXEC_ENV, None)
     proc = subprocess.run([sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(spec), '--code-dir', str(code),
-                           '--state-dir', str(tmp_path / 'state'),
+                           '--state-dir', str(tmp_path / 'state'), '--workdir', str(tmp_path),
                            '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT)])],
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 10, proc.stderr

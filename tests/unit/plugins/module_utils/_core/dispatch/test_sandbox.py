@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.sandbox import DEFAULTS, KNOWN, STRICT, properties
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.sandbox import (
+    DEFAULTS, KNOWN, STRICT, anchor_paths, properties, protected_paths)
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.sandbox import read_sandbox_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdUser
 
@@ -99,3 +100,38 @@ def test_the_sandbox_file_reader(tmp_path):
         with pytest.raises(ValueError) as exc:
             read_sandbox_file(str(path))
         assert str(path) in str(exc.value) and 'fleet.dispatch.worker' in str(exc.value)
+
+
+def test_the_runners_own_files_are_read_only_whenever_a_mount_key_is_in_force():
+    ro = protected_paths('/home/m/')
+    assert ro[:3] == ['-/home/m/.local/bin', '-/home/m/.config/fleet-dispatch', '-/home/m/.config/systemd']
+    assert '-/home/m/.ssh' in ro and '-/home/m/.gitconfig' in ro
+    got = properties(DEFAULTS, writable=['/w'], readonly=ro)
+    assert got[:4] == ['NoNewPrivileges=yes', 'PrivateUsers=yes', 'ProtectSystem=full', 'ReadWritePaths=/w']
+    assert got[4:] == ['ReadOnlyPaths=%s' % p for p in ro]
+    # without a mount namespace a user manager applies none of it: nothing is claimed
+    assert properties({'NoNewPrivileges': True}, writable=['/w'], readonly=ro) == ['NoNewPrivileges=yes']
+    # a path inside one stays writable (the more specific mount wins); the same path is refused
+    assert 'ReadWritePaths=/home/m/.config/fleet-dispatch/ledger' in properties(
+        dict(DEFAULTS, ReadWritePaths=['/home/m/.config/fleet-dispatch/ledger']), readonly=ro)
+    with pytest.raises(ValueError, match='read-only to every run'):
+        properties(dict(DEFAULTS, ReadWritePaths=['/home/m/.ssh/']), readonly=ro)
+
+
+def test_the_sandbox_file_others_could_write_is_refused(tmp_path):
+    path = tmp_path / 'sandbox.json'
+    path.write_text('{}')
+    path.chmod(0o646)
+    with pytest.raises(ValueError, match='lets the group or others write it'):
+        read_sandbox_file(str(path))
+
+
+def test_the_parents_of_the_runners_files_are_pinned_where_the_home_is_writable():
+    """A run renamed ~/.config away (on the bed, default profile): a bound directory cannot be renamed."""
+    ro, pins = protected_paths('/home/m'), anchor_paths('/home/m')
+    assert pins == ['-/home/m/.local', '-/home/m/.config']
+    got = properties(DEFAULTS, writable=['/w'], readonly=ro, anchors=pins)
+    assert got[3:6] == ['ReadWritePaths=/w', 'ReadWritePaths=-/home/m/.local', 'ReadWritePaths=-/home/m/.config']
+    # a read-only home (or a strict system) is not made writable by them
+    for profile in (STRICT, dict(DEFAULTS, ProtectSystem='strict'), dict(DEFAULTS, ProtectHome='read-only')):
+        assert not [p for p in properties(profile, readonly=ro, anchors=pins) if p.startswith('ReadWritePaths=-/home/m')]
