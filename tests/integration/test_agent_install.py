@@ -77,7 +77,8 @@ def _registry_reachable():
     if not npm:
         return 'no npm on this machine'
     try:
-        out = subprocess.run([npm, 'view', CLAUDE, 'version'], capture_output=True, text=True, timeout=60, check=False)
+        out = subprocess.run([npm, 'view', CLAUDE, 'version'], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=60, check=False)
     except subprocess.TimeoutExpired:
         return 'npm view %s timed out' % CLAUDE
     return '' if out.returncode == 0 and out.stdout.strip() else 'npm view %s: %s' % (CLAUDE, out.stderr.strip()[-300:])

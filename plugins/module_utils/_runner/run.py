@@ -30,7 +30,8 @@ from typing import Any, Dict, List, Optional
 from .._board.protocol import BoardError, BoardUnreadable
 from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
 from .._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
-from .._core.outcome.capacity import board_unreachable_state, clears_after_clean_run, clears_after_start, clears_after_update, update_failed_state
+from .._core.outcome.capacity import (board_unreachable_state, clears_after_agent_found, clears_after_clean_run, clears_after_start,
+                                      clears_after_update, update_failed_state)
 from .._core.outcome.closeout import Decision, agent_missing, decide
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.model import format_time, parse_time
@@ -760,8 +761,8 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         if agent_argv0 and not missing_agent(agent_argv0, agent_path):
             note_agent(os.path.join(state_dir, CAPACITY_FILE), missing='', now=started_at, log=_log_line)
         after, _why, _present = read_capacity_file(os.path.join(state_dir, CAPACITY_FILE))
-        sys.stdout.write(json.dumps({'cleared': (clears_after_update(before) or (before or {}).get('source') == 'agent_missing')
-                                     and after is None, 'source': (after or {}).get('source')}) + '\n')
+        sys.stdout.write(json.dumps({'cleared': (clears_after_update(before) or clears_after_agent_found(before)) and after is None,
+                                     'source': (after or {}).get('source')}) + '\n')
         return 0
     if args.item is None or args.item < 1:
         _log_line('fleet-runner: --item N (a positive item number) is required')
