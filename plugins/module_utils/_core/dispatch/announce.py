@@ -4,7 +4,8 @@
 """The announcer: one report item per stall nobody is coming for (D14). Pure, no I/O.
 
 Announce: a tombstone; an agent account dark with ``revoked``, or with ``update_failed`` for
-N consecutive cycles; a master dark with ``agent_missing`` (its agent CLI is gone: a human must install it); a worker whose probe failed N consecutive cycles; an orphan the reaper
+N consecutive cycles; a master dark with ``agent_missing`` (its agent CLI is gone: a human must
+install it); a worker whose probe failed N consecutive cycles; an orphan the reaper
 held because a worker is blind; an item whose capacity deaths span several accounts. Never the
 mechanism working (``NEVER``): an announcer that reports correct holds trains the human to
 ignore the channel. Idempotent by title against the live reports; every text is defanged.

@@ -236,10 +236,10 @@ def test_an_agent_that_keeps_printing_is_not_stalled(tmp_path):
 
 def test_the_three_ways_a_run_stops_have_three_close_outs():
     outcome = read_outcome('thinking...\n', exit_code=-15)
-    common = dict(number=7, started_at=T0, now=T0 + _dt.timedelta(minutes=5), exit_code=-15)
-    timeout = _closeout.decide(outcome, None, timed_out=True, **common)
-    stall = _closeout.decide(outcome, None, stalled=600, **common)
-    crash = _closeout.decide(read_outcome('Traceback ...\n', exit_code=1), None, **dict(common, exit_code=1))
+    common = dict(number=7, started_at=T0, now=T0 + _dt.timedelta(minutes=5))
+    timeout = _closeout.decide(outcome, None, timed_out=True, exit_code=-15, **common)
+    stall = _closeout.decide(outcome, None, stalled=600, exit_code=-15, **common)
+    crash = _closeout.decide(read_outcome('Traceback ...\n', exit_code=1), None, exit_code=1, **common)
     assert [d.fields.get('cause') for d in (timeout, stall, crash)] == ['timeout', 'stall', 'exit_code']
     assert len({timeout.text, stall.text, crash.text}) == 3
     assert 'printed nothing for 600s' in stall.text and stall.kind == 'failure'
