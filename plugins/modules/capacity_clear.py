@@ -35,7 +35,7 @@ options:
     description: The dark source to clear; V(any) clears whatever state there is.
     type: str
     default: revoked
-    choices: [revoked, rate_limit, update_failed, any]
+    choices: [revoked, rate_limit, update_failed, agent_missing, any]
 seealso:
   - module: fleet.dispatch.capacity_info
 '''
@@ -78,7 +78,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type='path'),
-            source=dict(type='str', default='revoked', choices=['revoked', 'rate_limit', 'update_failed', 'any']),
+            source=dict(type='str', default='revoked', choices=['revoked', 'rate_limit', 'update_failed', 'agent_missing', 'any']),
         ),
         supports_check_mode=True,
     )

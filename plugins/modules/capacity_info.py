@@ -14,7 +14,9 @@ description:
     master is dark, the RV(source) (V(rate_limit) clears by the clock, V(revoked) needs a human, V(update_failed) - the
     runner could not update itself and clears after a cooldown or when the C(fleet.dispatch.worker) role reinstalls the
     runner), V(board_unreachable) - the runner on this master could not open the board to post a start marker and
-    the master is tried again at RV(reset_at) or as soon as a run starts cleanly), the provider's stated
+    the master is tried again at RV(reset_at) or as soon as a run starts cleanly), V(agent_missing) - the agent CLI is
+    not on the run's PATH, so no run can start there; cleared when the C(fleet.dispatch.worker) role installs it, or one
+    run looks again after a cooldown), the provider's stated
     RV(reset_at) (null when none was stated - never invented) and why. The meaning of the file is the collection's one
     implementation in C(_core.outcome.capacity), shared with the runner that writes it.
   - A missing, empty or unparseable file means B(not dark), and RV(why) says so (a guard fails open; a refusal needs positive
@@ -60,8 +62,8 @@ dark:
   returned: always
   type: bool
 source:
-  description: V(rate_limit), V(revoked), V(update_failed), V(board_unreachable), or null when there is no (readable)
-    state.
+  description: V(rate_limit), V(revoked), V(update_failed), V(board_unreachable), V(agent_missing), or null when there
+    is no (readable) state.
   returned: always
   type: str
 reset_at:

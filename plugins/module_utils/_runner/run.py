@@ -22,7 +22,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import time
 import uuid
@@ -32,8 +31,9 @@ from typing import Any, Dict, List, Optional
 from .._board.protocol import BoardError, BoardUnreadable
 from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
 from .._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
-from .._core.outcome.capacity import board_unreachable_state, clears_after_clean_run, clears_after_start, clears_after_update, update_failed_state
-from .._core.outcome.closeout import Decision, decide
+from .._core.outcome.capacity import (board_unreachable_state, clears_after_agent_found, clears_after_clean_run, clears_after_start,
+                                      clears_after_update, update_failed_state)
+from .._core.outcome.closeout import Decision, agent_missing, decide
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
 from .._core.board.naming import unit_name
@@ -42,7 +42,8 @@ from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host import spool
 from .._host.stops import take_stop_note
-from .spawn import DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, read_agent_credentials, stop_group  # noqa: F401  (PopenSpawner: main()'s default, tests)
+from .spawn import (DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, missing_agent, missing_agent_message,  # noqa: F401  (PopenSpawner: main()'s default, tests)
+                    note_agent, read_agent_credentials, stop_group, wait_agent)
 from .brief import BRIEF_VERSION, render
 from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, board_spec, expand, open_runner_board,
                      runner_conf, user)
@@ -99,6 +100,7 @@ class RunConfig:
     envelope_type: Optional[str] = ENVELOPE_TYPE
     backoff: tuple = DEFAULT_BACKOFF
     timeout: Optional[float] = None    # seconds; None: no limit here (systemd's RuntimeMaxSec= can bound a unit)
+    stall_timeout: Optional[float] = None   # seconds the agent may print nothing new; None: no limit
     kill_grace: float = KILL_GRACE
     agent_env: Dict[str, str] = field(default_factory=dict)
     agent_credentials: str = ''        # the agent's own credentials file (0600); '' or absent: none (issue 14)
@@ -152,6 +154,7 @@ class Run(object):
         self.skipped_mentions = []  # type: List[Dict[str, Any]]
         self.capacity_path = os.path.join(config.state_dir, CAPACITY_FILE)
         self.proc = None
+        self.stalled = False
         self.start_posted = False
         self.closeout_posted = False
         self._critical = 0
@@ -489,12 +492,21 @@ class Run(object):
                        'workdir': self.config.workdir or os.getcwd(), 'branch': self.config.branch, 'output_dir': self.out_dir})
 
     def _wait(self):
-        """Wait for the agent; ``(rc, timed_out)``."""
-        try:
-            return self.proc.wait(timeout=self.config.timeout), False
-        except subprocess.TimeoutExpired:
-            self.log('the agent ran longer than %ss; stopping its process group' % self.config.timeout)
-            return stop_group(self.proc, self.config.kill_grace, self.log), True
+        """Wait for the agent; ``(rc, timed_out)``; a stall sets ``self.stalled`` (_runner/spawn.py ``wait_agent``)."""
+        rc, why = wait_agent(self.proc, capture_path=self.capture_path, timeout=self.config.timeout,
+                             stall_timeout=self.config.stall_timeout, grace=self.config.kill_grace, log=self.log)
+        self.stalled = why == 'stall'
+        return rc, why == 'timeout'
+
+    def _agent_missing(self) -> str:
+        """Why the agent cannot start: its executable (or the runtime its ``#!`` asks the PATH for) is not on
+        the PATH it is given; '' when it is. A found agent clears an ``agent_missing`` state."""
+        argv0 = (self.config.agent_command or [''])[0]
+        path = self._agent_env().get('PATH')
+        what = missing_agent(argv0, path)
+        message = missing_agent_message(argv0, what, path, self.config.host, self.config.master) if what else ''
+        note_agent(self.capacity_path, missing=message, now=self.clock(), unit=self.unit, log=self.log)
+        return message
 
     # -- close-out --------------------------------------------------------------------------------
     def _closeout(self, decision: Decision) -> int:
@@ -629,6 +641,11 @@ class Run(object):
             self.log('ERROR: %s; the agent is NOT started and no start marker is posted (no attempt is spent)' % refusal)
             self._start_record(False, 'board_unwritable', refusal, EXIT_START_LOST)
             return EXIT_START_LOST
+        missing = self._agent_missing()
+        if missing:   # D8: the master is dark (agent_missing), the item untouched
+            self.log('ERROR: %s; the agent is NOT started and no start marker is posted (no attempt is spent)' % missing)
+            self._start_record(False, 'agent_missing', missing, EXIT_START_LOST)
+            return EXIT_START_LOST
         # The start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
         try:
@@ -668,8 +685,14 @@ class Run(object):
                 handle.write(brief)
             argv, stdin_path = self._agent_argv(brief)
             self.log('starting the agent: %s (brief %s, capture %s)' % (argv[0], BRIEF_VERSION, self.capture_path))
-            self.proc = self.spawner.spawn(argv, stdin_path=stdin_path, capture_path=self.capture_path,
-                                           env=self._agent_env(), cwd=self.config.workdir or None)
+            try:
+                self.proc = self.spawner.spawn(argv, stdin_path=stdin_path, capture_path=self.capture_path,
+                                               env=self._agent_env(), cwd=self.config.workdir or None)
+            except OSError as exc:   # it vanished since the look above: dark, not an attempt
+                if getattr(exc, 'filename', None) != argv[0]:
+                    raise
+                return self._closeout(agent_missing(missing_agent_message(argv[0], argv[0], self._agent_env().get('PATH')),
+                                                    agent=argv[0], now=self.clock(), unit=self.unit))
             ids = [m.get('id') for m in mentions if isinstance(m, dict) and m.get('id') is not None]
             if ids:
                 try:  # only now, after injection, are they marked read (at-least-once)
@@ -689,7 +712,7 @@ class Run(object):
 
     def _finish(self, rc, timed_out) -> int:
         """Read the capture once, re-read the item, decide, close out (one parse for both)."""
-        if isinstance(rc, int) and -rc in (signal.SIGTERM, signal.SIGINT) and not timed_out:
+        if isinstance(rc, int) and -rc in (signal.SIGTERM, signal.SIGINT) and not timed_out and not self.stalled:
             # The agent died of a stop signal the runner did not send. When the unit is stopped,
             # systemd signals every process of the cgroup at once and the agent may be reaped
             # before the runner's own handler has run: give that signal a moment to arrive, so a
@@ -724,7 +747,7 @@ class Run(object):
         decision = decide(outcome, item, number=self.config.number, repo=self.config.repo,
                           started_at=self.board_started_at or self.started_at,
                           now=now, exit_code=rc, capture=capture, ladder=self.config.backoff, timed_out=timed_out,
-                          unit=self.unit)
+                          unit=self.unit, stalled=self.config.stall_timeout if self.stalled else 0)
         if item is None:
             decision.fields['board'] = 'unreadable at close-out: nothing could be credited'
         decision.fields.update(run_cost(reading))
@@ -780,6 +803,8 @@ def _parser():
     p.add_argument('--agent-command', default=None, help='the agent argv as a JSON list (overrides the config)')
     p.add_argument('--workdir', default=None, help='the agent\'s working directory (the wrapper passes the one it was started in)')
     p.add_argument('--timeout', type=float, default=None, help='seconds before the agent is stopped (default: none)')
+    p.add_argument('--stall-timeout', type=float, default=None,
+                   help='seconds the agent may print nothing new before it is stopped (default: none)')
     p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update')
     p.add_argument('--branch', default=None, help='the branch to self-update from and to brief (default main)')
     p.add_argument('--no-self-update', action='store_true', help='skip the self-update')
@@ -837,8 +862,13 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         state_dir = expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
         before, _why, _present = read_capacity_file(os.path.join(state_dir, CAPACITY_FILE))
         note_update_outcome(state_dir, failed=None, now=started_at, unit='', log=_log_line)
+        # the installed agent is on the run PATH (the wrapper's): an agent_missing state goes too
+        agent_argv0 = _installed_agent(conf)
+        agent_path = str((conf.get('agent_env') or {}).get('PATH') or environ.get('PATH') or '')
+        if agent_argv0 and not missing_agent(agent_argv0, agent_path):
+            note_agent(os.path.join(state_dir, CAPACITY_FILE), missing='', now=started_at, log=_log_line)
         after, _why, _present = read_capacity_file(os.path.join(state_dir, CAPACITY_FILE))
-        sys.stdout.write(json.dumps({'cleared': clears_after_update(before) and after is None,
+        sys.stdout.write(json.dumps({'cleared': (clears_after_update(before) or clears_after_agent_found(before)) and after is None,
                                      'source': (after or {}).get('source')}) + '\n')
         return 0
     if args.item is None or args.item < 1:
@@ -890,6 +920,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         workdir=workdir, branch=branch,
         host=socket.gethostname(), master=user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
         timeout=(args.timeout if args.timeout is not None else conf.get('timeout')) or None, agent_env=agent_env,
+        stall_timeout=(args.stall_timeout if args.stall_timeout is not None else conf.get('stall_timeout')) or None,
         agent_credentials=expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
         kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version, agent=agent_name,
         tz=conf.get('tz') or local_zone())
@@ -900,6 +931,16 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     run = Run(config, lambda: open_runner_board(spec, config.host, config.master), started_at=started_at, clock=clock,
               spawner=spawner, reraise=reraise, environ=environ)
     return run.run()
+
+
+def _installed_agent(conf) -> str:
+    """The executable the runner config's agent runs (``--installed`` looks for it); '' when it cannot say."""
+    try:
+        name = agent_profile(conf.get('agent') or DEFAULT_PROFILE).name
+        command = conf.get('agent_command') if name == DEFAULT_PROFILE else agent_argv(name)
+    except ValueError:
+        return ''
+    return str(command[0]) if isinstance(command, list) and command else ''
 
 
 def _unit_or_number(number: int, repo: str) -> str:

@@ -10,12 +10,17 @@ group to stop it, which ``run_command`` cannot give.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
-from typing import Callable, Optional
+import time
+from typing import Callable, Optional, Tuple
 
+from .._core.board.model import format_time
 from .._core.outcome.agent_env import parse_env_file
+from .._core.outcome.capacity import agent_missing_state, clears_after_agent_found
+from .._host.files import read_capacity_file, write_capacity_file
 
 # Seconds between SIGTERM and SIGKILL of the agent's process group when the run is stopped.
 # Unmeasured guess, bounded by the supervisor: systemd's default TimeoutStopSec is 90 s and the
@@ -23,6 +28,12 @@ from .._core.outcome.agent_env import parse_env_file
 # time (two board writes). Experiment that settles it: time `claude -p` from SIGTERM to exit
 # mid-tool-call over 20 stops and take 3x the maximum.
 KILL_GRACE = 10.0
+
+
+# Seconds between two looks at the capture while the agent runs with a stall limit (stall_timeout):
+# one stat() a look. Derived from the stall limit: a quarter of it, at most this, so a stall is seen
+# within 25% of its limit; 5 s bounds the looks at 12 a minute (a stat costs microseconds).
+STALL_POLL_MAX = 5.0
 
 
 DEFAULT_AGENT_CREDENTIALS = '~/.config/fleet-dispatch/agent-credentials.env'
@@ -90,3 +101,123 @@ def stop_group(proc, grace: float = KILL_GRACE, log: Optional[Callable[[str], No
             if log:
                 log('the agent (pgid %d) outlived %s; escalating' % (proc.pid, signal.Signals(sig).name))
     return proc.poll()
+
+
+# --- the agent's executable: on the run's PATH, or the master is dark (agent_missing) ----------------
+
+def find_agent(argv0: str, path: Optional[str]) -> Optional[str]:
+    """Where ``argv0`` resolves on ``path`` (the PATH the agent is given), as ``execvpe`` would; None when
+    it does not (missing, or not executable). A name with a ``/`` is taken as it is."""
+    if not argv0:
+        return None
+    if '/' in argv0:
+        return argv0 if os.path.isfile(argv0) and os.access(argv0, os.X_OK) else None
+    return shutil.which(argv0, path=path if path is not None else os.defpath)
+
+
+def _interpreter(executable: str) -> str:
+    """The program a ``#!/usr/bin/env NAME`` script needs from the PATH (an npm CLI's ``node``), else ''."""
+    try:
+        with open(executable, 'rb') as handle:
+            first = handle.readline(256)
+    except OSError:
+        return ''
+    words = first[2:].decode('utf-8', 'replace').split() if first.startswith(b'#!') else []
+    if len(words) >= 2 and os.path.basename(words[0]) == 'env':
+        rest = [w for w in words[1:] if not w.startswith('-') and '=' not in w]
+        return rest[0] if rest else ''
+    return ''
+
+
+def missing_agent(argv0: str, path: Optional[str]) -> str:
+    """What of the agent is not on ``path``: ``argv0`` itself, or the interpreter its ``#!/usr/bin/env``
+    line asks the PATH for (``node`` for an npm CLI); '' when both are there."""
+    found = find_agent(argv0, path)
+    if found is None:
+        return argv0 or '(empty agent command)'
+    needs = _interpreter(found)
+    if needs and find_agent(needs, path) is None:
+        return needs
+    return ''
+
+
+def missing_agent_message(argv0: str, what: str, path: Optional[str], host: str = '', master: str = '') -> str:
+    """The words for an agent (or its runtime, ``what``) that is not on the run PATH, with the fix."""
+    where = ' on %s/%s' % (host, master) if host or master else ''
+    what_text = ('the agent CLI %r' % argv0) if what == argv0 else ('%r, which the agent CLI %r runs on,' % (what, argv0))
+    return ('%s is not on the run PATH%s (%s): re-run fleet.dispatch.worker, which installs the agent and its runtime '
+            '(worker_agent_packages, worker_agent_node_package) on that PATH, or put it there'
+            % (what_text, where, path or '(no PATH)'))
+
+
+def note_agent(capacity_path: str, *, missing: str, now, unit: str = '', log: Callable[[str], None]) -> bool:
+    """D8 for the agent: a missing agent executable darkens the master (``agent_missing``: no run starts,
+    no attempt is spent); a found one deletes that state (an install or a hand repair heals it). Returns
+    whether the file changed. Never fatal."""
+    try:
+        existing, _why, _present = read_capacity_file(capacity_path)
+        if not missing:
+            if clears_after_agent_found(existing):
+                os.unlink(capacity_path)
+                log('the agent CLI is on the run PATH again: capacity state %s (agent_missing) deleted' % capacity_path)
+                return True
+            return False
+        state = agent_missing_state(existing, now=now, message=missing, unit=unit)
+        if state is None:
+            log('the master is already dark (%s): its capacity state is left as it is' % existing['source'])
+            return False
+        write_capacity_file(capacity_path, state)
+        log('capacity state %s written (agent_missing, %s): the dispatcher places nothing on this master until the agent '
+            'is installed (fleet.dispatch.worker) or the cooldown ends' % (capacity_path, format_time(state['written_at'])))
+        return True
+    except OSError as exc:
+        log('WARNING: the capacity state %s could not be updated: %s' % (capacity_path, exc))
+        return False
+
+
+# --- waiting for the agent: the wall-clock limit and the stall limit -------------------------------
+
+def _capture_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
+
+
+def wait_agent(proc, *, capture_path: str, timeout: Optional[float] = None, stall_timeout: Optional[float] = None,
+               grace: float = KILL_GRACE, log: Optional[Callable[[str], None]] = None,
+               monotonic: Callable[[], float] = time.monotonic) -> Tuple[Optional[int], str]:
+    """Wait for the agent: ``(exit code, why)``, ``why`` ``''`` (it ended), ``'timeout'`` (it ran longer than
+    ``timeout`` seconds) or ``'stall'`` (its capture did not grow for ``stall_timeout`` seconds); the last
+    two stop its process group. None or 0 for either: no such limit here."""
+    timeout = timeout or None
+    stall_timeout = stall_timeout or None
+    if stall_timeout is None:
+        try:
+            return proc.wait(timeout=timeout), ''
+        except subprocess.TimeoutExpired:
+            if log:
+                log('the agent ran longer than %ss; stopping its process group' % timeout)
+            return stop_group(proc, grace, log), 'timeout'
+    poll = min(STALL_POLL_MAX, stall_timeout / 4.0)
+    start = last_change = monotonic()
+    size = _capture_size(capture_path)
+    while True:
+        now = monotonic()
+        wait = poll if timeout is None else max(0.0, min(poll, start + timeout - now))
+        try:
+            return proc.wait(timeout=wait), ''
+        except subprocess.TimeoutExpired:
+            pass
+        now = monotonic()
+        if timeout is not None and now - start >= timeout:
+            if log:
+                log('the agent ran longer than %ss; stopping its process group' % timeout)
+            return stop_group(proc, grace, log), 'timeout'
+        grown = _capture_size(capture_path)
+        if grown != size:
+            size, last_change = grown, now
+        elif now - last_change >= stall_timeout:
+            if log:
+                log('the agent printed nothing for %ss (stall limit); stopping its process group' % stall_timeout)
+            return stop_group(proc, grace, log), 'stall'

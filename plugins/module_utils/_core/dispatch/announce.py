@@ -4,7 +4,8 @@
 """The announcer: one report item per stall nobody is coming for (D14). Pure, no I/O.
 
 Announce: a tombstone; an agent account dark with ``revoked``, or with ``update_failed`` for
-N consecutive cycles; a worker whose probe failed N consecutive cycles; an orphan the reaper
+N consecutive cycles; a master dark with ``agent_missing`` (its agent CLI is gone: a human must
+install it); a worker whose probe failed N consecutive cycles; an orphan the reaper
 held because a worker is blind; an item whose capacity deaths span several accounts. Never the
 mechanism working (``NEVER``): an announcer that reports correct holds trains the human to
 ignore the channel. Idempotent by title against the live reports; every text is defanged.
@@ -100,6 +101,10 @@ def update_failed_title(key):
     return defang(TITLE_PREFIX + 'runner cannot update itself: %s' % key)
 
 
+def agent_missing_title(key):
+    return defang(TITLE_PREFIX + 'agent CLI missing: %s' % key)
+
+
 def _stall(kind, subject, title, lines, since=None):
     return {'kind': kind, 'subject': subject, 'title': defang(TITLE_PREFIX + title),
             'body': defang('\n'.join(lines + ['', 'Filed by the fleet.dispatch announcer (D14). It is closed with a comment '
@@ -179,6 +184,8 @@ def stalls(items, *, masters=None, capacity=None, blind=None, unreaped=None, now
             by_account.setdefault(('revoked', account.get(key, key)), []).append((key, cap))
         elif source == 'update_failed' and cycles >= blind_cycles:
             by_account.setdefault(('update_failed', key), []).append((key, cap))
+        elif source == 'agent_missing' and cap.get('dark'):
+            by_account.setdefault(('agent_missing', key), []).append((key, cap))
     for (source, subject), found in sorted(by_account.items()):
         where = ', '.join(k for k, _c in found)
         if source == 'revoked':
@@ -187,6 +194,13 @@ def stalls(items, *, masters=None, capacity=None, blind=None, unreaped=None, now
                 '',
                 'A revocation never clears by itself: no master of this account gets work until a human restores the '
                 "entitlement and deletes the masters' capacity state (~/.local/state/fleet-dispatch/capacity.json)."],
+                since=found[0][1].get('written_at')))
+        elif source == 'agent_missing':
+            out.append(_stall('agent_missing', subject, agent_missing_title(subject)[len(TITLE_PREFIX):], [
+                'The agent CLI is not on the run PATH of %s: %s' % (subject, found[0][1].get('why') or ''),
+                '',
+                'No run starts there and no attempt is spent. Remedy (a human): re-run fleet.dispatch.worker on that '
+                'worker (it installs the agent CLI: worker_agent_packages), or put the CLI on that PATH.'],
                 since=found[0][1].get('written_at')))
         else:
             out.append(_stall('update_failed', subject, update_failed_title(subject)[len(TITLE_PREFIX):], [
@@ -263,7 +277,7 @@ def cycle(items, *, masters, capacity, surveyed, previous=None, unreaped=None, n
     for m in masters or []:
         key = _key(m.get('worker'), m.get('master'))
         if key not in readings:
-            unsure.extend([revoked_title(account_of(m)), update_failed_title(key)])
+            unsure.extend([revoked_title(account_of(m)), update_failed_title(key), agent_missing_title(key)])
     return {'stalls': found, 'unsure': sorted(set(unsure)),
             'record': {'time': format_time(parse_time(now)), 'blind': blind, 'update_failed': failing}}
 
@@ -306,4 +320,4 @@ def reconcile(found, reports, *, now: Any, unsure=()) -> Dict[str, List[Dict[str
 __all__ = ['TITLE_PREFIX', 'REPORT_LABEL', 'SILENCED_LABEL', 'REPORT_STATUS', 'SILENCED_STATUS', 'NEVER',
            'DEFAULT_BLIND_CYCLES', 'DEFAULT_CAPACITY_WINDOW', 'DEFAULT_CAPACITY_ACCOUNTS', 'account_of',
            'capacity_deaths', 'capacity_deaths_of', 'track', 'stalls', 'cycle', 'reconcile', 'revoked_title',
-           'update_failed_title']
+           'update_failed_title', 'agent_missing_title']

@@ -306,6 +306,9 @@ def dark_why(source, reset_at) -> str:
     if source == 'update_failed':
         return ('runner could not update itself: gets nothing until the cooldown ends or fleet.dispatch.worker '
                 'reinstalls it')
+    if source == 'agent_missing':
+        return ('the agent CLI is not on this master\'s run PATH (agent_missing): gets nothing until fleet.dispatch.worker '
+                'installs it (worker_agent_packages) or the cooldown ends')
     return 'dark (%s) until %s' % (source or 'unknown source', reset_at or 'unknown')
 
 

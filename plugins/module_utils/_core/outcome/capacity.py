@@ -21,8 +21,8 @@ from ..board.model import format_time, parse_time
 from zoneinfo import ZoneInfo
 
 UTC = _dt.timezone.utc
-SOURCES = ('rate_limit', 'revoked', 'update_failed', 'board_unreachable')
-NO_RESET = ('revoked', 'update_failed')     # sources that never carry a provider's reset time
+SOURCES = ('rate_limit', 'revoked', 'update_failed', 'board_unreachable', 'agent_missing')
+NO_RESET = ('revoked', 'update_failed', 'agent_missing')     # sources that never carry a provider's reset time
 STATE_FIELDS = ('source', 'reset_at', 'written_at', 'message', 'unit')
 
 # UNMEASURED GUESS: how long a rate_limit with no stated reset keeps a master dark, counted from
@@ -305,7 +305,7 @@ def classify_capacity(text: Any, now: Any = None, tz: Any = None) -> Optional[Di
 # --- the state file ------------------------------------------------------------------------------
 
 def make_state(source: str, *, written_at: Any, reset_at: Any = None, message: str = '', unit: str = '') -> Dict[str, Any]:
-    """A capacity state (datetimes as aware UTC). ``revoked`` and ``update_failed`` never carry a reset time."""
+    """A capacity state (datetimes as aware UTC). ``revoked``, ``update_failed`` and ``agent_missing`` never carry a reset time."""
     if source not in SOURCES:
         raise ValueError('capacity source must be one of %s, not %r' % (', '.join(SOURCES), source))
     written = parse_time(written_at)
@@ -386,6 +386,8 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
     * ``rate_limit`` with ``reset_at``: dark while ``now < reset_at``.
     * ``update_failed``: dark while ``now < written_at + unknown_reset_cooldown`` (D11: a runner that
       cannot update itself must not draw work), ``reset_at`` None.
+    * ``agent_missing``: the same clock (the agent CLI is not on the run's PATH: a run here cannot start
+      one); cleared at once by an install whose check finds it.
     * ``rate_limit`` without: dark while ``now < written_at + unknown_reset_cooldown``; ``reset_at``
       stays None (unknown is reported as unknown, D8) and ``why`` names the cooldown's end.
       Without a readable ``written_at`` either, there is no evidence left to hold on: not dark.
@@ -413,6 +415,8 @@ def is_dark(state: Optional[Dict[str, Any]], now: Any,
         return False, source, None, 'self-update failure cooled down at %s: the next run tries again' % format_time(until)
     if source == 'board_unreachable':
         return _board_unreachable_dark(state, when)
+    if source == 'agent_missing':
+        return _agent_missing_dark(state, when, unknown_reset_cooldown)
     if source != 'rate_limit':
         return False, None, None, 'unknown capacity source %r ignored' % (source,)
     try:
@@ -444,6 +448,41 @@ def update_failed_state(existing: Optional[Dict[str, Any]], *, now: Any, message
 def clears_after_update(existing: Optional[Dict[str, Any]]) -> bool:
     """A verified self-update (or install) deletes an ``update_failed`` state, and only that one."""
     return bool(existing) and existing.get('source') == 'update_failed'
+
+
+# --- agent_missing: the agent CLI is not on this master's run PATH ------------------------------
+
+def agent_missing_state(existing: Optional[Dict[str, Any]], *, now: Any, message: str, unit: str = '') -> Optional[Dict[str, Any]]:
+    """The ``agent_missing`` state the runner writes when the agent's executable is not on the run's PATH
+    (D8, D20: "this master cannot run an agent", not "the work failed": no attempt is spent). It carries
+    no reset: the remedy is an install (fleet.dispatch.worker), and after ``DEFAULT_UNKNOWN_RESET_COOLDOWN``
+    one run looks again. None when ``existing`` is stronger evidence still dark at ``now`` (``revoked``,
+    a dark ``rate_limit``): overwriting it would clear the master sooner than its remedy."""
+    if existing and existing.get('source') in ('revoked', 'rate_limit') and is_dark(existing, now)[0]:
+        return None
+    return make_state('agent_missing', written_at=now, message=message, unit=unit)
+
+
+def clears_after_agent_found(existing: Optional[Dict[str, Any]]) -> bool:
+    """An agent executable found on the run's PATH (by a run, or by the install's check) deletes an
+    ``agent_missing`` state, and only that one."""
+    return bool(existing) and existing.get('source') == 'agent_missing'
+
+
+def _agent_missing_dark(state: Dict[str, Any], when: _dt.datetime, cooldown: _dt.timedelta):
+    """Dark until written_at + the cooldown (one run then looks for the agent again), or until cleared."""
+    message = state.get('message') or ''
+    try:
+        written = parse_time(state.get('written_at'))
+    except (TypeError, ValueError):
+        written = None
+    if written is None:
+        return False, 'agent_missing', None, 'agent missing with unreadable written_at: proceeding'
+    until = written + cooldown
+    if when < until:
+        return True, 'agent_missing', None, ('the agent CLI is not on this master\'s run PATH; re-run fleet.dispatch.worker '
+                                             '(it installs the agent); tried again after %s (%s)' % (format_time(until), message))
+    return False, 'agent_missing', None, 'agent missing cooled down at %s: the next run looks again' % format_time(until)
 
 
 # --- capacity per account (D8) -----------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-from .capacity import state_from
+from .capacity import agent_missing_state, state_from
 from ..board.markers import markers_of
 from ..board.model import format_time
 from ..board.references import artifacts_since, attribute
@@ -40,7 +40,8 @@ class Decision:
 
 
 def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str = '', exit_code: Optional[int] = None,
-           capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '') -> Decision:
+           capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '',
+           stalled: float = 0) -> Decision:
     """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
 
     ``outcome`` is ``_core.outcome.agents.read_capture(capture, agent).outcome(exit_code)`` -- the ONE parse that feeds both the gate and
@@ -50,7 +51,8 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
 
     Order: a time-attributed merged artifact is a success whatever the exit code (D2: the forge's
     word, not the agent's); else a provider limit is capacity; else a timeout is a failure (a bare
-    timeout is never transient, D7); else the four-fact gate; else a clean end is a no-op and
+    timeout is never transient, D7); else a stall (``stalled``: the seconds of silence after which the
+    runner stopped it) is a failure of its own cause; else the four-fact gate; else a clean end is a no-op and
     anything else a failure.
     """
     artifacts = list(item.artifacts) if item is not None else None
@@ -79,6 +81,9 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     if timed_out:
         return Decision('failure', 'run failed: the agent exceeded the run time limit and was stopped',
                         dict(base, cause='timeout'), clean=False)
+    if stalled:
+        return Decision('failure', 'run failed: the agent printed nothing for %ss and was stopped (stalled; not a crash, '
+                        'not the run time limit)' % _seconds(stalled), dict(base, cause='stall', stall_timeout=stalled), clean=False)
     since = artifacts_since(artifacts, number, started_at, repo) if artifacts is not None else None
     gate = retry_gate(outcome, since)
     if gate.retry:
@@ -96,3 +101,16 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     cause = 'error_envelope' if outcome.is_error else 'exit_code'
     return Decision('failure', 'run failed (exit %s%s)' % (exit_code, ', %s' % outcome.subtype if outcome.subtype else ''),
                     dict(base, cause=cause, why=gate.why), clean=clean)
+
+
+def _seconds(value: float) -> str:
+    return ('%d' % value) if float(value).is_integer() else ('%g' % value)
+
+
+def agent_missing(message: str, *, agent: str, now: Any, unit: str = '') -> Decision:
+    """The close-out of a run whose agent executable vanished between the runner's look and the spawn
+    (the look before the start marker catches the usual case, and posts nothing): the master is dark
+    (``agent_missing``), and it is a capacity marker, so no attempt is spent (D8)."""
+    return Decision('capacity', 'the worker is dark: %s; not an attempt' % message,
+                    {'exit_code': None, 'turns': 0, 'envelope': False, 'source': 'agent_missing', 'agent': agent},
+                    capacity_state=agent_missing_state(None, now=now, message=message, unit=unit))

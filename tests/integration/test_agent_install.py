@@ -1,0 +1,207 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The worker role installs the real Claude Code, pinned, and a real ``task-N`` runs it to its close-out.
+
+One test-bed host, one fleet for the module: ``fleet.dispatch.worker`` with ``worker_runner_agent:
+claude`` installs Debian's npm, then ``@anthropic-ai/claude-code@2.1.332`` and ``node@22.23.3`` from the
+npm registry under the master's home, on the run PATH; ``fleet.dispatch.launch`` starts a real
+``systemd-run --user`` unit whose runner starts ``claude -p`` against the scripted model endpoint
+(``tests/fakes/model_endpoint``, served by this process on the podman bridge). The CLI answers "done"
+and the run closes out with a no-op (nothing merged). Then the CLI disappears: the next run posts
+nothing, spends no attempt and darkens the master (``agent_missing``); the next provision clears it.
+
+The host reaches the registry as this machine does: through its egress, whose CA bundle is copied
+to the host and given to npm (``worker_agent_npm_env``). Without a registry here the module skips.
+Cost, measured on the shared 2-core VM (other engineers' jobs beside it): provision 292 s, most of it apt
+installing Debian's npm; the module 368 s with the host's boot, 7 min with its removal.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from fakes.model_endpoint import Endpoint
+
+pytestmark = pytest.mark.testbed
+
+BRIDGE = '10.88.0.1'    # the podman bridge: this machine as the test-bed hosts see it (tests/testbed/README.md)
+CLAUDE = '@anthropic-ai/claude-code@2.1.332'
+MASTER = 'fagent'
+HOME = '/home/' + MASTER
+LEDGER = HOME + '/ledger.sqlite3'
+CODE = '/usr/local/lib/fleet-dispatch/runner'    # the copied runner (worker_runner_code_dir)
+CA = '/usr/local/share/fleet-test-npm-ca.crt'
+# Polling bound only: Claude Code answers the scripted endpoint in a few seconds.
+WAIT = 120
+
+PLAYBOOK = '''
+- name: Provision the worker with its agent CLI
+  hosts: all
+  become: true
+  gather_facts: false
+  tasks:
+    - name: Provision
+      ansible.builtin.include_role:
+        name: fleet.dispatch.worker
+'''
+
+CREATE = '''
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+board = LedgerBoard(path=%(ledger)r, create=True)
+for number in %(numbers)r:
+    board.upsert_item(number=number, title='item %%d' %% number, body='Say done.', status='Ready')
+board.close()
+'''
+
+READ = '''
+import datetime, json
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
+board = LedgerBoard(path=%(ledger)r)
+item = board.get(%(number)d)
+verdict = evaluate(item, now=datetime.datetime.now(datetime.timezone.utc))
+print(json.dumps({'kinds': [m.kind for m in markers_of(item)], 'fields': [m.fields for m in markers_of(item)],
+                  'reason': verdict.reason, 'attempts': verdict.attempts}))
+'''
+
+
+def _registry_reachable():
+    npm = shutil.which('npm')
+    if not npm:
+        return 'no npm on this machine'
+    try:
+        out = subprocess.run([npm, 'view', CLAUDE, 'version'], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        return 'npm view %s timed out' % CLAUDE
+    return '' if out.returncode == 0 and out.stdout.strip() else 'npm view %s: %s' % (CLAUDE, out.stderr.strip()[-300:])
+
+
+def _ca_bundle():
+    for name in ('NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE'):
+        if os.environ.get(name) and os.path.isfile(os.environ[name]):
+            return os.environ[name]
+    return '/etc/ssl/certs/ca-certificates.crt'
+
+
+@pytest.fixture(scope='module')
+def fleet(bed_factory, tmp_path_factory):
+    why = _registry_reachable()
+    if why:
+        pytest.skip('the npm registry is not reachable from this machine (%s): the worker role installs the agent '
+                    'from it' % why)
+    started = time.monotonic()
+    bed = bed_factory(1)
+    host = bed.hosts[0]
+    endpoint = Endpoint(host=BRIDGE)
+    endpoint.start()
+    with open(_ca_bundle(), encoding='utf-8') as handle:
+        bed.ssh(host, 'sudo tee %s >/dev/null' % CA, input=handle.read())
+    playbook = tmp_path_factory.mktemp('agent-install') / 'provision.yml'
+    playbook.write_text(PLAYBOOK)
+    role_vars = {
+        'worker_masters': [{'name': MASTER}],
+        'worker_runner_agent': 'claude',
+        'worker_runner_agent_args': ['--dangerously-skip-permissions'],
+        'worker_runner_agent_env': {'ANTHROPIC_BASE_URL': endpoint.url, 'ANTHROPIC_MODEL': 'claude-sonnet-4-5'},
+        'worker_agent_credentials': {'ANTHROPIC_API_KEY': 'sk-ant-api03-fake'},
+        'worker_agent_npm_env': {'npm_config_cafile': CA},
+        # the SQLite ledger is made with the installed runner's code after provision
+        'worker_runner_board': {'kind': 'ledger', 'path': LEDGER},
+        'worker_runner_check_board': False,
+    }
+
+    class Fleet(object):
+        pass
+
+    f = Fleet()
+    f.bed, f.host, f.endpoint = bed, host, endpoint
+    f.provision = lambda: bed.playbook(playbook, limit=host, extra_vars=role_vars)
+    t0 = time.monotonic()
+    f.first = f.provision()
+    f.provision_s = time.monotonic() - t0
+    assert f.first.returncode == 0, f.first.stdout[-6000:] + f.first.stderr[-3000:]
+    assert 'sk-ant-api03-fake' not in f.first.stdout, 'the agent key is never logged'
+    f.path = bed.ssh(host, 'cat %s/.config/fleet-dispatch/path' % HOME, user=MASTER).stdout.strip()
+    f.state = HOME + '/.local/state/fleet-dispatch'
+
+    def py(code):
+        return bed.ssh(host, "PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (CODE, code), user=MASTER).stdout
+
+    def launch(number):
+        res = bed.ansible(host, 'fleet.dispatch.launch', {
+            'items': [{'number': number, 'command': ['fleet-runner', '--item', str(number)], 'workdir': HOME}],
+            'path': f.path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env'}, become_user=MASTER)
+        return res[host]
+
+    def read(number):
+        return json.loads(py(READ % {'ledger': LEDGER, 'number': number}))
+
+    def unit_done(number):
+        deadline = time.monotonic() + WAIT
+        state = None
+        while time.monotonic() < deadline:
+            state = bed.ssh(host, 'systemctl --user is-active task-%d || true' % number, user=MASTER).stdout.strip()
+            if state in ('inactive', 'failed', 'unknown'):
+                return state
+            time.sleep(0.5)
+        raise AssertionError('task-%d still %s after %ss' % (number, state, WAIT))
+
+    def capacity():
+        out = bed.ssh(host, 'cat %s/capacity.json 2>/dev/null || echo MISSING' % f.state, user=MASTER).stdout.strip()
+        return None if out == 'MISSING' else json.loads(out)
+
+    py(CREATE % {'ledger': LEDGER, 'numbers': [31, 32]})
+    f.py, f.launch, f.read, f.unit_done, f.capacity = py, launch, read, unit_done, capacity
+    try:
+        yield f
+    finally:
+        endpoint.stop()
+        print('\ntest_agent_install: provision %.0f s, module %.0f s' % (f.provision_s, time.monotonic() - started))
+
+
+def test_the_pinned_cli_and_node_answer_through_the_run_path(fleet):
+    out = fleet.bed.ssh(fleet.host, 'PATH=%s; claude --version; node --version; command -v claude' % fleet.path,
+                        user=MASTER).stdout.split('\n')
+    assert out[0].strip() == '2.1.332 (Claude Code)'
+    assert out[1].strip().startswith('v22.')
+    assert out[2].strip() == HOME + '/.local/lib/fleet-agents/node_modules/.bin/claude'
+    conf = json.loads(fleet.bed.ssh(fleet.host, 'cat %s/.config/fleet-dispatch/runner.json' % HOME, user=MASTER).stdout)
+    assert conf['agent_env']['DISABLE_AUTOUPDATER'] == '1' and conf['agent_env']['CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC'] == '1'
+    assert json.loads(fleet.bed.ssh(fleet.host, 'cat %s/.claude.json' % HOME, user=MASTER).stdout)['hasCompletedOnboarding']
+
+
+def test_a_real_unit_runs_claude_against_the_endpoint_to_its_close_out(fleet):
+    res = fleet.launch(31)
+    assert not res.get('failed'), res
+    assert fleet.unit_done(31) in ('inactive', 'failed')
+    data = fleet.read(31)
+    assert data['kinds'] == ['start', 'noop'], (data, fleet.bed.ssh(
+        fleet.host, 'cat %s/runs/task-31/capture.log; journalctl --user -u task-31 --no-pager | tail -20' % fleet.state,
+        user=MASTER, check=False).stdout)
+    assert data['fields'][-1]['turns'] == 1 and data['fields'][-1]['envelope'] is True
+    assert any(r.get('path', '').startswith('/v1/messages') for r in fleet.endpoint.requests), fleet.endpoint.requests
+
+
+def test_a_cli_gone_after_provision_darkens_the_master_and_provision_clears_it(fleet):
+    prefix = HOME + '/.local/lib/fleet-agents'
+    fleet.bed.ssh(fleet.host, 'mv %s %s.away' % (prefix, prefix), user=MASTER)
+    try:
+        fleet.launch(32)
+        fleet.unit_done(32)
+        data = fleet.read(32)
+        assert data['kinds'] == [] and (data['reason'], data['attempts']) == ('eligible', 0), data
+        state = fleet.capacity()
+        assert state and state['source'] == 'agent_missing' and "'claude'" in state['message'], state
+    finally:
+        fleet.bed.ssh(fleet.host, 'mv %s.away %s' % (prefix, prefix), user=MASTER)
+    again = fleet.provision()
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert fleet.capacity() is None, 'the provision that found the CLI cleared agent_missing'
