@@ -178,7 +178,7 @@ def test_signed_events_dispatch_their_item_once_and_a_bad_signature_nothing(rule
     assert post(port, stranger_comment, 'issue_comment').status_code == 200
     assert post(port, stranger_opened, 'issues').status_code == 200
     # a burst on one item (each a new delivery) dispatches it once a minute, not once per event
-    for _ in range(3):
+    for _burst in range(3):
         assert post(port, comment, 'issue_comment').status_code == 200
 
     assert wait_for(lambda: plans(state, 1) and plans(state, 2), 240), log.read_text()[-4000:]

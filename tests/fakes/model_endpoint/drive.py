@@ -121,7 +121,7 @@ def argv(cli, fmt):
 
 
 def version(cli, bindir):
-    out = subprocess.run([os.path.join(bindir, cli), '--version'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    out = subprocess.run([os.path.join(bindir, cli), '--version'], check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          universal_newlines=True, timeout=60)
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else None
 
@@ -188,7 +188,7 @@ def run(cli, scenario, bindir, fmt='json', retries=None, timeout=240, extra_env=
         duration = round(time.time() - started, 1)
         if endpoint is not None:
             endpoint.stop()
-        commits = subprocess.run(['git', '-C', repo, 'log', '--oneline'], stdout=subprocess.PIPE,
+        commits = subprocess.run(['git', '-C', repo, 'log', '--oneline'], check=False, stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, universal_newlines=True).stdout.strip()
     return {'cli': cli, 'version': version(cli, bindir), 'scenario': scenario if isinstance(scenario, str) else 'custom',
             'auth': 'oauth' if oauth else 'key',

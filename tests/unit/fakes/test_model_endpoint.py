@@ -52,7 +52,7 @@ def test_anthropic_stream_tool_use_then_text():
         status, headers, body = post(ep.url, '/v1/messages', {'model': 'm', 'stream': True, 'tools': ANTHROPIC_TOOLS})
         assert status == 200 and headers['content-type'] == 'text/event-stream'
         events = sse(body)
-        names = [e for e, _ in events]
+        names = [e for e, _data in events]
         assert names[0] == 'message_start' and names[-2:] == ['message_delta', 'message_stop']
         assert events[1][1]['content_block'] == {'type': 'tool_use', 'id': events[1][1]['content_block']['id'],
                                                  'name': 'Bash', 'input': {}}
@@ -173,7 +173,7 @@ def test_chat_completions_stream_ends_with_done():
 
 def test_script_order_times_and_the_last_step_repeats():
     with Endpoint([{'error': 'server_error', 'times': 2}, {'text': 'done'}]) as ep:
-        got = [post(ep.url, '/v1/messages', {'model': 'm', 'tools': ANTHROPIC_TOOLS})[0] for _ in range(4)]
+        got = [post(ep.url, '/v1/messages', {'model': 'm', 'tools': ANTHROPIC_TOOLS})[0] for _i in range(4)]
         assert got == [500, 500, 200, 200]
         assert [r['step'] for r in ep.requests] == [0, 1, 2, 2]
 

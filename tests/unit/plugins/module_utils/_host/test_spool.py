@@ -67,7 +67,7 @@ def test_a_claim_left_by_a_killed_runner_is_given_back(tmp_path):
     gone the file is pending again, so the next run delivers it."""
     import subprocess
     import sys
-    gone = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'], capture_output=True, text=True).stdout.strip()
+    gone = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'], capture_output=True, text=True, check=True).stdout.strip()
     claimed = spool.write(str(tmp_path), ENTRY, claimed=True)
     os.rename(claimed, claimed.rsplit('.', 1)[0] + '.' + gone)
     ((path, entry),), problems = spool.pending(str(tmp_path))
