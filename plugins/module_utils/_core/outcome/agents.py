@@ -126,6 +126,7 @@ _REVOKED_TYPES = frozenset(['authentication_error', 'permission_error'])
 _TRANSIENT_TYPES = frozenset(['rate_limit_error', 'overloaded_error', 'api_error'])
 _REVOKED_STATUS = frozenset(['UNAUTHENTICATED', 'PERMISSION_DENIED'])
 _TRANSIENT_STATUS = frozenset(['RESOURCE_EXHAUSTED', 'UNAVAILABLE', 'INTERNAL'])
+_LIMIT_TYPES = frozenset(['usage_limit_reached', 'insufficient_quota'])
 _STATUS_KEYS = ('code', 'status', 'status_code', 'statusCode', 'api_error_status', 'http_status')
 # How deep JSON inside JSON (an error body quoted in a message, inside an event) is followed.
 # Unmeasured guess with a margin: the corpus's deepest is 3 (Gemini: API Error -> error.message ->
@@ -142,6 +143,7 @@ class _Facts:
     words: List[str] = field(default_factory=list)       # status strings, reasons, quota ids
     messages: List[str] = field(default_factory=list)
     resets: List[Tuple[str, Any]] = field(default_factory=list)   # (key as written, value)
+    quota_values: List[str] = field(default_factory=list)   # Google quotaValue: '0' means no quota at all
     limit_rejected: bool = False
     limit_allowed: bool = False
 
@@ -187,9 +189,13 @@ def _collect(value: Any, facts: _Facts, depth: int = 0) -> None:
                 facts.statuses.append(int(status))
             elif (status.isupper() and '_' in status) or status in _REVOKED_STATUS | _TRANSIENT_STATUS:
                 facts.words.append(status)
-    etype = value.get('type')
-    if isinstance(etype, str) and (etype.endswith('_error') or etype in ('usage_limit_reached', 'insufficient_quota')):
-        facts.types.append(etype)
+    for key in ('type', 'api_error_type', 'api_error'):   # Claude Code's envelope names the error in api_error*
+        etype = value.get(key)
+        if isinstance(etype, str) and (etype.endswith('_error') or etype in _LIMIT_TYPES):
+            facts.types.append(etype)
+    for key in ('quotaValue', 'quota_value'):   # Google's QuotaFailure violation: the quota's size
+        if value.get(key) is not None:
+            facts.quota_values.append(str(value.get(key)).strip())
     for key in ('reason', 'quotaId', 'quota_id', 'quota_limit', 'code'):
         word = value.get(key)
         if isinstance(word, str) and word and not word.isdigit():
@@ -241,6 +247,8 @@ _REVOKED = [
                     r'|\brequires\s+setting\s+the\s+GOOGLE_CLOUD_PROJECT\b')),
     ('login_required', _rx(r'\bplease\s+run\s+/login\b|\brun\s+/login\b')),
     ('credit_exhausted', _rx(r'\bcredit\s+balance\s+(?:is\s+)?too\s+low\b')),
+    # Codex CLI's UsageNotIncluded (codex-rs core/src/error.rs): the plan does not include Codex at all
+    ('plan_not_included', _rx(r'\bto\s+use\s+Codex\s+with\s+your\s+ChatGPT\s+plan,?\s+upgrade\b')),
     ('account_disabled', _rx(r'\b(?:account|organi[sz]ation|workspace)\s+(?:has\s+been\s+|was\s+|is\s+)?'
                              r'(?:disabled|suspended|deactivated|banned)\b|\borgani[sz]ation\s+has\s+disabled\b')),
     ('revoked', _rx(r'\b(?:entitlement|access|subscription|api[ _-]?key|oauth\s+token|license)\s+'
@@ -254,18 +262,31 @@ _RATE_LIMIT = [
                         r'|\b(?:reached|hit|exceeded)\s+(?:your|the)\s+(?:\w+\s+){0,2}usage\s+limits?\b')),
     ('period_limit', _rx(r'\b(?:5[- ]hour|five[- ]hour|session|daily|weekly|monthly|opus|sonnet)\s+(?:usage\s+)?limit\s+'
                          r'(?:reached|exceeded|hit)\b')),
-    ('hit_your_limit', _rx(u"\\byou(?:'|\u2019)?ve\\s+(?:hit|reached)\\s+your\\s+(?:\\w+\\s+)?limit\\b")),
+    # "You've hit your limit", "You've hit your 5-hour limit" (Claude Code), "You've hit your usage limit" (Codex)
+    ('hit_your_limit', _rx(u"\\byou(?:'|\u2019)?ve\\s+(?:hit|reached)\\s+your\\s+(?:[\\w-]+\\s+)?limit\\b")),
+    # Anthropic's 429 body for a subscription (unified) limit: the body Claude Code prints with an API key and
+    # logs next to "You've hit your limit · resets 4pm (...)" (anthropics/claude-code#19673, #54698); its
+    # per-minute throttle says "the rate limit for your organization ... per minute" instead.
+    ('account_limit', _rx(u"\\bexceed\\s+your\\s+account(?:'|\u2019)?s\\s+rate\\s+limit\\b")),
     ('daily_quota', _rx(r'\b(?:reached|exhausted)\s+your\s+daily\s+(?:[\w.-]+\s+)?quota\b|\bdaily\s+(?:[\w.-]+\s+)?quota\s+limit\b')),
     ('usage_limit', _rx(r'\batingiu\s+o\s+limite\b|\blimite\s+de\s+uso\b')),
 ]
 # Words that are a limit or a throttle depending on the stated wait (THROTTLE_MAX_S).
 _CAPACITY_WORDS = _rx(r'\bexhausted\s+your\s+capacity\b')
+# A quota whose size is zero ("Quota exceeded for metric: ..., limit: 0, model: ..."): none was ever granted
+# (billing, tier, region), so no wait helps -- revoked, never a throttle or a limit.
+_ZERO_QUOTA = _rx(r'\blimit:\s*0(?![\d.])')
 _QUOTA_WORDS = _rx(r'\bquota\s+exceeded\b|\bexceeded\s+your\s+current\s+quota\b')
 
 _HTTPISH = r'(?:\bHTTP(?:/\d(?:\.\d)?)?|\bstatus(?:[ _]code)?|\berror|\bcode|\bresponse|\bAPI\s+Error)\s*[:=(]?\s*'
 _TRANSIENT = [
     ('http_429', _rx(_HTTPISH + r'429\b|\b429\s+Too\s+Many\s+Requests\b|\bToo\s+Many\s+Requests\b|\brate_limit_error\b'
                      r'|\brejected\s*\(429\)|\brate\s+limiting\s+detected\b')),
+    # overload in the CLIs' own words, with no status: Codex's ServerOverloaded and InternalServerError
+    # (codex-rs core/src/error.rs), Google's MODEL_CAPACITY_EXHAUSTED ("No capacity available for model ...")
+    ('overloaded', _rx(r'\bselected\s+model\s+is\s+at\s+capacity\b|\bcurrently\s+experiencing\s+high\s+demand\b'
+                       r'|\bflex\s+capacity\s+unavailable\b|\bno\s+capacity\s+available\s+for\s+model\b'
+                       r'|\bMODEL_CAPACITY_EXHAUSTED\b')),
     ('rate_limited', _rx(r'\brate\s+limit\s+(?:is\s+)?(?:reached|exceeded)\b|\bRESOURCE_EXHAUSTED\b'
                          r'|\bresource\s+(?:has\s+been\s+)?exhausted\b')),
     ('http_5xx', _rx(_HTTPISH + r'5\d\d\b|\bRepeated\s+5\d\d\b|\bInternal\s+Server\s+Error\b|\bBad\s+Gateway\b'
@@ -285,6 +306,11 @@ _FAILURE = _rx(r'\berror\b|\bfailed\b|\bfailure\b|\btimed\s+out\b|\btimeout\b|\b
                r'|\bexception\b|\btraceback\b|\bpanicked\b|\bETIMEDOUT\b|\bprompt\s+is\s+too\s+long\b'
                r'|\bcontext\s+(?:window|length)\b.{0,40}\bexceeded\b|\binvalid\s+model\b|\bpermission\s+denied\b'
                r'|\bcommand\s+not\s+found\b|\bno\s+such\s+file\b')
+# A success envelope that is no longer JSON (a reporter elided "stats": { ... }, a log cut it), still
+# known by its keys: Gemini CLI's {"response": "...", "stats": ...}, Claude Code's subtype success
+# with is_error false.
+_BROKEN_ENVELOPE = re.compile(r'"response"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"stats"\s*:')
+_CLAUDE_OK_KEYS = (re.compile(r'"subtype"\s*:\s*"success"'), re.compile(r'"is_error"\s*:\s*false'))
 # The agent's result text claims completed work (D2: a claim, never proof).
 _CLAIM_DONE = _rx(r'\b(?:done|fixed|pushed|merged|implemented|completed|committed|created)\b')
 
@@ -519,6 +545,7 @@ class Reading:
     subtype: str = ''
     result: str = ''
     is_error: Optional[bool] = None
+    worked: bool = False                    # a turn happened: output tokens, cost or a tool call (D7)
     signature_text: str = field(default='', repr=False)
 
     @property
@@ -547,16 +574,13 @@ class Reading:
     def outcome(self, exit_code: Optional[int] = None) -> Outcome:
         """The ``_core.outcome.retry.Outcome`` the retry gate and ``_core.outcome.closeout.decide`` read (D7: one parse)."""
         code = exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None
-        if self.envelope is None:
-            turns = 0
-        else:
-            turns = self.turns
+        turns = (self.turns if self.envelope is not None else None) if self.worked else 0
         is_error = self.is_error
         if self.kind not in ('success', 'noop_claim') and (self.envelope is not None or self.evidence == 'structured'):
             is_error = True
         return Outcome(envelope=self.envelope, turns=turns, is_error=is_error, subtype=self.subtype, result=self.result,
                        exit_code=code, transient=self.signature if self.kind == 'transient' else '',
-                       capacity=self.capacity(), signature_text=self.signature_text)
+                       capacity=self.capacity(), signature_text=self.signature_text, worked=self.worked)
 
 
 def _num(value: Any) -> Optional[float]:
@@ -603,10 +627,46 @@ def _clean_usage(usage: Any) -> Dict[str, Any]:
     return dict((k, v) for k, v in usage.items() if _int_or_none(v) is not None)
 
 
+# Terminal dressing around the words: ANSI escapes (CSI and OSC), box-drawing and block glyphs.
+_ANSI = re.compile(r'\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]')
+_BOX = re.compile(u'[\u2500-\u259f]')
+# Lines at least this long that share one length are a terminal's hard wrap (its width). Unmeasured
+# guess: below the narrowest terminal in the corpus's wrapped pastes (80 columns, less a box border);
+# the experiment that settles it is the width of every wrapped paste in a month of captures.
+_WRAP_MIN = 40
+
+
+def _unwrap(text: str) -> str:
+    """``text`` with its terminal wraps undone: escapes and box glyphs dropped, and each line as long
+    as the terminal is wide (the most common length of two or more lines of ``_WRAP_MIN`` or more)
+    joined to the next (one a character short, with a space: the paste dropped it) -- "resets 8:1" +
+    "4pm (UTC)" is "resets 8:14pm (UTC)" again."""
+    lines = [_BOX.sub(' ', line).strip() if _BOX.search(line) else line.rstrip('\r')
+             for line in _ANSI.sub('', text).split('\n')]
+    lengths = {}
+    for line in lines:
+        if len(line) >= _WRAP_MIN:
+            lengths[len(line)] = lengths.get(len(line), 0) + 1
+    width = max((n for n, count in lengths.items() if count >= 2), key=lambda n: (lengths[n], n), default=None)
+    if width is None:
+        return '\n'.join(lines)
+    out, glue = [], None
+    for line in lines:
+        if glue is not None and out:
+            out[-1] += glue + line
+        else:
+            out.append(line)
+        # a full line continues on the next; one short of full lost its trailing space to the paste
+        glue = '' if len(line) == width else ' ' if len(line) == width - 1 else None
+    return '\n'.join(out)
+
+
 def _flat(text: str) -> str:
-    """The signature text as a human reads it: JSON escapes undone, terminal wraps joined."""
+    """The signature text as a human reads it: JSON escapes undone, then, after it, the same text
+    with its terminal wraps undone (``_unwrap``) when that differs."""
     text = text.replace('\\r\\n', '\n').replace('\\n', '\n').replace('\\"', '"').replace('\\\\', '\\')
-    return text
+    unwrapped = _unwrap(text)
+    return text if unwrapped == text else text + '\n' + unwrapped
 
 
 def _line(text: str, start: int, end: int) -> str:
@@ -647,6 +707,119 @@ def _old_codex_usage(objects) -> Dict[str, Any]:
     return usage
 
 
+# Git's own summary line for a commit it made ("[main 1a2b3c4] add hello", "[main (root-commit) 1a2b3c4] ..."),
+# at a line start in the raw text or in a JSON string (an escaped newline): a tool really ran.
+_GIT_COMMIT = re.compile(r'(?:^|\n|\\n)[ \t]*\[[\w./-]+(?: \(root-commit\))? [0-9a-f]{7,40}\] ', re.MULTILINE)
+# Codex item types that are the model's words or bookkeeping, not a tool call.
+_CODEX_WORDS = frozenset(['agent_message', 'reasoning', 'todo_list', 'error'])
+# Old codex {"msg": {...}} events that start a tool call.
+_CODEX_OLD_TOOLS = frozenset(['exec_command_begin', 'patch_apply_begin', 'mcp_tool_call_begin', 'web_search_begin'])
+
+
+@dataclass
+class _Work:
+    """What the capture shows the agent did: tool calls (None: the output cannot tell), output
+    tokens (None: no usage stated), cost, and its last words."""
+
+    tools: Optional[int] = None
+    out_tokens: Optional[int] = None
+    cost: float = 0.0
+    said: str = ''
+    worked: bool = False
+
+    def tool(self, count: int = 1) -> None:
+        self.tools = (self.tools or 0) + count
+
+    def tokens(self, value: Any) -> None:
+        if _int_or_none(value) is not None:
+            self.out_tokens = max(self.out_tokens or 0, value)
+
+
+def _work(text: str, objects, envelope: Optional[dict], shape: str) -> _Work:
+    """Did a turn happen (D7 fact 3, D16)? Decided from output tokens, cost and tool calls -- never from
+    a counter the CLI fills regardless (Claude Code's and Qwen Code's error envelopes say
+    ``num_turns: 1`` with zero usage after every request failed) -- nor from a missing envelope when
+    the output shows tool calls or git's own commit line."""
+    work = _Work()
+    seen_ids = set()
+    for obj, _start, _end in objects:
+        kind = obj.get('type')
+        message = obj.get('message') if isinstance(obj.get('message'), dict) else None
+        if kind == 'assistant' and message is not None:          # claude / qwen stream lines
+            work.tool(0)
+            usage = message.get('usage') if isinstance(message.get('usage'), dict) else {}
+            work.tokens(usage.get('output_tokens'))
+            for block in message.get('content') or []:
+                if isinstance(block, dict) and block.get('type') == 'tool_use':
+                    work.tool()
+                elif isinstance(block, dict) and block.get('type') == 'text' and isinstance(block.get('text'), str):
+                    work.said = block['text']
+        elif kind == 'tool_use':                                  # gemini stream-json
+            work.tool()
+        elif kind == 'message' and obj.get('role') == 'assistant':
+            work.tool(0)
+            if isinstance(obj.get('content'), str):
+                work.said = (work.said + obj['content']) if obj.get('delta') else obj['content']
+        elif kind in ('thread.started', 'turn.started'):         # codex exec --json
+            work.tool(0)
+        elif isinstance(kind, str) and kind.startswith('item.') and isinstance(obj.get('item'), dict):
+            item = obj['item']
+            work.tool(0)
+            if item.get('type') == 'agent_message' and isinstance(item.get('text'), str):
+                work.said = item['text']
+            elif item.get('type') not in _CODEX_WORDS and item.get('id') not in seen_ids:
+                seen_ids.add(item.get('id'))
+                work.tool()
+        elif kind == 'turn.completed' and isinstance(obj.get('usage'), dict):
+            work.tokens(obj['usage'].get('output_tokens'))
+        elif kind is None and isinstance(obj.get('msg'), dict):  # codex before 0.40
+            msg = obj['msg']
+            if msg.get('type') in _CODEX_OLD_TOOLS:
+                work.tool()
+            elif msg.get('type') == 'agent_message' and isinstance(msg.get('message'), str):
+                work.tool(0)
+                work.said = msg['message']
+            elif msg.get('type') == 'token_count':
+                info = msg.get('info') if isinstance(msg.get('info'), dict) else {}
+                total = info.get('total_token_usage') if isinstance(info.get('total_token_usage'), dict) else msg
+                work.tokens(total.get('output_tokens'))
+    error = False
+    if envelope is not None:
+        usage = envelope.get('usage') if isinstance(envelope.get('usage'), dict) else None
+        stats = envelope.get('stats') if isinstance(envelope.get('stats'), dict) else None
+        if usage is not None:
+            work.tokens(usage.get('output_tokens'))
+        if stats is not None:
+            work.tokens(stats.get('output_tokens'))               # gemini stream-json result
+            if _int_or_none(stats.get('tool_calls')) is not None:
+                work.tool(stats['tool_calls'])
+            for model in (stats.get('models') or {}).values() if isinstance(stats.get('models'), dict) else []:
+                tokens = model.get('tokens') if isinstance(model, dict) and isinstance(model.get('tokens'), dict) else {}
+                work.tokens(tokens.get('candidates'))             # gemini json
+                if isinstance(model, dict):
+                    work.tokens(model.get('output_tokens'))
+            tools = stats.get('tools') if isinstance(stats.get('tools'), dict) else {}
+            if _int_or_none(tools.get('totalCalls')) is not None:
+                work.tool(tools['totalCalls'])
+        cost = _num(envelope.get('total_cost_usd'))
+        work.cost = cost or 0.0
+        error = (envelope.get('is_error') is True or str(envelope.get('status', '')).lower() == 'error'
+                 or isinstance(envelope.get('error'), dict)
+                 or str(envelope.get('subtype') or 'success') != 'success')
+        if (shape == 'claude_result' and work.tools is None and not error
+                and _int_or_none(envelope.get('num_turns')) == 1):
+            work.tool(0)   # json mode lists no tools, but a tool call needs a second turn to answer it
+    commits = len(_GIT_COMMIT.findall(text))
+    if commits:
+        work.tool(commits)
+    if (work.tools or 0) > 0 or (work.out_tokens or 0) > 0 or work.cost > 0:
+        work.worked = True
+    elif envelope is not None and work.out_tokens is None:
+        # no usage stated: a success envelope, or one that stopped at its turn limit, is taken at its word
+        work.worked = not error or envelope.get('subtype') == 'error_max_turns'
+    return work
+
+
 def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = None, now: Any = None, tz: Any = None,
                  on_date: Any = None) -> Reading:
     """Read one run's capture as profile ``agent`` (default ``custom``): envelope, turns, claim,
@@ -669,17 +842,11 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
             day = None
     objects = json_objects(text, strict=False)
     envelope, env_shape, env_end = None, '', 0
-    tools = 0
-    conversation = False
     for obj, _start, end in objects:
         shape = _shape(obj)
         if shape and shape in prof.envelopes:
             envelope, env_shape, env_end = obj, shape, end
-        if obj.get('type') == 'assistant':
-            conversation = True
-            content = (obj.get('message') or {}).get('content') if isinstance(obj.get('message'), dict) else None
-            if isinstance(content, list):
-                tools += sum(1 for block in content if isinstance(block, dict) and block.get('type') == 'tool_use')
+    work = _work(text, objects, envelope, env_shape)
     reading = Reading(profile=prof.name, kind='failure', envelope=envelope, envelope_shape=env_shape)
     env_error = False
     if envelope is not None:
@@ -737,16 +904,22 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
     for message in facts.messages:
         flat += '\n' + message
     kind, signature, evidence, match_line = _decide(facts, flat, when=when, tz=tz, day=day, google=prof.name == 'gemini')
+    reading.worked = work.worked
+    if envelope is not None and env_shape == 'claude_result' and not work.worked:
+        reading.turns = 0   # the CLI's num_turns counts an attempt that never got an answer (D7)
+    if not reading.result and work.said:
+        reading.result = work.said
     if kind is None:
+        claim_done = bool(_CLAIM_DONE.search(reading.result or ''))
+        exited = isinstance(exit_code, int) and not isinstance(exit_code, bool)
         if envelope is not None and not env_error:
-            claim_done = bool(_CLAIM_DONE.search(reading.result or ''))
-            if conversation and tools == 0 and claim_done and env_shape == 'claude_result':
+            if work.tools == 0 and claim_done:
                 kind, signature, evidence = 'noop_claim', 'claim_without_tool_use', 'envelope'
             else:
                 kind, signature, evidence = 'success', 'envelope', 'envelope'
         elif env_error:
             kind, signature, evidence = 'failure', reading.subtype or 'error_envelope', 'envelope'
-        elif isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0:
+        elif exited and exit_code != 0:
             kind, signature, evidence = 'failure', 'exit_code', ''
         else:
             found = _FAILURE.search(flat) if exit_code is None else None
@@ -754,13 +927,61 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
                 kind, signature, evidence = 'failure', 'error_text' if found else 'error_body', 'prose' if found else 'structured'
                 if found:
                     match_line = _line(flat, found.start(), found.end())
+            elif work.worked and work.tools:
+                kind, signature, evidence = 'success', 'tool_calls', 'structured'
+            elif work.worked and claim_done and work.tools == 0:
+                kind, signature, evidence = 'noop_claim', 'claim_without_tool_use', 'structured'
+            elif _BROKEN_ENVELOPE.search(text) or (_CLAUDE_OK_KEYS[0].search(text) and _CLAUDE_OK_KEYS[1].search(text)):
+                kind, signature, evidence = 'success', 'envelope_text', 'prose'   # a paste cut or elided it
             else:
-                kind, signature, evidence = 'success', 'no_error', ''
+                # no envelope, no tool call, no words we know: nothing says the agent finished (D2)
+                kind, signature, evidence = 'failure', 'unrecognised', ''
     reading.kind, reading.signature, reading.evidence = kind, signature, evidence
     reading.message = (match_line or '')[:_MESSAGE_MAX]
     if kind in ('rate_limit', 'transient'):
-        reading.reset = _structured_reset(facts, when) or stated_reset(flat, now=when, tz=tz, on_date=day)
+        reading.reset = _limit_reset(kind, signature, facts, flat, when=when, tz=tz, day=day,
+                                     google=prof.name == 'gemini' or _is_google(facts, flat))
     return reading
+
+
+def _is_google(facts: _Facts, flat: str) -> bool:
+    return bool(_GOOGLE.search(flat)) or bool(set(facts.words) & {'RESOURCE_EXHAUSTED', 'RATE_LIMIT_EXCEEDED'})
+
+
+# Google's per-day quotas reset at midnight Pacific time: documented ("Requests per day (RPD) quotas
+# reset at midnight Pacific time", https://ai.google.dev/gemini-api/docs/rate-limits), not a guess.
+GOOGLE_DAY_ZONE = 'America/Los_Angeles'
+_DAILY_SPAN = _rx(r'\bdaily\s+(?:[\w.-]+\s+)?quota\b|\b\w*PerDay\w*|\bper\s+day\b')
+
+
+def _google_day_reset(flat: str, now: Optional[_dt.datetime]) -> Optional[Stated]:
+    """A Google per-day quota's reset: the next midnight in ``GOOGLE_DAY_ZONE`` after ``now`` (None
+    without ``now``: unknown, never invented). ``text`` is the span that names the daily quota."""
+    found = _DAILY_SPAN.search(flat)
+    if found is None:
+        return None
+    if now is None:
+        return Stated(found.group(0))
+    zone = _tzinfo(GOOGLE_DAY_ZONE)
+    local = now.astimezone(zone).date() + _dt.timedelta(days=1)
+    return Stated(found.group(0), at=_localize(_dt.datetime(local.year, local.month, local.day), zone))
+
+
+def _limit_reset(kind: str, signature: str, facts: _Facts, flat: str, *, when, tz, day, google: bool) -> Optional[Stated]:
+    """The reset of a limit or a throttle (D8). A limit never takes a stated wait under
+    ``THROTTLE_MAX_S`` as its reset: that is a per-minute hint beside it (Google's "Please retry in
+    36s" next to a per-day quota), not when the limit ends. A Google per-day quota with no longer
+    stated reset resets at the next midnight Pacific time (``_google_day_reset``)."""
+    stated = _structured_reset(facts, when) or stated_reset(flat, now=when, tz=tz, on_date=day)
+    if kind != 'rate_limit':
+        return stated
+    if stated is not None and stated.in_s is not None and stated.in_s <= THROTTLE_MAX_S \
+            and not stated.text.startswith(('"resets_at"', '"resetsAt"')):
+        stated = None
+    per_day = signature in ('quota_per_day', 'daily_quota') or any(_PER_DAY.search(w) for w in facts.words)
+    if stated is None and google and per_day:
+        stated = _google_day_reset(flat, when)
+    return stated
 
 
 def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[Optional[str], str, str, str]:
@@ -768,7 +989,7 @@ def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[O
 
     ``google``: the capture is Google's (the gemini profile); otherwise Google's own markers decide."""
     types, words, statuses = set(facts.types), set(facts.words), set(facts.statuses)
-    google = google or bool(_GOOGLE.search(flat)) or bool(words & {'RESOURCE_EXHAUSTED', 'RATE_LIMIT_EXCEEDED'})
+    google = google or _is_google(facts, flat)
 
     def line_of(pattern):
         found = pattern.search(flat)
@@ -798,6 +1019,10 @@ def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[O
         name, match = prose_revoked
         return 'revoked', name, 'prose', _line(flat, match.start(), match.end())
     billing = _BILLING.search(flat) or ('insufficient_quota' in types)
+    zero = _ZERO_QUOTA.search(flat)
+    if '0' in facts.quota_values or (zero and (google or billing or _QUOTA_WORDS.search(flat) or 429 in statuses)):
+        return 'revoked', 'zero_quota', 'structured' if '0' in facts.quota_values else 'prose', \
+            _line(flat, zero.start(), zero.end()) if zero else (facts.messages or [''])[0]
     if billing and not google:
         return 'revoked', 'insufficient_quota', 'prose', line_of(_BILLING)
     # 2. a usage limit: hours away or a stated reset

@@ -167,8 +167,9 @@ class Outcome:
     result: str                    # the envelope's result text ('' without one)
     exit_code: Optional[int]
     transient: str                 # transient signature name, or ''
-    capacity: Optional[Dict[str, Any]] = None   # _core.outcome.capacity.classify_capacity of the signature text
+    capacity: Optional[Dict[str, Any]] = None   # the provider limit: _core.outcome.agents.Reading.capacity()
     signature_text: str = field(default='', repr=False)
+    worked: Optional[bool] = None  # a turn happened (output tokens, cost, a tool call); None: unknown
 
     @property
     def started(self) -> bool:
@@ -177,7 +178,10 @@ class Outcome:
 
     @property
     def zero_turns(self) -> bool:
-        """No envelope, or an envelope that states zero turns (D7 fact 3; D16 attribution)."""
+        """No turn happened (D7 fact 3; D16 attribution): ``worked`` when the reading decided it (from
+        usage and tool calls, never from a turn counter), else no envelope or one stating zero turns."""
+        if self.worked is not None:
+            return not self.worked
         return self.envelope is None or self.turns == 0
 
     @property
