@@ -30,13 +30,13 @@ from typing import Any, Dict, List, Optional
 
 from .._board.protocol import BoardError, BoardUnreadable
 from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
-from .._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
+from .._core.outcome.agents import DEFAULT_PROFILE, ENVELOPE_TYPE, agent_argv, profile as agent_profile, read_capture
 from .._core.outcome.capacity import board_unreachable_state, clears_after_clean_run, clears_after_start, clears_after_update, update_failed_state
 from .._core.outcome.closeout import Decision, decide
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.model import format_time, parse_time
 from .._core.board.naming import unit_name
-from .._core.outcome.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
+from .._core.outcome.retry import DEFAULT_BACKOFF
 from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host.stops import take_stop_note

@@ -29,11 +29,13 @@ import datetime as _dt
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .capacity import MESSAGE_MAX, _tzinfo
+from .capacity import MESSAGE_MAX
 from ..board.model import parse_time
-from .retry import Outcome, json_objects
+from .retry import Outcome
+
+from zoneinfo import ZoneInfo
 
 UTC = _dt.timezone.utc
 KINDS = ('success', 'noop_claim', 'failure', 'transient', 'rate_limit', 'revoked')
@@ -51,6 +53,132 @@ THROTTLE_MAX_S = 600
 # Characters of a matched line kept as the message. Display only; unmeasured guess, see
 # _core.outcome.capacity.MESSAGE_MAX (the same bound, the same experiment).
 _MESSAGE_MAX = MESSAGE_MAX
+
+
+# --- JSON in a capture -------------------------------------------------------------------------
+
+# An object counts as the agent CLI's result envelope when its "type" is this (the CLI's
+# ``--output-format json`` / stream-json final line: {"type":"result","subtype":"success",...}).
+ENVELOPE_TYPE = 'result'
+
+# Where a JSON object can start: "{" then optional whitespace then a key's quote or "}". Checked
+# before calling the decoder because a failed decode costs O(position) (JSONDecodeError counts
+# the lines before the error), which made a 2 MB capture with 20,000 stray braces take seconds.
+_OBJECT_START = re.compile(r'\{\s*["}]')
+_DECODER = json.JSONDecoder()
+# strict=False: a raw newline or tab inside a JSON string (a terminal paste, a wrapped log) is kept.
+_LENIENT = json.JSONDecoder(strict=False)
+# First decode window, characters; grows x8 while a failure may be the window's cut. Reading
+# (this machine, Python 3.11): 300 kB capture with 12,000 broken '{"key": x' fragments around
+# one envelope -- whole-capture decoding 1.90 s, windowed 0.07 s. 4096 is an unmeasured choice
+# within that: any window that holds a typical broken fragment gives the same order of cost.
+_WINDOW = 4096
+
+
+def json_objects(capture: Any, strict: bool = True) -> List[Tuple[dict, int, int]]:
+    """Every top-level well-formed JSON object in ``capture``: ``(obj, start, end)``, left to right.
+
+    Noise before, between and after is skipped; a ``{`` that does not start a well-formed object
+    (stderr text, a truncated object) is skipped and scanning resumes at the next ``{``; objects
+    nested inside a found object are not reported separately. Only dicts are reported.
+    ``strict=False`` accepts raw control characters (a newline) inside strings.
+    """
+    if not isinstance(capture, str) or '{' not in capture:
+        return []
+    found = []
+    match = _OBJECT_START.search(capture)
+    while match:
+        index = match.start()
+        decoded = _decode_at(capture, index, _DECODER if strict else _LENIENT)
+        if decoded is None:
+            match = _OBJECT_START.search(capture, index + 1)
+            continue
+        obj, end = decoded
+        if isinstance(obj, dict):
+            found.append((obj, index, end))
+        match = _OBJECT_START.search(capture, end)
+    return found
+
+
+def _decode_at(capture: str, index: int, decoder: json.JSONDecoder = _DECODER) -> Optional[Tuple[Any, int]]:
+    """Decode the JSON value starting at ``index``, or None.
+
+    Decodes a growing window rather than the whole capture: a failed decode costs O(position in
+    the text it was given) (JSONDecodeError counts the lines before the error), so decoding from
+    the full capture made a 300 kB capture with 12,000 broken fragments take ~2 s. A window is
+    widened only when the failure could be the window's own cut (error at its end, or a string
+    left unterminated); a complete object inside a window is the same object as in the capture.
+    """
+    size = _WINDOW
+    while True:
+        window = capture[index:index + size]
+        try:
+            obj, end = decoder.raw_decode(window)
+            return obj, index + end
+        except ValueError as exc:
+            if index + size >= len(capture):
+                return None
+            pos = getattr(exc, 'pos', 0)
+            msg = getattr(exc, 'msg', '')
+            if pos < len(window) - 1 and not msg.startswith('Unterminated string'):
+                return None
+            size *= 8
+
+
+def is_envelope(obj: Any, envelope_type: Optional[str] = ENVELOPE_TYPE) -> bool:
+    """A result envelope: a dict whose ``type`` is ``envelope_type`` (any dict when that is None)."""
+    if not isinstance(obj, dict):
+        return False
+    return envelope_type is None or obj.get('type') == envelope_type
+
+
+def scan_envelope(capture: Any, predicate: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
+    """The LAST well-formed JSON object anywhere in ``capture``, or None.
+
+    ``predicate`` narrows which objects qualify (``is_envelope``: an API
+    error body printed on stderr -- itself a JSON object -- is never mistaken for the envelope).
+    """
+    for obj, _start, _end in reversed(json_objects(capture)):
+        if predicate is None or predicate(obj):
+            return obj
+    return None
+
+
+
+# Timezone abbreviations we resolve. Ambiguous ones (CST: China or US Central; IST; BST) are
+# deliberately absent: a named zone we cannot pin down gives None, never a guess.
+_ZONES = {
+    'UTC': 'UTC', 'GMT': 'UTC', 'Z': 'UTC',
+    'PT': 'America/Los_Angeles', 'ET': 'America/New_York', 'CT': 'America/Chicago', 'MT': 'America/Denver',
+}
+_FIXED = {'PST': -8, 'PDT': -7, 'MST': -7, 'MDT': -6, 'CDT': -5, 'EST': -5, 'EDT': -4,
+          'CET': 1, 'CEST': 2, 'EET': 2, 'EEST': 3, 'JST': 9, 'KST': 9}
+
+
+def _tzinfo(tz: Any) -> Optional[_dt.tzinfo]:
+    """A tzinfo from a tzinfo, an IANA name, an abbreviation or an offset; None if not understood."""
+    if tz is None or tz == '':
+        return UTC
+    if isinstance(tz, _dt.tzinfo):
+        return tz
+    text = str(tz).strip().strip('()').strip()
+    upper = text.upper()
+    if upper in _ZONES:
+        text = _ZONES[upper]
+        if text == 'UTC':
+            return UTC
+    if upper in _FIXED:
+        return _dt.timezone(_dt.timedelta(hours=_FIXED[upper]))
+    match = re.match(r'^(?:UTC|GMT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$', text, re.IGNORECASE)
+    if match:
+        sign = -1 if match.group(1) == '-' else 1
+        return _dt.timezone(sign * _dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3) or 0)))
+    if '/' in text:
+        try:
+            return ZoneInfo(text)
+        except Exception:  # noqa: BLE001 - unknown zone or missing tzdata: not understood
+            return None
+    return None
 
 
 # --- profiles ------------------------------------------------------------------------------------
@@ -321,9 +449,9 @@ _MONTHS = {'jan': 1, 'feb': 2, 'mar': 3, 'apr': 4, 'may': 5, 'jun': 6, 'jul': 7,
            'nov': 11, 'dec': 12,
            # Portuguese abbreviations (Codex prints localized dates: "10 de jul. de 2026")
            'fev': 2, 'abr': 4, 'mai': 5, 'ago': 8, 'set': 9, 'out': 10, 'dez': 12}
-_CLOCK = r'(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?(?::\d{2})?\s*(?P<ap>[ap]\.?\s?m\b\.?)?'
+_CLOCK = r'(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?(?::\d{2}(?:\.\d+)?)?\s*(?P<ap>[ap]\.?\s?m\b\.?)?'
 _ZONE = (r'(?:\s*\(\s*(?P<zp>[^()\n]{1,40}?)\s*\)|\s*(?P<z>(?:Etc/)?GMT[+-]\d{1,2}(?::?\d{2})?|UTC[+-]\d{1,2}(?::?\d{2})?'
-         r'|[A-Z][A-Za-z_]+/[A-Za-z_]+(?:/[A-Za-z_]+)?|(?-i:UTC|GMT|[A-Z]{2,4}T)\b))?')
+         r'|[A-Z][A-Za-z_]+/[A-Za-z_]+(?:/[A-Za-z_]+)?|(?-i:UTC|GMT|[A-Z]{2,4}T|Z)\b|[+-]\d{2}:?\d{2}\b))?')
 _MON = r'(?P<mon>jan|feb|fev|mar|apr|abr|may|mai|jun|jul|aug|ago|sep|set|oct|out|nov|dec|dez)[a-z]*\.?'
 _DATE_EN = _MON + r'\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?,?(?:\s+(?P<y>\d{4}),?)?\s*(?:at\s+)?'
 _DATE_PT = r'(?P<d>\d{1,2})\s+de\s+' + _MON + r'\s+de\s+(?P<y>\d{4}),?\s*(?:às\s+)?'
@@ -565,7 +693,8 @@ class Reading:
         return None if self.kind == 'revoked' or self.reset is None else self.reset.text
 
     def capacity(self) -> Optional[Dict[str, Any]]:
-        """The ``_core.outcome.capacity.classify_capacity``-shaped limit, or None (D8, D20)."""
+        """The limit, as ``_core.outcome.capacity.state_from`` and the close-out take it, or None (D8, D20):
+        ``{'source': 'rate_limit'|'revoked', 'signature', 'message', 'reset_text', 'reset_at'}``."""
         if self.kind not in ('rate_limit', 'revoked'):
             return None
         return {'source': self.kind, 'signature': self.signature, 'message': self.message[:_MESSAGE_MAX],
@@ -815,8 +944,9 @@ def _work(text: str, objects, envelope: Optional[dict], shape: str) -> _Work:
     if (work.tools or 0) > 0 or (work.out_tokens or 0) > 0 or work.cost > 0:
         work.worked = True
     elif envelope is not None and work.out_tokens is None:
-        # no usage stated: a success envelope, or one that stopped at its turn limit, is taken at its word
-        work.worked = not error or envelope.get('subtype') == 'error_max_turns'
+        # no usage stated: a success envelope, or one that stopped at its turn limit, is taken at its word --
+        # unless it says num_turns 0 (a counter may overstate work, D7; saying none is believed, D16)
+        work.worked = (not error or envelope.get('subtype') == 'error_max_turns') and envelope.get('num_turns') != 0
     return work
 
 
@@ -1064,6 +1194,16 @@ def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[O
     return None, '', '', ''
 
 
+def is_clean_run(exit_code: Any, capture: Any, agent: Any = None) -> bool:
+    """"The next clean run deletes the file" (D8): zero exit AND no limit in the capture, read by
+    ``read_capture`` -- the same reading the retry gate and the close-out use (D7) -- so a success
+    envelope that merely discusses quotas is not a limit, while a trailing limit notice after a
+    zero exit is."""
+    if isinstance(exit_code, bool) or exit_code != 0:
+        return False
+    return read_capture(capture, agent, exit_code=exit_code).capacity() is None
+
+
 def summary(reading: Reading) -> Dict[str, Any]:
     """The reading as the JSON fields ``fleet-runner classify`` prints (``decision`` added by the caller)."""
     at = reading.reset_at
@@ -1082,5 +1222,6 @@ def summary(reading: Reading) -> Dict[str, Any]:
     }
 
 
-__all__ = ['AgentProfile', 'DEFAULT_PROFILE', 'KINDS', 'PROFILES', 'Reading', 'Stated', 'THROTTLE_MAX_S', 'agent_argv',
-           'parse_duration', 'profile', 'read_capture', 'resolve_stated', 'stated_reset', 'summary']
+__all__ = ['AgentProfile', 'DEFAULT_PROFILE', 'ENVELOPE_TYPE', 'GOOGLE_DAY_ZONE', 'KINDS', 'PROFILES', 'Reading', 'Stated',
+           'THROTTLE_MAX_S', 'agent_argv', 'is_clean_run', 'is_envelope', 'json_objects', 'parse_duration', 'profile',
+           'read_capture', 'resolve_stated', 'scan_envelope', 'stated_reset', 'summary']
