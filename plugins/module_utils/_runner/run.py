@@ -686,10 +686,8 @@ def run_cost(reading) -> Dict[str, Any]:
     """The run's cost as the envelope states it, for the close-out marker: ``turns`` is already
     there; ``tokens`` (input + output, as stated) and ``cost_usd`` only when stated, never invented."""
     out = {}
-    usage = reading.usage or {}
-    tokens = [usage.get(k) for k in ('input_tokens', 'output_tokens', 'prompt', 'candidates') if isinstance(usage.get(k), int)]
-    if tokens:
-        out['tokens'] = sum(tokens)
+    if reading.tokens is not None:
+        out['tokens'] = reading.tokens
     if reading.cost_usd is not None:
         out['cost_usd'] = reading.cost_usd
     return out

@@ -681,6 +681,14 @@ class Reading:
         return self.envelope is not None
 
     @property
+    def tokens(self) -> Optional[int]:
+        """Input plus output tokens as the capture states them (Claude/Codex ``input_tokens`` +
+        ``output_tokens``, Gemini ``prompt`` + ``candidates``); None when it states none."""
+        counts = [self.usage.get(k) for k in ('input_tokens', 'output_tokens', 'prompt', 'candidates')
+                  if _int_or_none(self.usage.get(k)) is not None]
+        return sum(counts) if counts else None
+
+    @property
     def transient(self) -> bool:
         return self.kind == 'transient'
 
