@@ -847,6 +847,12 @@ def _old_codex_usage(objects) -> Dict[str, Any]:
 # Git's own summary line for a commit it made ("[main 1a2b3c4] add hello", "[main (root-commit) 1a2b3c4] ..."),
 # at a line start in the raw text or in a JSON string (an escaped newline): a tool really ran.
 _GIT_COMMIT = re.compile(r'(?:^|\n|\\n)[ \t]*\[[\w./-]+(?: \(root-commit\))? [0-9a-f]{7,40}\] ', re.MULTILINE)
+# A tool call as the CLIs' plain-text output shows it: Claude Code's "⏺ Bash(git commit ...)", Gemini
+# CLI's "✓  Shell git commit ..." box line, Codex's "exec ... succeeded in 12ms:".
+_TUI_TOOL = re.compile(u'^[ \t\u2502|]*(?:[\u23fa\u25cf]\\s*(?:Bash|Read|Write|Edit|MultiEdit|Update|Glob|Grep|Task|'
+                       u'WebFetch|WebSearch|TodoWrite|NotebookEdit)\\(|[\u2714\u2713]\\s+(?:Shell|WriteFile|ReadFile|Edit|'
+                       u'ReadFolder|FindFiles|SearchText|ReadManyFiles|WebFetch|GoogleSearch)\\b)'
+                       u'|\\bsucceeded in \\d+ms:', re.MULTILINE)
 # Codex item types that are the model's words or bookkeeping, not a tool call.
 _CODEX_WORDS = frozenset(['agent_message', 'reasoning', 'todo_list', 'error'])
 # Old codex {"msg": {...}} events that start a tool call.
@@ -946,7 +952,7 @@ def _work(text: str, objects, envelope: Optional[dict], shape: str) -> _Work:
         if (shape == 'claude_result' and work.tools is None and not error
                 and _int_or_none(envelope.get('num_turns')) == 1):
             work.tool(0)   # json mode lists no tools, but a tool call needs a second turn to answer it
-    commits = len(_GIT_COMMIT.findall(text))
+    commits = len(_GIT_COMMIT.findall(text)) + len(_TUI_TOOL.findall(text))
     if commits:
         work.tool(commits)
     if (work.tools or 0) > 0 or (work.out_tokens or 0) > 0 or work.cost > 0:

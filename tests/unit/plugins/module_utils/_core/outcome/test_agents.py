@@ -331,6 +331,11 @@ def test_tool_calls_without_an_envelope_are_work():
     plain = '[main 1a2b3c4] add hello\n 1 file changed, 1 insertion(+)\nAPI Error: 503 Service Unavailable\n'
     assert agents.read_capture(plain, 'custom', exit_code=1).outcome(1).zero_turns is False
     assert agents.read_capture('[main 1a2b3c4] add hello\n', 'custom', exit_code=0).kind == 'success'
+    for text in ('\u23fa Bash(git commit -m "x")\nAPI Error: 529 Overloaded\n',                  # Claude Code's TUI
+                 '\u2502 \u2713  Shell git status   \u2502\n[API Error: 500 Internal]\n',         # Gemini CLI's box
+                 'exec\nbash -lc ls in /repo\n succeeded in 12ms:\nERROR: 503 Service Unavailable\n'):  # Codex
+        assert agents.read_capture(text, 'custom', exit_code=1).outcome(1).zero_turns is False, text
+    assert agents.read_capture('I will run Bash(x) next\nAPI Error: 529\n', 'custom', exit_code=1).outcome(1).zero_turns
 
 
 def test_terminal_wraps_escapes_and_boxes_are_undone_before_reading():
