@@ -403,7 +403,8 @@ _RATE_LIMIT = [
 _CAPACITY_WORDS = _rx(r'\bexhausted\s+your\s+capacity\b')
 # A quota whose size is zero ("Quota exceeded for metric: ..., limit: 0, model: ..."): none was ever granted
 # (billing, tier, region), so no wait helps -- revoked, never a throttle or a limit.
-_ZERO_QUOTA = _rx(r'\blimit:\s*0(?![\d.])')
+_ZERO_QUOTA = _rx(r'\blimit:?\s*0(?![\d.])')
+_LIMIT_CONTEXT = _rx(r'\brate\s+limit|\bquota\b')
 _QUOTA_WORDS = _rx(r'\bquota\s+exceeded\b|\bexceeded\s+your\s+current\s+quota\b')
 
 _HTTPISH = r'(?:\bHTTP(?:/\d(?:\.\d)?)?|\bstatus(?:[ _]code)?|\berror|\bcode|\bresponse|\bAPI\s+Error)\s*[:=(]?\s*'
@@ -601,7 +602,8 @@ def resolve_stated(match, kind: str, *, now: Optional[_dt.datetime], tz: Any, on
 
 
 def stated_reset(text: str, *, now: Optional[_dt.datetime], tz: Any, on_date: Optional[_dt.date]) -> Optional[Stated]:
-    """The LAST reset the prose states (an agent that retried prints several; the last one is current)."""
+    """The LAST reset the prose states (an agent that retried prints several; the last one is current),
+    preferring one that resolves (a span a terminal wrap broke, "8:1" of "8:14pm", resolves to nothing)."""
     found = []   # (position, Stated)
     for match in _EPOCH_NOTICE.finditer(text):
         found.append((match.start(), Stated(match.group('epoch'), at=_epoch(match.group('epoch')))))
@@ -622,7 +624,8 @@ def stated_reset(text: str, *, now: Optional[_dt.datetime], tz: Any, on_date: Op
     if not found:
         return None
     found.sort(key=lambda pair: pair[0])
-    return found[-1][1]
+    resolved = [stated for _pos, stated in found if stated.at is not None or stated.in_s is not None or stated.local]
+    return resolved[-1] if resolved else found[-1][1]
 
 
 def _structured_reset(facts: _Facts, now: Optional[_dt.datetime]) -> Optional[Stated]:
@@ -1164,7 +1167,8 @@ def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[O
         return 'revoked', name, 'prose', _line(flat, match.start(), match.end())
     billing = _BILLING.search(flat) or ('insufficient_quota' in types)
     zero = _ZERO_QUOTA.search(flat)
-    if '0' in facts.quota_values or (zero and (google or billing or _QUOTA_WORDS.search(flat) or 429 in statuses)):
+    if '0' in facts.quota_values or (zero and (google or billing or _QUOTA_WORDS.search(flat) or 429 in statuses
+                                               or _LIMIT_CONTEXT.search(flat))):
         return 'revoked', 'zero_quota', 'structured' if '0' in facts.quota_values else 'prose', \
             _line(flat, zero.start(), zero.end()) if zero else (facts.messages or [''])[0]
     if billing and not google:

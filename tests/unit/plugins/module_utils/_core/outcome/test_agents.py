@@ -247,6 +247,8 @@ CLI_WORDINGS = [
                '"status":"RESOURCE_EXHAUSTED","details":[{"reason":"MODEL_CAPACITY_EXHAUSTED"}]}}', 'transient', 'http_429'),
     ('gemini', 'Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, '
                'limit: 0, model: gemini-2.5-pro', 'revoked', 'zero_quota'),
+    ('codex', 'Rate limit reached for gpt-4o in organization org-x on requests per day (RPD): Limit 0, Used 0, '
+              'Requested 1.', 'revoked', 'zero_quota'),
     # Qwen Code (OpenAI-compatible bodies, quoted as "[API Error: ...]")
     ('custom', '[API Error: 503 Our servers are currently overloaded. Please try again later.]', 'transient', 'http_5xx'),
     ('custom', '[API Error: 429 The usage limit has been reached]', 'rate_limit', 'usage_limit'),
