@@ -144,7 +144,6 @@ def scan_envelope(capture: Any, predicate: Optional[Callable[[dict], bool]] = No
     return None
 
 
-
 # Timezone abbreviations we resolve. Ambiguous ones (CST: China or US Central; IST; BST) are
 # deliberately absent: a named zone we cannot pin down gives None, never a guess.
 _ZONES = {

@@ -47,6 +47,7 @@ BOARD_UNREACHABLE_COOLDOWN = _dt.timedelta(minutes=15)
 # Experiment that settles it: the longest provider message in a month of capacity states, x4.
 MESSAGE_MAX = 500
 
+
 # --- the state file ------------------------------------------------------------------------------
 
 def make_state(source: str, *, written_at: Any, reset_at: Any = None, message: str = '', unit: str = '') -> Dict[str, Any]:

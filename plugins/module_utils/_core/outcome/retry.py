@@ -28,6 +28,7 @@ from ..board.model import format_time, parse_time
 # gap should be checked against the provider's incident durations from the capacity markers.
 DEFAULT_BACKOFF = (30, 120, 480)
 
+
 @dataclass
 class Outcome:
     """What one run's capture says -- the single parse shared by the retry gate and the close-out."""

@@ -30,6 +30,7 @@ def read_outcome(capture, exit_code=None, now=None):
     """The runner's one reading of a capture, as the close-out takes it."""
     return read_capture(capture, 'claude', exit_code=exit_code, now=now).outcome(exit_code)
 
+
 REPO = pathlib.Path(__file__).resolve().parents[5]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
 COLLECTIONS_ROOT = pathlib.Path(os.path.abspath(_runner.__file__)).parents[6]

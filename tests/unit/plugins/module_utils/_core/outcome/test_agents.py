@@ -344,7 +344,7 @@ def test_terminal_wraps_escapes_and_boxes_are_undone_before_reading():
     width = 44
     line = "You've hit your limit \u00b7 resets 8:14pm (Europe/Berlin) please wait"
     wrapped = '\n'.join('\u2502 ' + line[i:i + width].ljust(width) + ' \u2502' for i in range(0, len(line), width))
-    filler = '\n'.join('\u2502 ' + ('x' * width) + ' \u2502' for _ in range(2))
+    filler = '\n'.join('\u2502 ' + ('x' * width) + ' \u2502' for _row in range(2))
     text = '\x1b[31m' + filler + '\n' + wrapped + '\x1b[0m\n'
     reading = agents.read_capture(text, 'claude', now=NOW)
     assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 18, 14, tzinfo=UTC)), text
