@@ -14,13 +14,20 @@ events, error bodies on stderr, JSON inside JSON strings), prose patterns only a
 It tells a throttle (``transient``) from a usage limit (``rate_limit``) from a dead credential
 (``revoked``) and keeps D7's narrowness: a bare timeout is a ``failure``. ``Reading.outcome``
 turns the reading into the ``_core.outcome.retry.Outcome`` that the retry gate and ``_core.outcome.closeout.decide``
-take, so ``fleet-runner classify`` and the runner cannot disagree.
+take, so ``fleet-runner classify`` and the runner cannot disagree. This is the only module that
+reads agent output: the retry gate, the capacity state and the runner take its ``Reading``.
+
+Whether a turn happened is read from output tokens, cost and tool calls (``_work``), never from a
+turn counter the CLI fills regardless; output with no envelope, no tool call and no words known is
+a failure, never a success; terminal wraps, ANSI escapes and box glyphs are undone first (``_flat``).
 
 Reset times are read as the provider states them (``resolve_stated``): epoch, ISO, ``resets 3am
 (Zone)``, ``Jan 30, 11:30am (Asia/Calcutta)``, ``Jul 5th, 2026 8:19 PM``, ``10 de jul. de 2026,
 11:52``, ``Etc/GMT+5`` (POSIX-inverted: UTC-5), ``GMT-3`` (ordinary offset), durations
 (``4h28m20s``, ``5 days 22 hours 11 minutes``). A bare clock time rolls forward only when it has
-passed at ``now``; a zone-less time is resolved only with a known ``tz``; nothing is invented.
+passed at ``now``; a zone-less time is resolved only with a known ``tz``; nothing is invented. A
+limit never takes a short wait printed beside it as its reset; the one reset derived by rule is a
+Google per-day quota's, at midnight Pacific time as Google documents it (``_limit_reset``).
 """
 
 from __future__ import annotations
