@@ -27,8 +27,12 @@ from test_corpus_wellformed import CONSTRUCTED_FILE, DATA, REAL_FILES
 
 GOAL = 0.95
 
-# id -> why the reading deliberately differs from the label. Empty: every real sample matches.
-EXPECTED_MISSES = {}
+# id -> why the reading deliberately differs from the label.
+EXPECTED_MISSES = {
+    'claude-text-success-1': 'plain prose with no envelope, no tool call and no exit code: nothing the reading '
+                             'knows says the agent finished, so it is not read as a success (the label trusts '
+                             'the reporter that the run completed)',
+}
 
 
 def _load(name):

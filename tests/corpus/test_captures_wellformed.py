@@ -21,6 +21,10 @@ RUN_KEYS = ('package', 'version', 'scenario', 'argv', 'retries', 'exit_code', 't
             'requests', 'stdout', 'stderr')
 SAMPLE_KEYS = ('id', 'agent', 'stream', 'format', 'text', 'trimmed', 'expect', 'note')
 OPTIONAL = ('unsure',)
+# expect.outcome, a capture's own: the close-out marker (_core.outcome.closeout.EXIT) a careful human
+# expects for it when the forge shows no artifact since the run's start -- what `fleet-runner classify`
+# assumes. A committed but unmerged change is a noop by D2.
+OUTCOMES = ('success', 'noop', 'failure', 'retry', 'capacity')
 
 
 def _lines(text):
@@ -78,8 +82,17 @@ def check_capture(capture, agent=None) -> list:
     text, out, errs = capture.get('text'), capture.get('stdout'), capture.get('stderr')
     if all(isinstance(t, str) for t in (text, out, errs)) and _lines(text) != sorted(_lines(out) + _lines(errs)):
         err('text must be stdout and stderr merged (the same lines)')
+    expect = capture.get('expect') if isinstance(capture.get('expect'), dict) else {}
+    outcome = expect.get('outcome')
+    if outcome not in OUTCOMES:
+        err('expect.outcome %r not in %s' % (outcome, OUTCOMES))
+    elif expect.get('kind') in ('rate_limit', 'revoked') and outcome != 'capacity':
+        err('a %s is a capacity close-out, not %r (D8)' % (expect.get('kind'), outcome))
+    elif outcome == 'retry' and expect.get('kind') != 'transient':
+        err('only a transient reading is retried (D7), not %r' % expect.get('kind'))
     # the rest is the corpus sample's own rules; a capture's provenance is its run, not a URL
     sample = {k: capture[k] for k in SAMPLE_KEYS + OPTIONAL if k in capture}
+    sample['expect'] = {k: v for k, v in expect.items() if k != 'outcome'}
     sample['agent'] = 'claude' if capture.get('agent') == 'qwen' else capture.get('agent')
     if isinstance(sample.get('id'), str) and capture.get('agent') == 'qwen':
         sample['id'] = 'claude-' + sample['id']
@@ -121,7 +134,8 @@ GOOD = {
     'timed_out': False, 'duration_s': 21.0, 'captured': '2026-12-05T03:20:00Z', 'requests': ['POST /v1/responses -> 429'],
     'stream': 'mixed', 'format': 'jsonl', 'text': '{"type":"turn.started"}\nwarn\n',
     'stdout': '{"type":"turn.started"}\n', 'stderr': 'warn\n', 'trimmed': False,
-    'expect': {'kind': 'transient', 'reset_at': None, 'reset_text': None, 'turns': None, 'cost_usd': None},
+    'expect': {'kind': 'transient', 'outcome': 'retry', 'reset_at': None, 'reset_text': None, 'turns': None,
+               'cost_usd': None},
     'note': 'example',
 }
 
@@ -138,7 +152,11 @@ def test_checker_accepts_the_good_example():
     ({'captured': '2026-12-05 03:20'}, 'zone'),
     ({'agent': 'copilot'}, 'agent'),
     ({'source': 'https://example.com'}, 'unknown key'),
-    ({'expect': {'kind': 'throttle', 'reset_at': None, 'reset_text': None, 'turns': None, 'cost_usd': None}}, 'kind'),
+    ({'expect': {'kind': 'throttle', 'outcome': 'retry', 'reset_at': None, 'reset_text': None, 'turns': None,
+                 'cost_usd': None}}, 'kind'),
+    ({'expect': dict(GOOD['expect'], outcome=None)}, 'expect.outcome'),
+    ({'expect': dict(GOOD['expect'], kind='rate_limit', outcome='retry')}, 'capacity close-out'),
+    ({'expect': dict(GOOD['expect'], kind='failure', outcome='retry')}, 'only a transient'),
 ])
 def test_checker_rejects(changes, fragment):
     problems = check_capture(dict(GOOD, **changes))

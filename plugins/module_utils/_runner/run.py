@@ -30,14 +30,14 @@ from typing import Any, Dict, List, Optional
 
 from .._board.protocol import BoardError, BoardUnreadable
 from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
-from .._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
+from .._core.outcome.agents import DEFAULT_PROFILE, ENVELOPE_TYPE, agent_argv, profile as agent_profile, read_capture
 from .._core.outcome.capacity import (board_unreachable_state, clears_after_agent_found, clears_after_clean_run, clears_after_start,
                                       clears_after_update, update_failed_state)
 from .._core.outcome.closeout import Decision, agent_missing, decide
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
 from .._core.board.naming import unit_name
-from .._core.outcome.retry import DEFAULT_BACKOFF, ENVELOPE_TYPE
+from .._core.outcome.retry import DEFAULT_BACKOFF
 from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host import spool
@@ -818,10 +818,8 @@ def run_cost(reading) -> Dict[str, Any]:
     """The run's cost as the envelope states it, for the close-out marker: ``turns`` is already
     there; ``tokens`` (input + output, as stated) and ``cost_usd`` only when stated, never invented."""
     out = {}
-    usage = reading.usage or {}
-    tokens = [usage.get(k) for k in ('input_tokens', 'output_tokens', 'prompt', 'candidates') if isinstance(usage.get(k), int)]
-    if tokens:
-        out['tokens'] = sum(tokens)
+    if reading.tokens is not None:
+        out['tokens'] = reading.tokens
     if reading.cost_usd is not None:
         out['cost_usd'] = reading.cost_usd
     return out

@@ -14,13 +14,20 @@ events, error bodies on stderr, JSON inside JSON strings), prose patterns only a
 It tells a throttle (``transient``) from a usage limit (``rate_limit``) from a dead credential
 (``revoked``) and keeps D7's narrowness: a bare timeout is a ``failure``. ``Reading.outcome``
 turns the reading into the ``_core.outcome.retry.Outcome`` that the retry gate and ``_core.outcome.closeout.decide``
-take, so ``fleet-runner classify`` and the runner cannot disagree.
+take, so ``fleet-runner classify`` and the runner cannot disagree. This is the only module that
+reads agent output: the retry gate, the capacity state and the runner take its ``Reading``.
+
+Whether a turn happened is read from output tokens, cost and tool calls (``_work``), never from a
+turn counter the CLI fills regardless; output with no envelope, no tool call and no words known is
+a failure, never a success; terminal wraps, ANSI escapes and box glyphs are undone first (``_flat``).
 
 Reset times are read as the provider states them (``resolve_stated``): epoch, ISO, ``resets 3am
 (Zone)``, ``Jan 30, 11:30am (Asia/Calcutta)``, ``Jul 5th, 2026 8:19 PM``, ``10 de jul. de 2026,
 11:52``, ``Etc/GMT+5`` (POSIX-inverted: UTC-5), ``GMT-3`` (ordinary offset), durations
 (``4h28m20s``, ``5 days 22 hours 11 minutes``). A bare clock time rolls forward only when it has
-passed at ``now``; a zone-less time is resolved only with a known ``tz``; nothing is invented.
+passed at ``now``; a zone-less time is resolved only with a known ``tz``; nothing is invented. A
+limit never takes a short wait printed beside it as its reset; the one reset derived by rule is a
+Google per-day quota's, at midnight Pacific time as Google documents it (``_limit_reset``).
 """
 
 from __future__ import annotations
@@ -29,11 +36,13 @@ import datetime as _dt
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .capacity import MESSAGE_MAX, _tzinfo
+from .capacity import MESSAGE_MAX
 from ..board.model import parse_time
-from .retry import Outcome, json_objects
+from .retry import Outcome
+
+from zoneinfo import ZoneInfo
 
 UTC = _dt.timezone.utc
 KINDS = ('success', 'noop_claim', 'failure', 'transient', 'rate_limit', 'revoked')
@@ -51,6 +60,131 @@ THROTTLE_MAX_S = 600
 # Characters of a matched line kept as the message. Display only; unmeasured guess, see
 # _core.outcome.capacity.MESSAGE_MAX (the same bound, the same experiment).
 _MESSAGE_MAX = MESSAGE_MAX
+
+
+# --- JSON in a capture -------------------------------------------------------------------------
+
+# An object counts as the agent CLI's result envelope when its "type" is this (the CLI's
+# ``--output-format json`` / stream-json final line: {"type":"result","subtype":"success",...}).
+ENVELOPE_TYPE = 'result'
+
+# Where a JSON object can start: "{" then optional whitespace then a key's quote or "}". Checked
+# before calling the decoder because a failed decode costs O(position) (JSONDecodeError counts
+# the lines before the error), which made a 2 MB capture with 20,000 stray braces take seconds.
+_OBJECT_START = re.compile(r'\{\s*["}]')
+_DECODER = json.JSONDecoder()
+# strict=False: a raw newline or tab inside a JSON string (a terminal paste, a wrapped log) is kept.
+_LENIENT = json.JSONDecoder(strict=False)
+# First decode window, characters; grows x8 while a failure may be the window's cut. Reading
+# (this machine, Python 3.11): 300 kB capture with 12,000 broken '{"key": x' fragments around
+# one envelope -- whole-capture decoding 1.90 s, windowed 0.07 s. 4096 is an unmeasured choice
+# within that: any window that holds a typical broken fragment gives the same order of cost.
+_WINDOW = 4096
+
+
+def json_objects(capture: Any, strict: bool = True) -> List[Tuple[dict, int, int]]:
+    """Every top-level well-formed JSON object in ``capture``: ``(obj, start, end)``, left to right.
+
+    Noise before, between and after is skipped; a ``{`` that does not start a well-formed object
+    (stderr text, a truncated object) is skipped and scanning resumes at the next ``{``; objects
+    nested inside a found object are not reported separately. Only dicts are reported.
+    ``strict=False`` accepts raw control characters (a newline) inside strings.
+    """
+    if not isinstance(capture, str) or '{' not in capture:
+        return []
+    found = []
+    match = _OBJECT_START.search(capture)
+    while match:
+        index = match.start()
+        decoded = _decode_at(capture, index, _DECODER if strict else _LENIENT)
+        if decoded is None:
+            match = _OBJECT_START.search(capture, index + 1)
+            continue
+        obj, end = decoded
+        if isinstance(obj, dict):
+            found.append((obj, index, end))
+        match = _OBJECT_START.search(capture, end)
+    return found
+
+
+def _decode_at(capture: str, index: int, decoder: json.JSONDecoder = _DECODER) -> Optional[Tuple[Any, int]]:
+    """Decode the JSON value starting at ``index``, or None.
+
+    Decodes a growing window rather than the whole capture: a failed decode costs O(position in
+    the text it was given) (JSONDecodeError counts the lines before the error), so decoding from
+    the full capture made a 300 kB capture with 12,000 broken fragments take ~2 s. A window is
+    widened only when the failure could be the window's own cut (error at its end, or a string
+    left unterminated); a complete object inside a window is the same object as in the capture.
+    """
+    size = _WINDOW
+    while True:
+        window = capture[index:index + size]
+        try:
+            obj, end = decoder.raw_decode(window)
+            return obj, index + end
+        except ValueError as exc:
+            if index + size >= len(capture):
+                return None
+            pos = getattr(exc, 'pos', 0)
+            msg = getattr(exc, 'msg', '')
+            if pos < len(window) - 1 and not msg.startswith('Unterminated string'):
+                return None
+            size *= 8
+
+
+def is_envelope(obj: Any, envelope_type: Optional[str] = ENVELOPE_TYPE) -> bool:
+    """A result envelope: a dict whose ``type`` is ``envelope_type`` (any dict when that is None)."""
+    if not isinstance(obj, dict):
+        return False
+    return envelope_type is None or obj.get('type') == envelope_type
+
+
+def scan_envelope(capture: Any, predicate: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
+    """The LAST well-formed JSON object anywhere in ``capture``, or None.
+
+    ``predicate`` narrows which objects qualify (``is_envelope``: an API
+    error body printed on stderr -- itself a JSON object -- is never mistaken for the envelope).
+    """
+    for obj, _start, _end in reversed(json_objects(capture)):
+        if predicate is None or predicate(obj):
+            return obj
+    return None
+
+
+# Timezone abbreviations we resolve. Ambiguous ones (CST: China or US Central; IST; BST) are
+# deliberately absent: a named zone we cannot pin down gives None, never a guess.
+_ZONES = {
+    'UTC': 'UTC', 'GMT': 'UTC', 'Z': 'UTC',
+    'PT': 'America/Los_Angeles', 'ET': 'America/New_York', 'CT': 'America/Chicago', 'MT': 'America/Denver',
+}
+_FIXED = {'PST': -8, 'PDT': -7, 'MST': -7, 'MDT': -6, 'CDT': -5, 'EST': -5, 'EDT': -4,
+          'CET': 1, 'CEST': 2, 'EET': 2, 'EEST': 3, 'JST': 9, 'KST': 9}
+
+
+def _tzinfo(tz: Any) -> Optional[_dt.tzinfo]:
+    """A tzinfo from a tzinfo, an IANA name, an abbreviation or an offset; None if not understood."""
+    if tz is None or tz == '':
+        return UTC
+    if isinstance(tz, _dt.tzinfo):
+        return tz
+    text = str(tz).strip().strip('()').strip()
+    upper = text.upper()
+    if upper in _ZONES:
+        text = _ZONES[upper]
+        if text == 'UTC':
+            return UTC
+    if upper in _FIXED:
+        return _dt.timezone(_dt.timedelta(hours=_FIXED[upper]))
+    match = re.match(r'^(?:UTC|GMT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$', text, re.IGNORECASE)
+    if match:
+        sign = -1 if match.group(1) == '-' else 1
+        return _dt.timezone(sign * _dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3) or 0)))
+    if '/' in text:
+        try:
+            return ZoneInfo(text)
+        except Exception:  # noqa: BLE001 - unknown zone or missing tzdata: not understood
+            return None
+    return None
 
 
 # --- profiles ------------------------------------------------------------------------------------
@@ -126,6 +260,7 @@ _REVOKED_TYPES = frozenset(['authentication_error', 'permission_error'])
 _TRANSIENT_TYPES = frozenset(['rate_limit_error', 'overloaded_error', 'api_error'])
 _REVOKED_STATUS = frozenset(['UNAUTHENTICATED', 'PERMISSION_DENIED'])
 _TRANSIENT_STATUS = frozenset(['RESOURCE_EXHAUSTED', 'UNAVAILABLE', 'INTERNAL'])
+_LIMIT_TYPES = frozenset(['usage_limit_reached', 'insufficient_quota'])
 _STATUS_KEYS = ('code', 'status', 'status_code', 'statusCode', 'api_error_status', 'http_status')
 # How deep JSON inside JSON (an error body quoted in a message, inside an event) is followed.
 # Unmeasured guess with a margin: the corpus's deepest is 3 (Gemini: API Error -> error.message ->
@@ -142,6 +277,7 @@ class _Facts:
     words: List[str] = field(default_factory=list)       # status strings, reasons, quota ids
     messages: List[str] = field(default_factory=list)
     resets: List[Tuple[str, Any]] = field(default_factory=list)   # (key as written, value)
+    quota_values: List[str] = field(default_factory=list)   # Google quotaValue: '0' means no quota at all
     limit_rejected: bool = False
     limit_allowed: bool = False
 
@@ -187,9 +323,13 @@ def _collect(value: Any, facts: _Facts, depth: int = 0) -> None:
                 facts.statuses.append(int(status))
             elif (status.isupper() and '_' in status) or status in _REVOKED_STATUS | _TRANSIENT_STATUS:
                 facts.words.append(status)
-    etype = value.get('type')
-    if isinstance(etype, str) and (etype.endswith('_error') or etype in ('usage_limit_reached', 'insufficient_quota')):
-        facts.types.append(etype)
+    for key in ('type', 'api_error_type', 'api_error'):   # Claude Code's envelope names the error in api_error*
+        etype = value.get(key)
+        if isinstance(etype, str) and (etype.endswith('_error') or etype in _LIMIT_TYPES):
+            facts.types.append(etype)
+    for key in ('quotaValue', 'quota_value'):   # Google's QuotaFailure violation: the quota's size
+        if value.get(key) is not None:
+            facts.quota_values.append(str(value.get(key)).strip())
     for key in ('reason', 'quotaId', 'quota_id', 'quota_limit', 'code'):
         word = value.get(key)
         if isinstance(word, str) and word and not word.isdigit():
@@ -241,6 +381,8 @@ _REVOKED = [
                     r'|\brequires\s+setting\s+the\s+GOOGLE_CLOUD_PROJECT\b')),
     ('login_required', _rx(r'\bplease\s+run\s+/login\b|\brun\s+/login\b')),
     ('credit_exhausted', _rx(r'\bcredit\s+balance\s+(?:is\s+)?too\s+low\b')),
+    # Codex CLI's UsageNotIncluded (codex-rs core/src/error.rs): the plan does not include Codex at all
+    ('plan_not_included', _rx(r'\bto\s+use\s+Codex\s+with\s+your\s+ChatGPT\s+plan,?\s+upgrade\b')),
     ('account_disabled', _rx(r'\b(?:account|organi[sz]ation|workspace)\s+(?:has\s+been\s+|was\s+|is\s+)?'
                              r'(?:disabled|suspended|deactivated|banned)\b|\borgani[sz]ation\s+has\s+disabled\b')),
     ('revoked', _rx(r'\b(?:entitlement|access|subscription|api[ _-]?key|oauth\s+token|license)\s+'
@@ -254,18 +396,32 @@ _RATE_LIMIT = [
                         r'|\b(?:reached|hit|exceeded)\s+(?:your|the)\s+(?:\w+\s+){0,2}usage\s+limits?\b')),
     ('period_limit', _rx(r'\b(?:5[- ]hour|five[- ]hour|session|daily|weekly|monthly|opus|sonnet)\s+(?:usage\s+)?limit\s+'
                          r'(?:reached|exceeded|hit)\b')),
-    ('hit_your_limit', _rx(u"\\byou(?:'|\u2019)?ve\\s+(?:hit|reached)\\s+your\\s+(?:\\w+\\s+)?limit\\b")),
+    # "You've hit your limit", "You've hit your 5-hour limit" (Claude Code), "You've hit your usage limit" (Codex)
+    ('hit_your_limit', _rx(u"\\byou(?:'|\u2019)?ve\\s+(?:hit|reached)\\s+your\\s+(?:[\\w-]+\\s+)?limit\\b")),
+    # Anthropic's 429 body for a subscription (unified) limit: the body Claude Code prints with an API key and
+    # logs next to "You've hit your limit · resets 4pm (...)" (anthropics/claude-code#19673, #54698); its
+    # per-minute throttle says "the rate limit for your organization ... per minute" instead.
+    ('account_limit', _rx(u"\\bexceed\\s+your\\s+account(?:'|\u2019)?s\\s+rate\\s+limit\\b")),
     ('daily_quota', _rx(r'\b(?:reached|exhausted)\s+your\s+daily\s+(?:[\w.-]+\s+)?quota\b|\bdaily\s+(?:[\w.-]+\s+)?quota\s+limit\b')),
     ('usage_limit', _rx(r'\batingiu\s+o\s+limite\b|\blimite\s+de\s+uso\b')),
 ]
 # Words that are a limit or a throttle depending on the stated wait (THROTTLE_MAX_S).
 _CAPACITY_WORDS = _rx(r'\bexhausted\s+your\s+capacity\b')
+# A quota whose size is zero ("Quota exceeded for metric: ..., limit: 0, model: ..."): none was ever granted
+# (billing, tier, region), so no wait helps -- revoked, never a throttle or a limit.
+_ZERO_QUOTA = _rx(r'\blimit:?\s*0(?![\d.])')
+_LIMIT_CONTEXT = _rx(r'\brate\s+limit|\bquota\b')
 _QUOTA_WORDS = _rx(r'\bquota\s+exceeded\b|\bexceeded\s+your\s+current\s+quota\b')
 
 _HTTPISH = r'(?:\bHTTP(?:/\d(?:\.\d)?)?|\bstatus(?:[ _]code)?|\berror|\bcode|\bresponse|\bAPI\s+Error)\s*[:=(]?\s*'
 _TRANSIENT = [
     ('http_429', _rx(_HTTPISH + r'429\b|\b429\s+Too\s+Many\s+Requests\b|\bToo\s+Many\s+Requests\b|\brate_limit_error\b'
                      r'|\brejected\s*\(429\)|\brate\s+limiting\s+detected\b')),
+    # overload in the CLIs' own words, with no status: Codex's ServerOverloaded and InternalServerError
+    # (codex-rs core/src/error.rs), Google's MODEL_CAPACITY_EXHAUSTED ("No capacity available for model ...")
+    ('overloaded', _rx(r'\bselected\s+model\s+is\s+at\s+capacity\b|\bcurrently\s+experiencing\s+high\s+demand\b'
+                       r'|\bflex\s+capacity\s+unavailable\b|\bno\s+capacity\s+available\s+for\s+model\b'
+                       r'|\bMODEL_CAPACITY_EXHAUSTED\b')),
     ('rate_limited', _rx(r'\brate\s+limit\s+(?:is\s+)?(?:reached|exceeded)\b|\bRESOURCE_EXHAUSTED\b'
                          r'|\bresource\s+(?:has\s+been\s+)?exhausted\b')),
     ('http_5xx', _rx(_HTTPISH + r'5\d\d\b|\bRepeated\s+5\d\d\b|\bInternal\s+Server\s+Error\b|\bBad\s+Gateway\b'
@@ -285,6 +441,11 @@ _FAILURE = _rx(r'\berror\b|\bfailed\b|\bfailure\b|\btimed\s+out\b|\btimeout\b|\b
                r'|\bexception\b|\btraceback\b|\bpanicked\b|\bETIMEDOUT\b|\bprompt\s+is\s+too\s+long\b'
                r'|\bcontext\s+(?:window|length)\b.{0,40}\bexceeded\b|\binvalid\s+model\b|\bpermission\s+denied\b'
                r'|\bcommand\s+not\s+found\b|\bno\s+such\s+file\b')
+# A success envelope that is no longer JSON (a reporter elided "stats": { ... }, a log cut it), still
+# known by its keys: Gemini CLI's {"response": "...", "stats": ...}, Claude Code's subtype success
+# with is_error false.
+_BROKEN_ENVELOPE = re.compile(r'"response"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"stats"\s*:')
+_CLAUDE_OK_KEYS = (re.compile(r'"subtype"\s*:\s*"success"'), re.compile(r'"is_error"\s*:\s*false'))
 # The agent's result text claims completed work (D2: a claim, never proof).
 _CLAIM_DONE = _rx(r'\b(?:done|fixed|pushed|merged|implemented|completed|committed|created)\b')
 
@@ -295,9 +456,9 @@ _MONTHS = {'jan': 1, 'feb': 2, 'mar': 3, 'apr': 4, 'may': 5, 'jun': 6, 'jul': 7,
            'nov': 11, 'dec': 12,
            # Portuguese abbreviations (Codex prints localized dates: "10 de jul. de 2026")
            'fev': 2, 'abr': 4, 'mai': 5, 'ago': 8, 'set': 9, 'out': 10, 'dez': 12}
-_CLOCK = r'(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?(?::\d{2})?\s*(?P<ap>[ap]\.?\s?m\b\.?)?'
+_CLOCK = r'(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?(?::\d{2}(?:\.\d+)?)?\s*(?P<ap>[ap]\.?\s?m\b\.?)?'
 _ZONE = (r'(?:\s*\(\s*(?P<zp>[^()\n]{1,40}?)\s*\)|\s*(?P<z>(?:Etc/)?GMT[+-]\d{1,2}(?::?\d{2})?|UTC[+-]\d{1,2}(?::?\d{2})?'
-         r'|[A-Z][A-Za-z_]+/[A-Za-z_]+(?:/[A-Za-z_]+)?|(?-i:UTC|GMT|[A-Z]{2,4}T)\b))?')
+         r'|[A-Z][A-Za-z_]+/[A-Za-z_]+(?:/[A-Za-z_]+)?|(?-i:UTC|GMT|[A-Z]{2,4}T|Z)\b|[+-]\d{2}:?\d{2}\b))?')
 _MON = r'(?P<mon>jan|feb|fev|mar|apr|abr|may|mai|jun|jul|aug|ago|sep|set|oct|out|nov|dec|dez)[a-z]*\.?'
 _DATE_EN = _MON + r'\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?,?(?:\s+(?P<y>\d{4}),?)?\s*(?:at\s+)?'
 _DATE_PT = r'(?P<d>\d{1,2})\s+de\s+' + _MON + r'\s+de\s+(?P<y>\d{4}),?\s*(?:às\s+)?'
@@ -447,7 +608,8 @@ def resolve_stated(match, kind: str, *, now: Optional[_dt.datetime], tz: Any, on
 
 
 def stated_reset(text: str, *, now: Optional[_dt.datetime], tz: Any, on_date: Optional[_dt.date]) -> Optional[Stated]:
-    """The LAST reset the prose states (an agent that retried prints several; the last one is current)."""
+    """The LAST reset the prose states (an agent that retried prints several; the last one is current),
+    preferring one that resolves (a span a terminal wrap broke, "8:1" of "8:14pm", resolves to nothing)."""
     found = []   # (position, Stated)
     for match in _EPOCH_NOTICE.finditer(text):
         found.append((match.start(), Stated(match.group('epoch'), at=_epoch(match.group('epoch')))))
@@ -468,7 +630,8 @@ def stated_reset(text: str, *, now: Optional[_dt.datetime], tz: Any, on_date: Op
     if not found:
         return None
     found.sort(key=lambda pair: pair[0])
-    return found[-1][1]
+    resolved = [stated for _pos, stated in found if stated.at is not None or stated.in_s is not None or stated.local]
+    return resolved[-1] if resolved else found[-1][1]
 
 
 def _structured_reset(facts: _Facts, now: Optional[_dt.datetime]) -> Optional[Stated]:
@@ -519,11 +682,20 @@ class Reading:
     subtype: str = ''
     result: str = ''
     is_error: Optional[bool] = None
+    worked: bool = False                    # a turn happened: output tokens, cost or a tool call (D7)
     signature_text: str = field(default='', repr=False)
 
     @property
     def envelope_found(self) -> bool:
         return self.envelope is not None
+
+    @property
+    def tokens(self) -> Optional[int]:
+        """Input plus output tokens as the capture states them (Claude/Codex ``input_tokens`` +
+        ``output_tokens``, Gemini ``prompt`` + ``candidates``); None when it states none."""
+        counts = [self.usage.get(k) for k in ('input_tokens', 'output_tokens', 'prompt', 'candidates')
+                  if _int_or_none(self.usage.get(k)) is not None]
+        return sum(counts) if counts else None
 
     @property
     def transient(self) -> bool:
@@ -538,7 +710,8 @@ class Reading:
         return None if self.kind == 'revoked' or self.reset is None else self.reset.text
 
     def capacity(self) -> Optional[Dict[str, Any]]:
-        """The ``_core.outcome.capacity.classify_capacity``-shaped limit, or None (D8, D20)."""
+        """The limit, as ``_core.outcome.capacity.state_from`` and the close-out take it, or None (D8, D20):
+        ``{'source': 'rate_limit'|'revoked', 'signature', 'message', 'reset_text', 'reset_at'}``."""
         if self.kind not in ('rate_limit', 'revoked'):
             return None
         return {'source': self.kind, 'signature': self.signature, 'message': self.message[:_MESSAGE_MAX],
@@ -547,16 +720,13 @@ class Reading:
     def outcome(self, exit_code: Optional[int] = None) -> Outcome:
         """The ``_core.outcome.retry.Outcome`` the retry gate and ``_core.outcome.closeout.decide`` read (D7: one parse)."""
         code = exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None
-        if self.envelope is None:
-            turns = 0
-        else:
-            turns = self.turns
+        turns = (self.turns if self.envelope is not None else None) if self.worked else 0
         is_error = self.is_error
         if self.kind not in ('success', 'noop_claim') and (self.envelope is not None or self.evidence == 'structured'):
             is_error = True
         return Outcome(envelope=self.envelope, turns=turns, is_error=is_error, subtype=self.subtype, result=self.result,
                        exit_code=code, transient=self.signature if self.kind == 'transient' else '',
-                       capacity=self.capacity(), signature_text=self.signature_text)
+                       capacity=self.capacity(), signature_text=self.signature_text, worked=self.worked)
 
 
 def _num(value: Any) -> Optional[float]:
@@ -603,10 +773,46 @@ def _clean_usage(usage: Any) -> Dict[str, Any]:
     return dict((k, v) for k, v in usage.items() if _int_or_none(v) is not None)
 
 
+# Terminal dressing around the words: ANSI escapes (CSI and OSC), box-drawing and block glyphs.
+_ANSI = re.compile(r'\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]')
+_BOX = re.compile(u'[\u2500-\u259f]')
+# Lines at least this long that share one length are a terminal's hard wrap (its width). Unmeasured
+# guess: below the narrowest terminal in the corpus's wrapped pastes (80 columns, less a box border);
+# the experiment that settles it is the width of every wrapped paste in a month of captures.
+_WRAP_MIN = 40
+
+
+def _unwrap(text: str) -> str:
+    """``text`` with its terminal wraps undone: escapes and box glyphs dropped, and each line as long
+    as the terminal is wide (the most common length of two or more lines of ``_WRAP_MIN`` or more)
+    joined to the next (one a character short, with a space: the paste dropped it) -- "resets 8:1" +
+    "4pm (UTC)" is "resets 8:14pm (UTC)" again."""
+    lines = [_BOX.sub(' ', line).strip() if _BOX.search(line) else line.rstrip('\r')
+             for line in _ANSI.sub('', text).split('\n')]
+    lengths = {}
+    for line in lines:
+        if len(line) >= _WRAP_MIN:
+            lengths[len(line)] = lengths.get(len(line), 0) + 1
+    width = max((n for n, count in lengths.items() if count >= 2), key=lambda n: (lengths[n], n), default=None)
+    if width is None:
+        return '\n'.join(lines)
+    out, glue = [], None
+    for line in lines:
+        if glue is not None and out:
+            out[-1] += glue + line
+        else:
+            out.append(line)
+        # a full line continues on the next; one short of full lost its trailing space to the paste
+        glue = '' if len(line) == width else ' ' if len(line) == width - 1 else None
+    return '\n'.join(out)
+
+
 def _flat(text: str) -> str:
-    """The signature text as a human reads it: JSON escapes undone, terminal wraps joined."""
+    """The signature text as a human reads it: JSON escapes undone, then, after it, the same text
+    with its terminal wraps undone (``_unwrap``) when that differs."""
     text = text.replace('\\r\\n', '\n').replace('\\n', '\n').replace('\\"', '"').replace('\\\\', '\\')
-    return text
+    unwrapped = _unwrap(text)
+    return text if unwrapped == text else text + '\n' + unwrapped
 
 
 def _line(text: str, start: int, end: int) -> str:
@@ -647,6 +853,126 @@ def _old_codex_usage(objects) -> Dict[str, Any]:
     return usage
 
 
+# Git's own summary line for a commit it made ("[main 1a2b3c4] add hello", "[main (root-commit) 1a2b3c4] ..."),
+# at a line start in the raw text or in a JSON string (an escaped newline): a tool really ran.
+_GIT_COMMIT = re.compile(r'(?:^|\n|\\n)[ \t]*\[[\w./-]+(?: \(root-commit\))? [0-9a-f]{7,40}\] ', re.MULTILINE)
+# A tool call as the CLIs' plain-text output shows it: Claude Code's "⏺ Bash(git commit ...)", Gemini
+# CLI's "✓  Shell git commit ..." box line, Codex's "exec ... succeeded in 12ms:".
+_TUI_TOOL = re.compile(u'^[ \t\u2502|]*(?:[\u23fa\u25cf]\\s*(?:Bash|Read|Write|Edit|MultiEdit|Update|Glob|Grep|Task|'
+                       u'WebFetch|WebSearch|TodoWrite|NotebookEdit)\\(|[\u2714\u2713]\\s+(?:Shell|WriteFile|ReadFile|Edit|'
+                       u'ReadFolder|FindFiles|SearchText|ReadManyFiles|WebFetch|GoogleSearch)\\b)'
+                       u'|\\bsucceeded in \\d+ms:', re.MULTILINE)
+# Codex item types that are the model's words or bookkeeping, not a tool call.
+_CODEX_WORDS = frozenset(['agent_message', 'reasoning', 'todo_list', 'error'])
+# Old codex {"msg": {...}} events that start a tool call.
+_CODEX_OLD_TOOLS = frozenset(['exec_command_begin', 'patch_apply_begin', 'mcp_tool_call_begin', 'web_search_begin'])
+
+
+@dataclass
+class _Work:
+    """What the capture shows the agent did: tool calls (None: the output cannot tell), output
+    tokens (None: no usage stated), cost, and its last words."""
+
+    tools: Optional[int] = None
+    out_tokens: Optional[int] = None
+    cost: float = 0.0
+    said: str = ''
+    worked: bool = False
+
+    def tool(self, count: int = 1) -> None:
+        self.tools = (self.tools or 0) + count
+
+    def tokens(self, value: Any) -> None:
+        if _int_or_none(value) is not None:
+            self.out_tokens = max(self.out_tokens or 0, value)
+
+
+def _work(text: str, objects, envelope: Optional[dict], shape: str) -> _Work:
+    """Did a turn happen (D7 fact 3, D16)? Decided from output tokens, cost and tool calls -- never from
+    a counter the CLI fills regardless (Claude Code's and Qwen Code's error envelopes say
+    ``num_turns: 1`` with zero usage after every request failed) -- nor from a missing envelope when
+    the output shows tool calls or git's own commit line."""
+    work = _Work()
+    seen_ids = set()
+    for obj, _start, _end in objects:
+        kind = obj.get('type')
+        message = obj.get('message') if isinstance(obj.get('message'), dict) else None
+        if kind == 'assistant' and message is not None:          # claude / qwen stream lines
+            work.tool(0)
+            usage = message.get('usage') if isinstance(message.get('usage'), dict) else {}
+            work.tokens(usage.get('output_tokens'))
+            for block in message.get('content') or []:
+                if isinstance(block, dict) and block.get('type') == 'tool_use':
+                    work.tool()
+                elif isinstance(block, dict) and block.get('type') == 'text' and isinstance(block.get('text'), str):
+                    work.said = block['text']
+        elif kind == 'tool_use':                                  # gemini stream-json
+            work.tool()
+        elif kind == 'message' and obj.get('role') == 'assistant':
+            work.tool(0)
+            if isinstance(obj.get('content'), str):
+                work.said = (work.said + obj['content']) if obj.get('delta') else obj['content']
+        elif kind in ('thread.started', 'turn.started'):         # codex exec --json
+            work.tool(0)
+        elif isinstance(kind, str) and kind.startswith('item.') and isinstance(obj.get('item'), dict):
+            item = obj['item']
+            work.tool(0)
+            if item.get('type') == 'agent_message' and isinstance(item.get('text'), str):
+                work.said = item['text']
+            elif item.get('type') not in _CODEX_WORDS and item.get('id') not in seen_ids:
+                seen_ids.add(item.get('id'))
+                work.tool()
+        elif kind == 'turn.completed' and isinstance(obj.get('usage'), dict):
+            work.tokens(obj['usage'].get('output_tokens'))
+        elif kind is None and isinstance(obj.get('msg'), dict):  # codex before 0.40
+            msg = obj['msg']
+            if msg.get('type') in _CODEX_OLD_TOOLS:
+                work.tool()
+            elif msg.get('type') == 'agent_message' and isinstance(msg.get('message'), str):
+                work.tool(0)
+                work.said = msg['message']
+            elif msg.get('type') == 'token_count':
+                info = msg.get('info') if isinstance(msg.get('info'), dict) else {}
+                total = info.get('total_token_usage') if isinstance(info.get('total_token_usage'), dict) else msg
+                work.tokens(total.get('output_tokens'))
+    error = False
+    if envelope is not None:
+        usage = envelope.get('usage') if isinstance(envelope.get('usage'), dict) else None
+        stats = envelope.get('stats') if isinstance(envelope.get('stats'), dict) else None
+        if usage is not None:
+            work.tokens(usage.get('output_tokens'))
+        if stats is not None:
+            work.tokens(stats.get('output_tokens'))               # gemini stream-json result
+            if _int_or_none(stats.get('tool_calls')) is not None:
+                work.tool(stats['tool_calls'])
+            for model in (stats.get('models') or {}).values() if isinstance(stats.get('models'), dict) else []:
+                tokens = model.get('tokens') if isinstance(model, dict) and isinstance(model.get('tokens'), dict) else {}
+                work.tokens(tokens.get('candidates'))             # gemini json
+                if isinstance(model, dict):
+                    work.tokens(model.get('output_tokens'))
+            tools = stats.get('tools') if isinstance(stats.get('tools'), dict) else {}
+            if _int_or_none(tools.get('totalCalls')) is not None:
+                work.tool(tools['totalCalls'])
+        cost = _num(envelope.get('total_cost_usd'))
+        work.cost = cost or 0.0
+        error = (envelope.get('is_error') is True or str(envelope.get('status', '')).lower() == 'error'
+                 or isinstance(envelope.get('error'), dict)
+                 or str(envelope.get('subtype') or 'success') != 'success')
+        if (shape == 'claude_result' and work.tools is None and not error
+                and _int_or_none(envelope.get('num_turns')) == 1):
+            work.tool(0)   # json mode lists no tools, but a tool call needs a second turn to answer it
+    commits = len(_GIT_COMMIT.findall(text)) + len(_TUI_TOOL.findall(text))
+    if commits:
+        work.tool(commits)
+    if (work.tools or 0) > 0 or (work.out_tokens or 0) > 0 or work.cost > 0:
+        work.worked = True
+    elif envelope is not None and work.out_tokens is None:
+        # no usage stated: a success envelope, or one that stopped at its turn limit, is taken at its word --
+        # unless it says num_turns 0 (a counter may overstate work, D7; saying none is believed, D16)
+        work.worked = (not error or envelope.get('subtype') == 'error_max_turns') and envelope.get('num_turns') != 0
+    return work
+
+
 def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = None, now: Any = None, tz: Any = None,
                  on_date: Any = None) -> Reading:
     """Read one run's capture as profile ``agent`` (default ``custom``): envelope, turns, claim,
@@ -669,17 +995,11 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
             day = None
     objects = json_objects(text, strict=False)
     envelope, env_shape, env_end = None, '', 0
-    tools = 0
-    conversation = False
     for obj, _start, end in objects:
         shape = _shape(obj)
         if shape and shape in prof.envelopes:
             envelope, env_shape, env_end = obj, shape, end
-        if obj.get('type') == 'assistant':
-            conversation = True
-            content = (obj.get('message') or {}).get('content') if isinstance(obj.get('message'), dict) else None
-            if isinstance(content, list):
-                tools += sum(1 for block in content if isinstance(block, dict) and block.get('type') == 'tool_use')
+    work = _work(text, objects, envelope, env_shape)
     reading = Reading(profile=prof.name, kind='failure', envelope=envelope, envelope_shape=env_shape)
     env_error = False
     if envelope is not None:
@@ -737,16 +1057,22 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
     for message in facts.messages:
         flat += '\n' + message
     kind, signature, evidence, match_line = _decide(facts, flat, when=when, tz=tz, day=day, google=prof.name == 'gemini')
+    reading.worked = work.worked
+    if envelope is not None and env_shape == 'claude_result' and not work.worked:
+        reading.turns = 0   # the CLI's num_turns counts an attempt that never got an answer (D7)
+    if not reading.result and work.said:
+        reading.result = work.said
     if kind is None:
+        claim_done = bool(_CLAIM_DONE.search(reading.result or ''))
+        exited = isinstance(exit_code, int) and not isinstance(exit_code, bool)
         if envelope is not None and not env_error:
-            claim_done = bool(_CLAIM_DONE.search(reading.result or ''))
-            if conversation and tools == 0 and claim_done and env_shape == 'claude_result':
+            if work.tools == 0 and claim_done:
                 kind, signature, evidence = 'noop_claim', 'claim_without_tool_use', 'envelope'
             else:
                 kind, signature, evidence = 'success', 'envelope', 'envelope'
         elif env_error:
             kind, signature, evidence = 'failure', reading.subtype or 'error_envelope', 'envelope'
-        elif isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0:
+        elif exited and exit_code != 0:
             kind, signature, evidence = 'failure', 'exit_code', ''
         else:
             found = _FAILURE.search(flat) if exit_code is None else None
@@ -754,13 +1080,61 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
                 kind, signature, evidence = 'failure', 'error_text' if found else 'error_body', 'prose' if found else 'structured'
                 if found:
                     match_line = _line(flat, found.start(), found.end())
+            elif work.worked and work.tools:
+                kind, signature, evidence = 'success', 'tool_calls', 'structured'
+            elif work.worked and claim_done and work.tools == 0:
+                kind, signature, evidence = 'noop_claim', 'claim_without_tool_use', 'structured'
+            elif _BROKEN_ENVELOPE.search(text) or (_CLAUDE_OK_KEYS[0].search(text) and _CLAUDE_OK_KEYS[1].search(text)):
+                kind, signature, evidence = 'success', 'envelope_text', 'prose'   # a paste cut or elided it
             else:
-                kind, signature, evidence = 'success', 'no_error', ''
+                # no envelope, no tool call, no words we know: nothing says the agent finished (D2)
+                kind, signature, evidence = 'failure', 'unrecognised', ''
     reading.kind, reading.signature, reading.evidence = kind, signature, evidence
     reading.message = (match_line or '')[:_MESSAGE_MAX]
     if kind in ('rate_limit', 'transient'):
-        reading.reset = _structured_reset(facts, when) or stated_reset(flat, now=when, tz=tz, on_date=day)
+        reading.reset = _limit_reset(kind, signature, facts, flat, when=when, tz=tz, day=day,
+                                     google=prof.name == 'gemini' or _is_google(facts, flat))
     return reading
+
+
+def _is_google(facts: _Facts, flat: str) -> bool:
+    return bool(_GOOGLE.search(flat)) or bool(set(facts.words) & {'RESOURCE_EXHAUSTED', 'RATE_LIMIT_EXCEEDED'})
+
+
+# Google's per-day quotas reset at midnight Pacific time: documented ("Requests per day (RPD) quotas
+# reset at midnight Pacific time", https://ai.google.dev/gemini-api/docs/rate-limits), not a guess.
+GOOGLE_DAY_ZONE = 'America/Los_Angeles'
+_DAILY_SPAN = _rx(r'\bdaily\s+(?:[\w.-]+\s+)?quota\b|\b\w*PerDay\w*|\bper\s+day\b')
+
+
+def _google_day_reset(flat: str, now: Optional[_dt.datetime]) -> Optional[Stated]:
+    """A Google per-day quota's reset: the next midnight in ``GOOGLE_DAY_ZONE`` after ``now`` (None
+    without ``now``: unknown, never invented). ``text`` is the span that names the daily quota."""
+    found = _DAILY_SPAN.search(flat)
+    if found is None:
+        return None
+    if now is None:
+        return Stated(found.group(0))
+    zone = _tzinfo(GOOGLE_DAY_ZONE)
+    local = now.astimezone(zone).date() + _dt.timedelta(days=1)
+    return Stated(found.group(0), at=_localize(_dt.datetime(local.year, local.month, local.day), zone))
+
+
+def _limit_reset(kind: str, signature: str, facts: _Facts, flat: str, *, when, tz, day, google: bool) -> Optional[Stated]:
+    """The reset of a limit or a throttle (D8). A limit never takes a stated wait under
+    ``THROTTLE_MAX_S`` as its reset: that is a per-minute hint beside it (Google's "Please retry in
+    36s" next to a per-day quota), not when the limit ends. A Google per-day quota with no longer
+    stated reset resets at the next midnight Pacific time (``_google_day_reset``)."""
+    stated = _structured_reset(facts, when) or stated_reset(flat, now=when, tz=tz, on_date=day)
+    if kind != 'rate_limit':
+        return stated
+    if stated is not None and stated.in_s is not None and stated.in_s <= THROTTLE_MAX_S \
+            and not stated.text.startswith(('"resets_at"', '"resetsAt"')):
+        stated = None
+    per_day = signature in ('quota_per_day', 'daily_quota') or any(_PER_DAY.search(w) for w in facts.words)
+    if stated is None and google and per_day:
+        stated = _google_day_reset(flat, when)
+    return stated
 
 
 def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[Optional[str], str, str, str]:
@@ -768,7 +1142,7 @@ def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[O
 
     ``google``: the capture is Google's (the gemini profile); otherwise Google's own markers decide."""
     types, words, statuses = set(facts.types), set(facts.words), set(facts.statuses)
-    google = google or bool(_GOOGLE.search(flat)) or bool(words & {'RESOURCE_EXHAUSTED', 'RATE_LIMIT_EXCEEDED'})
+    google = google or _is_google(facts, flat)
 
     def line_of(pattern):
         found = pattern.search(flat)
@@ -798,6 +1172,11 @@ def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[O
         name, match = prose_revoked
         return 'revoked', name, 'prose', _line(flat, match.start(), match.end())
     billing = _BILLING.search(flat) or ('insufficient_quota' in types)
+    zero = _ZERO_QUOTA.search(flat)
+    if '0' in facts.quota_values or (zero and (google or billing or _QUOTA_WORDS.search(flat) or 429 in statuses
+                                               or _LIMIT_CONTEXT.search(flat))):
+        return 'revoked', 'zero_quota', 'structured' if '0' in facts.quota_values else 'prose', \
+            _line(flat, zero.start(), zero.end()) if zero else (facts.messages or [''])[0]
     if billing and not google:
         return 'revoked', 'insufficient_quota', 'prose', line_of(_BILLING)
     # 2. a usage limit: hours away or a stated reset
@@ -839,6 +1218,16 @@ def _decide(facts: _Facts, flat: str, *, when, tz, day, google=False) -> Tuple[O
     return None, '', '', ''
 
 
+def is_clean_run(exit_code: Any, capture: Any, agent: Any = None) -> bool:
+    """"The next clean run deletes the file" (D8): zero exit AND no limit in the capture, read by
+    ``read_capture`` -- the same reading the retry gate and the close-out use (D7) -- so a success
+    envelope that merely discusses quotas is not a limit, while a trailing limit notice after a
+    zero exit is."""
+    if isinstance(exit_code, bool) or exit_code != 0:
+        return False
+    return read_capture(capture, agent, exit_code=exit_code).capacity() is None
+
+
 def summary(reading: Reading) -> Dict[str, Any]:
     """The reading as the JSON fields ``fleet-runner classify`` prints (``decision`` added by the caller)."""
     at = reading.reset_at
@@ -857,5 +1246,6 @@ def summary(reading: Reading) -> Dict[str, Any]:
     }
 
 
-__all__ = ['AgentProfile', 'DEFAULT_PROFILE', 'KINDS', 'PROFILES', 'Reading', 'Stated', 'THROTTLE_MAX_S', 'agent_argv',
-           'parse_duration', 'profile', 'read_capture', 'resolve_stated', 'stated_reset', 'summary']
+__all__ = ['AgentProfile', 'DEFAULT_PROFILE', 'ENVELOPE_TYPE', 'GOOGLE_DAY_ZONE', 'KINDS', 'PROFILES', 'Reading', 'Stated',
+           'THROTTLE_MAX_S', 'agent_argv', 'is_clean_run', 'is_envelope', 'json_objects', 'parse_duration', 'profile',
+           'read_capture', 'resolve_stated', 'scan_envelope', 'stated_reset', 'summary']

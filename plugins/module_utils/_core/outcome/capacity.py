@@ -1,9 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Capacity: is a master dark, why, and until when.
+"""Capacity: is a master dark, why, and until when (D8, D20).
 
-Pure functions, no I/O, no clock reads: ``now`` is a parameter.
+Pure functions, no I/O, no clock reads: ``now`` is a parameter. Whether a capture states a limit,
+and its reset, is read in one place only, ``_core.outcome.agents`` (``Reading.capacity()``); this
+module keeps the state that reading leaves behind.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_core/outcome/capacity.py``.
 """
@@ -11,14 +13,10 @@ The rules in full, with their reasons: ``docs/internals.md``, section ``_core/ou
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import json
-import re
 from typing import Any, Dict, Optional, Tuple
 
 from ..board.model import format_time, parse_time
-
-from zoneinfo import ZoneInfo
 
 UTC = _dt.timezone.utc
 SOURCES = ('rate_limit', 'revoked', 'update_failed', 'board_unreachable', 'agent_missing')
@@ -49,258 +47,6 @@ BOARD_UNREACHABLE_COOLDOWN = _dt.timedelta(minutes=15)
 # Experiment that settles it: the longest provider message in a month of capacity states, x4.
 MESSAGE_MAX = 500
 
-# --- signatures -----------------------------------------------------------------------------
-# Hard limits only: a 429 "rate_limit_error" or "Too Many Requests" is a transient throttle
-# (_core.outcome.retry), not a dark master. Each pattern names one provider phrasing; keep the list narrow.
-
-_REVOKED = [
-    ('credit_exhausted', r'credit balance is too low'),
-    ('insufficient_quota', r'\binsufficient_quota\b|check your plan and billing details'),
-    ('revoked', r'\b(?:entitlement|access|subscription|api[ _-]?key|oauth token|token|plan|license)\s+'
-                r'(?:has\s+been\s+|was\s+|is\s+)?(?:revoked|disabled|suspended|cancell?ed|terminated|deactivated)\b'),
-    ('account_disabled', r'\b(?:account|organi[sz]ation|workspace)\s+(?:has\s+been\s+|was\s+|is\s+)?'
-                         r'(?:disabled|suspended|deactivated|banned)\b'),
-    ('invalid_key', r'\binvalid api[ _-]?key\b|\binvalid x-api-key\b'),
-]
-_RATE_LIMIT = [
-    ('usage_limit', r'\busage limit (?:reached|exceeded|hit)\b|\breached (?:your|the) usage limit\b'),
-    ('period_limit', r'\b(?:5[- ]hour|five[- ]hour|session|daily|weekly|monthly|opus|sonnet)\s+(?:usage\s+)?limit\s+'
-                     r'(?:reached|exceeded|hit)\b'),
-    ('hit_your_limit', u"\\byou(?:'|\u2019)?ve\\s+(?:hit|reached)\\s+your\\s+(?:\\w+\\s+)?limit\\b"),
-    ('quota_exceeded', r'\bquota\s+(?:has\s+been\s+|was\s+)?exceeded\b|\bexceeded\s+(?:your|the)\s+(?:\w+\s+)?quota\b'),
-]
-
-
-@functools.lru_cache(maxsize=None)
-def _patterns():
-    """The compiled tables, on first use: the probe imports this module inside the lease and never
-    classifies text, so it does not pay for ~30 compiles (issue 13)."""
-    return {
-        'revoked': [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _REVOKED],
-        'rate_limit': [(name, re.compile(rx, re.IGNORECASE)) for name, rx in _RATE_LIMIT],
-        'reset': [re.compile(rx, flags) for rx, flags in _RESET_PHRASES],
-    }
-
-
-# --- reset-time phrases ------------------------------------------------------------------------
-_ISO = r'\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s*(?:Z|[+-]\d{2}:?\d{2}))?'
-_EPOCH = r'\d{10}(?:\d{3})?(?:\.\d+)?'
-_CLOCK = r'\d{1,2}(?::\d{2})?\s*(?:[ap]\.?\s?m\.?)?(?![\w:])'
-# A zone after a clock time: an IANA name, UTC/GMT offsets, or an UPPER-CASE abbreviation
-# (case-sensitive even inside IGNORECASE patterns, so "5pm tomorrow" is not read as a zone).
-_TZ = (r'(?:\s*\(?\s*(?:[A-Za-z]+/[A-Za-z_]+(?:/[A-Za-z_]+)?|(?:UTC|GMT)[+-]\d{1,2}(?::?\d{2})?'
-       r'|(?-i:[A-Z]{1,5})\b|[+-]\d{2}:?\d{2})\s*\)?)?')
-_DURATION = r'(?:\d+(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b\s*(?:and\s+)?,?\s*)+'
-_WHEN = '(?:' + _ISO + '|' + _EPOCH + '|' + _CLOCK + ')' + _TZ
-_RESET_PHRASES = [   # (pattern, flags), compiled by _patterns()
-    # Claude Code's machine-readable form: "Claude AI usage limit reached|1764522000"
-    (r'limit reached\|(?P<when>' + _EPOCH + r')', 0),
-    # relative forms first, so "retry after 30 seconds" is not read as a clock time "30"
-    (r'\bretry[- ]after\s*[:=]?\s*(?P<secs>\d+)\s*(?:$|[^\w\s]|\n|s\b|sec|seconds?\b)', re.IGNORECASE),
-    (r'\b(?:resets?|will reset|try again|retry|available again)\s+(?:in|after)\s+(?P<dur>' + _DURATION + r')',
-     re.IGNORECASE),
-    (r'\b(?:resets?|will reset|renews?|available again|try again|retry|come back|back)\s*(?:at|on|after|:)?\s*'
-     r'(?P<when>' + _WHEN + r')', re.IGNORECASE),
-]
-
-# Timezone abbreviations we resolve. Ambiguous ones (CST: China or US Central; IST; BST) are
-# deliberately absent: a named zone we cannot pin down gives None, never a guess.
-_ZONES = {
-    'UTC': 'UTC', 'GMT': 'UTC', 'Z': 'UTC',
-    'PT': 'America/Los_Angeles', 'ET': 'America/New_York', 'CT': 'America/Chicago', 'MT': 'America/Denver',
-}
-_FIXED = {'PST': -8, 'PDT': -7, 'MST': -7, 'MDT': -6, 'CDT': -5, 'EST': -5, 'EDT': -4,
-          'CET': 1, 'CEST': 2, 'EET': 2, 'EEST': 3, 'JST': 9, 'KST': 9}
-_NOT_A_ZONE = frozenset(['AM', 'PM', 'A', 'P'])
-
-
-def _tzinfo(tz: Any) -> Optional[_dt.tzinfo]:
-    """A tzinfo from a tzinfo, an IANA name, an abbreviation or an offset; None if not understood."""
-    if tz is None or tz == '':
-        return UTC
-    if isinstance(tz, _dt.tzinfo):
-        return tz
-    text = str(tz).strip().strip('()').strip()
-    upper = text.upper()
-    if upper in _ZONES:
-        text = _ZONES[upper]
-        if text == 'UTC':
-            return UTC
-    if upper in _FIXED:
-        return _dt.timezone(_dt.timedelta(hours=_FIXED[upper]))
-    match = re.match(r'^(?:UTC|GMT)?\s*([+-])(\d{1,2})(?::?(\d{2}))?$', text, re.IGNORECASE)
-    if match:
-        sign = -1 if match.group(1) == '-' else 1
-        return _dt.timezone(sign * _dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3) or 0)))
-    if '/' in text:
-        try:
-            return ZoneInfo(text)
-        except Exception:  # noqa: BLE001 - unknown zone or missing tzdata: not understood
-            return None
-    return None
-
-
-def _duration(text: str) -> Optional[_dt.timedelta]:
-    total = 0.0
-    units = {'s': 1, 'sec': 1, 'secs': 1, 'second': 1, 'seconds': 1,
-             'm': 60, 'min': 60, 'mins': 60, 'minute': 60, 'minutes': 60,
-             'h': 3600, 'hr': 3600, 'hrs': 3600, 'hour': 3600, 'hours': 3600,
-             'd': 86400, 'day': 86400, 'days': 86400}
-    found = False
-    for num, unit in re.findall(r'(\d+(?:\.\d+)?)\s*([a-zA-Z]+)', text):
-        if unit.lower() in units:
-            total += float(num) * units[unit.lower()]
-            found = True
-    return _dt.timedelta(seconds=total) if found else None
-
-
-def _epoch(value: float) -> Optional[_dt.datetime]:
-    if value > 1e11:  # milliseconds (13 digits)
-        value = value / 1000.0
-    if not 978307200 <= value <= 4102444800:  # 2001-01-01 .. 2100-01-01: anything else is not a reset time
-        return None
-    return _dt.datetime.fromtimestamp(value, UTC)
-
-
-def _clock(text: str, now: _dt.datetime, tz: Any) -> Optional[_dt.datetime]:
-    match = re.match(r'^\s*(\d{1,2})(?::(\d{2}))?\s*([ap])?\.?\s?(m)?\.?\s*(.*?)\s*$', text, re.IGNORECASE)
-    if not match:
-        return None
-    hour, minute = int(match.group(1)), int(match.group(2) or 0)
-    ampm = match.group(3)
-    if ampm and not match.group(4):
-        return None
-    if match.group(2) is None and not ampm:
-        return None  # a bare "5" is not a clock time
-    if ampm:
-        if not 1 <= hour <= 12:
-            return None
-        hour = hour % 12 + (12 if ampm.lower() == 'p' else 0)
-    if hour > 23 or minute > 59:
-        return None
-    zone_text = match.group(5)
-    zone = _tzinfo(zone_text) if zone_text else _tzinfo(tz)
-    if zone is None:
-        return None
-    local_now = now.astimezone(zone)
-    day = local_now.date()
-    for _add in range(3):  # today, else tomorrow (a DST gap can need one more day)
-        candidate = _dt.datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
-        if candidate.astimezone(UTC) > now:
-            return candidate.astimezone(UTC)
-        day = day + _dt.timedelta(days=1)
-    return None
-
-
-def _iso(text: str) -> Optional[_dt.datetime]:
-    """``fromisoformat`` made portable to Python 3.9 (no ``Z``, ``+HHMM`` or odd fraction widths there)."""
-    text = text.strip().replace(' ', 'T', 1).replace(' ', '')
-    text = re.sub(r'[Zz]$', '+00:00', text)
-    text = re.sub(r'([+-]\d{2})(\d{2})$', r'\1:\2', text)
-    text = re.sub(r'\.(\d+)', lambda m: '.' + (m.group(1) + '000000')[:6], text)
-    try:
-        return _dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-
-
-def resolve_reset(value: Any, now: Any, tz: Any = None) -> Optional[_dt.datetime]:
-    """Resolve a provider's reset time to an aware UTC datetime, or None (never invented).
-
-    ``value``: datetime; int/float epoch seconds (milliseconds accepted); or text -- ISO-8601
-    (naive means ``tz``), epoch digits, ``"in 2h 30m"`` / ``"45 seconds"`` (from ``now``), or a
-    bare clock time with an optional zone. ``tz``: the zone for text that names none (a tzinfo,
-    an IANA name, ``UTC``, or an offset); default UTC. A bare clock time that already passed
-    today rolls forward to tomorrow.
-    """
-    when_now = parse_time(now)
-    if when_now is None:
-        raise ValueError('resolve_reset needs "now"')
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None:
-            zone = _tzinfo(tz)
-            if zone is None:
-                return None
-            value = value.replace(tzinfo=zone)
-        return value.astimezone(UTC)
-    if isinstance(value, (int, float)):
-        return _epoch(float(value))
-    text = str(value).strip().strip('.').strip()
-    if not text:
-        return None
-    if re.match(r'^' + _EPOCH + r'$', text):
-        return _epoch(float(text))
-    iso = re.match(r'^(' + _ISO + r')\s*(.*)$', text)
-    if iso:
-        parsed = _iso(iso.group(1))
-        if parsed is None:
-            return None
-        if parsed.tzinfo is None:
-            zone = _tzinfo(iso.group(2)) if iso.group(2) else _tzinfo(tz)
-            if zone is None:
-                return None
-            parsed = parsed.replace(tzinfo=zone)
-        return parsed.astimezone(UTC)
-    rel = re.match(r'^(?:in\s+)?(' + _DURATION + r')$', text, re.IGNORECASE)
-    if rel:
-        delta = _duration(rel.group(1))
-        return when_now + delta if delta is not None else None
-    return _clock(text, when_now, tz)
-
-
-def reset_phrase(text: Any) -> Optional[str]:
-    """The provider's stated reset, as written (``"5pm (Europe/Berlin)"``, ``"in 20 minutes"``), or None."""
-    if not isinstance(text, str):
-        return None
-    for pattern in _patterns()['reset']:
-        match = pattern.search(text)
-        if not match:
-            continue
-        groups = match.groupdict()
-        if groups.get('when'):
-            return groups['when'].strip()
-        if groups.get('dur'):
-            return 'in ' + groups['dur'].strip().rstrip(',').strip()
-        if groups.get('secs'):
-            return 'in %s seconds' % groups['secs']
-    return None
-
-
-def _line_of(text: str, start: int, end: int) -> str:
-    head = text.rfind('\n', 0, start) + 1
-    tail = text.find('\n', end)
-    return text[head:tail if tail >= 0 else len(text)].strip()
-
-
-def classify_capacity(text: Any, now: Any = None, tz: Any = None) -> Optional[Dict[str, Any]]:
-    """Is ``text`` a provider limit, and which kind? None when no limit signature.
-
-    Returns ``{'source': 'rate_limit'|'revoked', 'signature': name, 'message': the line it is on,
-    'reset_text': the stated reset or None, 'reset_at': resolved datetime or None}``. ``reset_at``
-    is resolved only when ``now`` is given, and is always None for ``revoked`` (it never clears
-    by the clock). Revoked wins when both kinds appear.
-    """
-    if not isinstance(text, str) or not text:
-        return None
-    for source in ('revoked', 'rate_limit'):
-        table = _patterns()[source]
-        for name, pattern in table:
-            match = pattern.search(text)
-            if not match:
-                continue
-            message = _line_of(text, match.start(), match.end())
-            phrase = None
-            reset_at = None
-            if source == 'rate_limit':
-                phrase = reset_phrase(text[match.start():]) or reset_phrase(text)
-                if phrase is not None and now is not None:
-                    reset_at = resolve_reset(phrase, now, tz)
-            return {'source': source, 'signature': name, 'message': message[:MESSAGE_MAX],
-                    'reset_text': phrase, 'reset_at': reset_at}
-    return None
-
 
 # --- the state file ------------------------------------------------------------------------------
 
@@ -316,7 +62,7 @@ def make_state(source: str, *, written_at: Any, reset_at: Any = None, message: s
 
 
 def state_from(classification: Optional[Dict[str, Any]], *, now: Any, unit: str = '') -> Optional[Dict[str, Any]]:
-    """The state the runner writes for a ``classify_capacity`` result (None for None)."""
+    """The state the runner writes for a limit (``_core.outcome.agents.Reading.capacity()``; None for None)."""
     if not classification:
         return None
     return make_state(classification['source'], written_at=now, reset_at=classification.get('reset_at'),

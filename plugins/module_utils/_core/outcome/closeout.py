@@ -61,7 +61,7 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     base = {'exit_code': exit_code, 'turns': outcome.turns, 'envelope': outcome.envelope is not None}
     cap = outcome.capacity
     cap_state = state_from(cap, now=now, unit=unit) if cap else None
-    # D8 "clean": zero exit AND no limit signature -- _core.outcome.retry.is_clean_run's predicate applied to the
+    # D8 "clean": zero exit AND no limit signature -- _core.outcome.agents.is_clean_run's predicate applied to the
     # ONE parse (test_runner checks the two agree), so the capture is not parsed a second time.
     clean = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code == 0 and cap is None
     if credited:

@@ -29,7 +29,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capac
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import announce as _announce
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_why
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import read_outcome
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import read_capture
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
@@ -235,11 +235,11 @@ def test_an_agent_that_keeps_printing_is_not_stalled(tmp_path):
 
 
 def test_the_three_ways_a_run_stops_have_three_close_outs():
-    outcome = read_outcome('thinking...\n', exit_code=-15)
+    outcome = read_capture('thinking...\n', 'claude', exit_code=-15).outcome(-15)
     common = dict(number=7, started_at=T0, now=T0 + _dt.timedelta(minutes=5))
     timeout = _closeout.decide(outcome, None, timed_out=True, exit_code=-15, **common)
     stall = _closeout.decide(outcome, None, stalled=600, exit_code=-15, **common)
-    crash = _closeout.decide(read_outcome('Traceback ...\n', exit_code=1), None, exit_code=1, **common)
+    crash = _closeout.decide(read_capture('Traceback ...\n', 'claude', exit_code=1).outcome(1), None, exit_code=1, **common)
     assert [d.fields.get('cause') for d in (timeout, stall, crash)] == ['timeout', 'stall', 'exit_code']
     assert len({timeout.text, stall.text, crash.text}) == 3
     assert 'printed nothing for 600s' in stall.text and stall.kind == 'failure'

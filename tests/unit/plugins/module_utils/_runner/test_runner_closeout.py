@@ -20,11 +20,16 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._runner import brie
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import is_clean_run
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import is_clean_run, read_capture
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Comment, Item
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import read_outcome
+
+
+def read_outcome(capture, exit_code=None, now=None):
+    """The runner's one reading of a capture, as the close-out takes it."""
+    return read_capture(capture, 'claude', exit_code=exit_code, now=now).outcome(exit_code)
+
 
 REPO = pathlib.Path(__file__).resolve().parents[5]
 FAKE_AGENT = REPO / 'tests' / 'fakes' / 'agent' / 'fake_agent.py'
@@ -81,7 +86,7 @@ def test_decide(capture, code, artifacts, markers, timed_out, kind, close):
                                 capture=capture, timed_out=timed_out, unit='task-7')
     assert (decision.kind, decision.close) == (kind, close)
     assert decision.exit_code == _closeout.EXIT[kind]
-    # D8 "clean" is _capacity.is_clean_run's predicate on the same capture (one parse, same answer)
+    # D8 "clean" is agents.is_clean_run's predicate on the same capture (one parse, same answer)
     assert decision.clean == is_clean_run(code, capture)
     assert (decision.capacity_state is not None) == (kind == 'capacity')
 

@@ -211,3 +211,163 @@ def test_gemini_stream_json_and_codex_before_0_40_are_read_too():
     assert (reading.kind, reading.envelope_found, reading.usage) == ('success', True, {'input_tokens': 40, 'output_tokens': 4})
     died = '{"id":"0","msg":{"type":"error","message":"exceeded retry limit, last status: 429 Too Many Requests"}}'
     assert agents.read_capture(died, 'codex').kind == 'transient'
+
+
+# The CLIs' own words for limits, overload and billing, from their source or their trackers: one case each.
+CLI_WORDINGS = [
+    # codex-rs core/src/error.rs: ServerOverloaded, InternalServerError, QuotaExceeded, UsageNotIncluded,
+    # UsageLimitReachedError (its plan variants), RetryLimitReachedError
+    ('codex', 'Selected model is at capacity. Please try a different model.', 'transient', 'overloaded'),
+    ('codex', "We're currently experiencing high demand, which may cause temporary errors.", 'transient', 'overloaded'),
+    ('codex', 'Reconnecting... 1/5 (We\u2019re currently experiencing high demand, which may cause temporary errors.)',
+     'transient', 'overloaded'),
+    ('codex', 'Flex capacity unavailable.', 'transient', 'overloaded'),
+    ('codex', 'Quota exceeded. Check your plan and billing details.', 'revoked', 'insufficient_quota'),
+    ('codex', 'To use Codex with your ChatGPT plan, upgrade to Plus: https://openai.com/chatgpt/pricing.', 'revoked',
+     'plan_not_included'),
+    ('codex', "You've hit your usage limit. Upgrade to Plus to continue using Codex (https://openai.com/chatgpt/pricing).",
+     'rate_limit', 'hit_your_limit'),
+    ('codex', "You've hit your usage limit. To get more access now, send a request to your admin or try again later.",
+     'rate_limit', 'hit_your_limit'),
+    ('codex', 'exceeded retry limit, last status: 503 Service Unavailable', 'transient', 'http_5xx'),
+    # Claude Code: the json result of a subscription limit, and Anthropic's 429 body for it (anthropics/claude-code#19673)
+    ('claude', "You've hit your 5-hour limit \u00b7 resets 8:14pm (UTC)", 'rate_limit', 'hit_your_limit'),
+    ('claude', "You've hit your weekly limit \u00b7 resets Oct 9, 10am (Europe/Paris)", 'rate_limit', 'hit_your_limit'),
+    ('claude', 'API Error: Request rejected (429) \u00b7 This request would exceed your account\'s rate limit. '
+               'Please try again later.', 'rate_limit', 'account_limit'),
+    ('claude', 'API Error: 529 Overloaded. This is a server-side issue, usually temporary \u2014 try again in a moment.',
+     'transient', 'http_5xx'),
+    ('claude', 'API Error: Connection refused \u2014 a firewall or proxy may be blocking it (ECONNREFUSED)', 'transient',
+     'connection'),
+    # Gemini CLI (googleQuotaErrors: TerminalQuotaError / RetryableQuotaError) and Google's bodies
+    ('gemini', 'TerminalQuotaError: You have exhausted your daily quota on this model.', 'rate_limit', 'daily_quota'),
+    ('gemini', '[API Error: You have exhausted your capacity on this model. Your quota will reset after 2h52m39s.]',
+     'rate_limit', 'quota_exhausted'),
+    ('gemini', '{"error":{"code":429,"message":"No capacity available for model gemini-3-flash-preview on the server",'
+               '"status":"RESOURCE_EXHAUSTED","details":[{"reason":"MODEL_CAPACITY_EXHAUSTED"}]}}', 'transient', 'http_429'),
+    ('gemini', 'Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, '
+               'limit: 0, model: gemini-2.5-pro', 'revoked', 'zero_quota'),
+    ('codex', 'Rate limit reached for gpt-4o in organization org-x on requests per day (RPD): Limit 0, Used 0, '
+              'Requested 1.', 'revoked', 'zero_quota'),
+    # Qwen Code (OpenAI-compatible bodies, quoted as "[API Error: ...]")
+    ('custom', '[API Error: 503 Our servers are currently overloaded. Please try again later.]', 'transient', 'http_5xx'),
+    ('custom', '[API Error: 429 The usage limit has been reached]', 'rate_limit', 'usage_limit'),
+    ('custom', '[API Error: Connection error. (cause: fetch failed)]', 'transient', 'connection'),
+]
+
+
+@pytest.mark.parametrize('agent, text, kind, signature', CLI_WORDINGS, ids=[w[1][:40] for w in CLI_WORDINGS])
+def test_the_clis_own_words(agent, text, kind, signature):
+    reading = agents.read_capture(text, agent, now=NOW)
+    assert (reading.kind, reading.signature) == (kind, signature)
+
+
+def _claude_error_envelope(result, status=500, etype='api_error', output_tokens=0, **extra):
+    env = {'type': 'result', 'subtype': 'success', 'is_error': True, 'num_turns': 1, 'total_cost_usd': 0,
+           'terminal_reason': 'api_error', 'api_error_status': status, 'api_error_type': etype, 'result': result,
+           'usage': {'input_tokens': 0, 'output_tokens': output_tokens}}
+    env.update(extra)
+    return json.dumps(env)
+
+
+def test_num_turns_is_not_a_turn_usage_and_tools_are():
+    """Claude Code fills num_turns 1 on an envelope whose every request failed: no turn, so a retry (D7)."""
+    died = agents.read_capture(_claude_error_envelope('API Error: 500 Internal server error.'), 'claude')
+    assert (died.kind, died.worked, died.turns, died.outcome(1).zero_turns) == ('transient', False, 0, True)
+    item = Item(number=1, title='', state='open')
+    assert decide(died.outcome(1), item, number=1, started_at=NOW, now=NOW, exit_code=1).kind == 'retry'
+    answered = agents.read_capture(_claude_error_envelope('API Error: 500 Internal server error.', output_tokens=12),
+                                   'claude')
+    assert (answered.worked, answered.outcome(1).zero_turns) == (True, False)
+    assert decide(answered.outcome(1), item, number=1, started_at=NOW, now=NOW, exit_code=1).kind == 'failure'
+    gemini = ('{"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: {\\"error\\":{\\"code\\":500,'
+              '\\"status\\":\\"INTERNAL\\"}}]"},"stats":{"total_tokens":0,"output_tokens":0,"tool_calls":0}}')
+    reading = agents.read_capture(gemini, 'gemini')
+    assert (reading.kind, reading.outcome(244).zero_turns) == ('transient', True)
+
+
+def test_a_claude_json_subscription_limit_is_capacity_with_its_reset():
+    text = _claude_error_envelope("You've hit your 5-hour limit \u00b7 resets 8:14pm (UTC)", status=429,
+                                  etype='rate_limit_error', api_error='usage_limit_reached')
+    reading = agents.read_capture(text, 'claude', now=NOW)
+    assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 20, 14, tzinfo=UTC))
+    assert decide(reading.outcome(1), Item(number=1, title='', state='open'), number=1, started_at=NOW, now=NOW,
+                  exit_code=1).kind == 'capacity'
+
+
+def test_a_google_daily_quota_resets_at_midnight_pacific_never_at_the_per_minute_hint():
+    text = ('{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.\\n'
+            '* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 50, '
+            'model: gemini-2.5-pro\\nPlease retry in 36.25s.","status":"RESOURCE_EXHAUSTED","details":[{"violations":'
+            '[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier","quotaValue":"50"}]},'
+            '{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"36s"}]}}')
+    reading = agents.read_capture(text, 'gemini', now=NOW)   # 03:00Z is 20:00 PDT the day before
+    assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 7, 0, tzinfo=UTC))
+    assert agents.read_capture(text, 'gemini').reset_at is None          # no "now": unknown, never invented
+    zero = agents.read_capture(text.replace('"quotaValue":"50"', '"quotaValue":"0"'), 'gemini', now=NOW)
+    assert (zero.kind, zero.signature, zero.reset_at) == ('revoked', 'zero_quota', None)
+
+
+def test_a_limit_never_takes_a_short_wait_as_its_reset():
+    reading = agents.read_capture("You've hit your usage limit. Please retry in 20s.", 'codex', now=NOW)
+    assert (reading.kind, reading.reset_at) == ('rate_limit', None)
+
+
+def test_no_envelope_and_no_known_words_is_not_a_success():
+    for text in ('', 'Loaded cached credentials.\n', 'Killed\n'):
+        assert agents.read_capture(text, 'custom').kind == 'failure', text
+        assert agents.read_capture(text, 'custom', exit_code=0).kind != 'success', text
+
+
+def test_tool_calls_without_an_envelope_are_work():
+    """A run cut before its envelope that shows tool calls or git's commit line did work: never "no turn"."""
+    stream = '\n'.join([
+        '{"type":"system","subtype":"init"}',
+        '{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"git commit"}}],'
+        '"usage":{"output_tokens":40}}}',
+        'API Error: Connection error. (ECONNRESET)'])
+    reading = agents.read_capture(stream, 'claude', exit_code=1)
+    assert (reading.kind, reading.worked, reading.outcome(1).zero_turns) == ('transient', True, False)
+    assert decide(reading.outcome(1), Item(number=1, title='', state='open'), number=1, started_at=NOW, now=NOW,
+                  exit_code=1).kind == 'failure'   # it worked: an attempt, never a retry
+    plain = '[main 1a2b3c4] add hello\n 1 file changed, 1 insertion(+)\nAPI Error: 503 Service Unavailable\n'
+    assert agents.read_capture(plain, 'custom', exit_code=1).outcome(1).zero_turns is False
+    assert agents.read_capture('[main 1a2b3c4] add hello\n', 'custom', exit_code=0).kind == 'success'
+    for text in ('\u23fa Bash(git commit -m "x")\nAPI Error: 529 Overloaded\n',                  # Claude Code's TUI
+                 '\u2502 \u2713  Shell git status   \u2502\n[API Error: 500 Internal]\n',         # Gemini CLI's box
+                 'exec\nbash -lc ls in /repo\n succeeded in 12ms:\nERROR: 503 Service Unavailable\n'):  # Codex
+        assert agents.read_capture(text, 'custom', exit_code=1).outcome(1).zero_turns is False, text
+    assert agents.read_capture('I will run Bash(x) next\nAPI Error: 529\n', 'custom', exit_code=1).outcome(1).zero_turns
+
+
+def test_terminal_wraps_escapes_and_boxes_are_undone_before_reading():
+    width = 44
+    line = "You've hit your limit \u00b7 resets 8:14pm (Europe/Berlin) please wait"
+    wrapped = '\n'.join('\u2502 ' + line[i:i + width].ljust(width) + ' \u2502' for i in range(0, len(line), width))
+    filler = '\n'.join('\u2502 ' + ('x' * width) + ' \u2502' for _row in range(2))
+    text = '\x1b[31m' + filler + '\n' + wrapped + '\x1b[0m\n'
+    reading = agents.read_capture(text, 'claude', now=NOW)
+    assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 18, 14, tzinfo=UTC)), text
+    words = ('Claude usage limit reached. Your limit will reset at 8:14pm (Etc/GMT+5). Meanwhile nothing else can '
+             'run on this account, so the runner waits for the reset.')
+    cut = words.index('8:14') + 3                                  # the terminal wraps inside "8:14pm"
+    hard = '\n'.join(words[i:i + cut] for i in range(0, len(words), cut))
+    assert '8:1\n4pm' in hard and agents._unwrap(hard) == words
+    assert agents.read_capture(hard, 'claude', now=NOW).reset_at == dt.datetime(2026, 5, 13, 1, 14, tzinfo=UTC)
+
+
+def test_a_claim_without_a_tool_call_is_a_noop_claim_for_every_cli():
+    codex = '\n'.join(['{"type":"thread.started","thread_id":"t"}', '{"type":"turn.started"}',
+                       '{"type":"item.completed","item":{"id":"i0","type":"agent_message","text":"Done: committed."}}',
+                       '{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":5}}'])
+    assert agents.read_capture(codex, 'codex').kind == 'noop_claim'
+    worked = codex.replace('{"type":"turn.completed"', '{"type":"item.completed","item":{"id":"i1","type":"command_execution",'
+                           '"command":"git commit","exit_code":0}}\n{"type":"turn.completed"')
+    assert agents.read_capture(worked, 'codex').kind == 'success'
+    gemini = json.dumps({'response': 'Done: I committed it.', 'stats': {'models': {'m': {'tokens': {'candidates': 9}}},
+                                                                        'tools': {'totalCalls': 0}}})
+    assert agents.read_capture(gemini, 'gemini').kind == 'noop_claim'
+    claude = json.dumps({'type': 'result', 'subtype': 'success', 'is_error': False, 'num_turns': 1, 'result': 'Done.',
+                         'usage': {'output_tokens': 5}})
+    assert agents.read_capture(claude, 'claude').kind == 'noop_claim'
+    assert agents.read_capture(claude.replace('"num_turns": 1', '"num_turns": 3'), 'claude').kind == 'success'

