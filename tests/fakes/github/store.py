@@ -45,6 +45,9 @@ class Store(object):
         self.deleted = set()  # type: set
         self.associations = {}  # type: Dict[str, str]
         """login -> authorAssociation (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE ...); others NONE."""
+        self.permissions = {}  # type: Dict[str, str]
+        """login -> RepositoryPermission (ADMIN, MAINTAIN, WRITE, TRIAGE, READ) on every repository;
+        a login not here is no collaborator (``Repository.collaborators(login:)`` answers no edge)."""
         self._ids = itertools.count(1001)
 
     # -- ids ----------------------------------------------------------------------------------
@@ -189,6 +192,16 @@ class Store(object):
             issue['comments'].append(comment)
             issue['comments'].sort(key=lambda c: c['createdAt'])
             issue['updatedAt'] = comment['createdAt']
+            return comment
+
+    def edit_comment(self, comment: Dict[str, Any], body: str, *, editor: str, at=None) -> Dict[str, Any]:
+        """Edit a comment's body as ``editor`` (a maintainer may edit anyone's comment): GitHub then
+        answers ``lastEditedAt`` and ``editor`` on it (``Comment`` interface)."""
+        with self.lock:
+            comment['body'] = body
+            comment['lastEditedAt'] = iso(at) or self.now()
+            comment['editor'] = {'__typename': 'Bot', 'login': editor[:-len('[bot]')]} if editor.endswith('[bot]') else \
+                {'__typename': 'User', 'login': editor}
             return comment
 
     def add_blocker(self, repo: str, number: int, blocker_repo: str, blocker_number: int) -> None:

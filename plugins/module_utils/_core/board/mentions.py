@@ -73,7 +73,7 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
     ordered = sorted((c for c in comments or () if _get(c, 'created_at') is not None), key=lambda c: _get(c, 'created_at'))
     starts = []
     for comment in ordered:
-        author = identity(_get(comment, 'author', ''))
+        author = identity(_get(comment, 'author', ''), _get(comment, 'author_type', ''))
         marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
         if marker is not None and marker.kind == 'start' and (not writers or author in writers):
             starts.append(comment)
@@ -89,7 +89,7 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
             continue
         if upto is not None and at > upto:
             continue
-        author = identity(_get(comment, 'author', ''))
+        author = identity(_get(comment, 'author', ''), _get(comment, 'author_type', ''))
         if me and author == identity(me):
             continue
         if parse_marker(_get(comment, 'body', ''), at=at) is not None:

@@ -63,6 +63,15 @@ class Comment:
     association: str = ''
     """The author's standing in the repository where the board knows it (GitHub's
     ``authorAssociation``: OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...); ``''`` otherwise."""
+    author_type: str = ''
+    """What kind of account the author is where the board knows it (GitHub's ``Actor`` typename:
+    ``User``, ``Bot``, ...): a ``User`` named like the fleet's app is not the app; ``''`` otherwise."""
+    edited_at: Optional[_dt.datetime] = None
+    """When the body was last edited (GitHub's ``lastEditedAt``), None when never or not known."""
+    editor: str = ''
+    editor_type: str = ''
+    """Who last edited the body, and the account type (GitHub's ``editor``): a marker edited by
+    anyone but the fleet's identities is no longer a marker."""
 
 
 @dataclass
@@ -72,6 +81,14 @@ class Event:
     kind: str
     at: _dt.datetime
     actor: str = ''
+    actor_type: str = ''
+    """What kind of account the actor is where the board knows it (GitHub's ``Actor`` typename:
+    ``User``, ``Bot``, ...); ``''`` otherwise."""
+    permission: str = ''
+    """The actor's permission on the item's repository where the board read it (GitHub's
+    ``RepositoryPermission``: ADMIN, MAINTAIN, WRITE, TRIAGE, READ; the ledger: WRITE, since only a
+    holder of its DSN writes an event); ``''`` when not known. A reopen counts only from the fleet's
+    identities or an actor with write access (``_core.dispatch.eligibility.reopen_ignored``)."""
 
 
 @dataclass
