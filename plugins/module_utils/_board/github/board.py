@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import tokens
 from .documents import BLOCKER_BATCH, DETAIL_BATCH, DOCUMENTS, project_query
 from .nodes import (comment_of, comment_time, commit_artifacts_into, detail_into, login_of, lower_text, nodes_of,
-                    split_ref, summary_open_blockers, type_of)
+                    provenance_into, split_ref, summary_open_blockers, type_of)
 from .transport import (RATE_LIMIT_MAX_WAIT, SECONDARY_MAX_TOTAL, HttpFailure, NotJson, RateLimited, Transport,
                         cost_of, error_text, errors_by_index, is_placed, one_error, unreadable_cause)
 from ..protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
@@ -473,8 +473,13 @@ class GitHubBoard(Board):
             if project.get('number') == self.project and (self._project_id is None or project.get('id') == self._project_id):
                 value = node.get('fieldValueByName')
                 item.status = value.get('name') or '' if isinstance(value, dict) else ''
+                try:
+                    item.status_set_at = parse_time(value.get('updatedAt')) if isinstance(value, dict) else None
+                except (TypeError, ValueError):
+                    item.status_set_at = None
                 self._project_items[(item.repo, item.number)] = (node.get('id'), item.status)
                 break
+        provenance_into(item, issue)
         commits = detail_into(item, issue, self.base_branch)
         self._older_comments(item, issue, reading=False)
         self._reopen_permissions(item)

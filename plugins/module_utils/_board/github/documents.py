@@ -44,7 +44,7 @@ RATE_LIMIT_FIELDS = 'rateLimit { cost remaining resetAt limit used nodeCount }'
 _STATUS_VALUE = '''
       fieldValueByName(name: $statusField) {
         __typename
-        ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
+        ... on ProjectV2ItemFieldSingleSelectValue { name optionId updatedAt }
       }'''
 
 # The nested connections below each cost one request per parent issue whatever their size, so
@@ -193,6 +193,7 @@ query Issue($owner: String!, $name: String!, $number: Int!, $statusField: String
   repository(owner: $owner, name: $name) {
     issue(number: $number) {
       id number title state body url createdAt updatedAt
+      author { __typename login } authorAssociation lastEditedAt editor { __typename login }
       repository { nameWithOwner }
       projectItems(first: 100) {
         nodes {

@@ -84,6 +84,17 @@ def _edited_at(node: Dict[str, Any]) -> Optional[_dt.datetime]:
         return _EPOCH  # an edit time that does not parse is still an edit
 
 
+def provenance_into(item: Item, issue: Dict[str, Any]) -> None:
+    """The issue's author, standing and last edit (what the ``Issue`` document selects) into ``item``."""
+    item.author = login_of(issue.get('author'))
+    item.author_type = type_of(issue.get('author'))
+    association = issue.get('authorAssociation')
+    item.author_association = association if isinstance(association, str) else ''
+    item.edited_at = _edited_at(issue)
+    item.editor = login_of(issue.get('editor'))
+    item.editor_type = type_of(issue.get('editor'))
+
+
 def closing_branch_of(pr: Dict[str, Any], base_branch: str = '') -> Tuple[str, Optional[bool]]:
     """(base branch, whether a merge into it closes issues) for a ``PullFields`` node.
 

@@ -155,6 +155,18 @@ class Item:
     """The ledger's session rows of this item (seed 003; ``_store/sessions.py`` columns), set by a board
     that shares its store with the sessions; ``None``: not known (a ``handoff`` marker then holds the
     item until a later marker or a reopen, ``_core/dispatch/eligibility.py``)."""
+    author: str = ''
+    author_type: str = ''
+    author_association: str = ''
+    """Who opened the item and their standing, where the board knows it (GitHub: the issue's ``author``
+    and ``authorAssociation``, read by ``get``); ``''`` otherwise."""
+    edited_at: Optional[_dt.datetime] = None
+    editor: str = ''
+    editor_type: str = ''
+    """When the title or text was last edited and by whom (GitHub's ``lastEditedAt`` and ``editor``)."""
+    status_set_at: Optional[_dt.datetime] = None
+    """When the status field was last set (GitHub: the field value's ``updatedAt``): the review that
+    made the item ready. An edit after it was not reviewed (``_core.board.mentions.provenance``)."""
     unreadable: str = ''
     """Why part of this item could not be read (the board's own words), ``''`` when it was read whole:
     such an item is shown, never dispatched (eligibility reason ``unreadable``)."""
