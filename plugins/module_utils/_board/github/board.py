@@ -439,7 +439,7 @@ class GitHubBoard(Board):
         owner, _sep, name = repo.partition('/')
         try:
             data, _errors = self._graphql('Permission', {'owner': owner, 'name': name, 'login': login},
-                                         reading=False, partial=True)
+                                          reading=False, partial=True)
         except BoardError:
             return ''
         repository = data.get('repository') if isinstance(data.get('repository'), dict) else {}

@@ -27,7 +27,7 @@ T0 = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 LATER = T0 + _dt.timedelta(hours=2)
 REPO = 'acme/app'
 TOKEN = 'ghp_test_secret_token_value'
-FLEET = ['fleet-bot']
+FLEET = ('fleet-bot',)
 
 
 def _parked(*events, authors=FLEET):
@@ -37,7 +37,8 @@ def _parked(*events, authors=FLEET):
                                 created_at=T0 + _dt.timedelta(minutes=10 * n)))
         comments.append(Comment(id='f%d' % n, body=format_marker('failure'), author='fleet-bot',
                                 created_at=T0 + _dt.timedelta(minutes=10 * n + 5)))
-    return Item(number=7, title='t', state='open', status='Ready', repo=REPO, marker_authors=authors,
+    return Item(number=7, title='t', state='open', status='Ready', repo=REPO,
+                marker_authors=list(authors) if authors is not None else None,
                 comments=comments, events=list(events))
 
 
@@ -163,3 +164,10 @@ def test_ledger_reopens_count(tmp_path):
         board.upsert_item(number=1, state='closed')
         board.upsert_item(number=1, state='reopened')
         assert evaluate(board.get(1), now=LATER + _dt.timedelta(days=1)).reason == 'eligible'
+
+
+def test_explain_lists_only_the_markers_eligibility_reads():
+    item = _parked()
+    item.comments.append(Comment(id='m', body=format_marker('start'), author='mallory', created_at=LATER))
+    ex = explain(item, now=LATER)
+    assert 'mallory' not in [m['author'] for m in ex['markers']] and ex['attempts'] == 3
