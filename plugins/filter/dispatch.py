@@ -60,11 +60,19 @@ def status_table(items):
             '%s/%s' % (it.get('attempts', 0), it.get('max_attempts', '')),
             _last_kind(marker),
             _age(marker.get('age_s')) if marker else '',
-            _humans(it.get('human_markers')),
+            _humans(_ignored(it)),
             _cost(it.get('run_cost')),
         ])
     return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'human glyphs', 'cost'],
                   rows)
+
+
+def _ignored(item):
+    """What people did that the queue does not obey: glyph-led comments that are not markers, then
+    reopens that do not count (``reopen`` as their kind), oldest first within each."""
+    humans = item.get('human_markers') if isinstance(item.get('human_markers'), list) else []
+    reopens = item.get('ignored_reopens') if isinstance(item.get('ignored_reopens'), list) else []
+    return list(humans) + [{'author': r.get('actor'), 'kind': 'reopen'} for r in reopens if isinstance(r, dict)]
 
 
 def _humans(found):

@@ -83,6 +83,12 @@ explanation:
     reopened:
       description: Whether a reopen after the last marker outranks it.
       type: bool
+    ignored_reopens:
+      description:
+        - Reopens that count for nothing, each C(actor), C(at) and C(why) - a reopen resets the attempt count only when the
+          fleet's identities or an account with write access to the repository made it.
+      type: list
+      elements: dict
     markers:
       description: Every marker in order, each C(kind), C(at), C(author), C(comment_id) and C(fields).
       type: list

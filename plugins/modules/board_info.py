@@ -61,6 +61,7 @@ notes:
     says why; never dispatched).
   - Seed 003 adds C(chained) (the last marker is a handoff and the item's session chain is alive, or its ledger rows are not known) and
     C(chain_stopped) (its chain's last hop was refused at the depth limit; a reopen releases it). See docs/chains.md.
+    A reopen counts only when one of the fleet's identities or an account with write access to the repository made it.
 seealso:
   - module: fleet.dispatch.board_marker
   - module: fleet.dispatch.board_item
@@ -212,6 +213,13 @@ board_items:
         - Glyph-led comments by authors who are not the fleet's identities (the token's login and O(board.marker_authors) on
           GitHub; the recorded author on the ledger) - human comments, never markers - each with C(id), C(author), C(kind) (what
           the glyph would mean) and C(at).
+      type: list
+      elements: dict
+    ignored_reopens:
+      description:
+        - Reopens that count for nothing because neither one of the fleet's identities nor an account with write access to the
+          repository made them (on GitHub the permission is read from the repository's collaborators; on the ledger every
+          event counts) - each with C(actor), C(at) and C(why). They neither reset the attempt count nor outrank a marker.
       type: list
       elements: dict
 candidates:

@@ -72,7 +72,7 @@ options:
             C(guard stage=batch) result and the plan's C(batches) (they are this module's input, and masking them would launch the
             mask), which only name it in a warning - real secrets belong in O(environment_file).
           - The agent inherits a name given here only when it is neither C(FLEET_*) nor secret-looking (the runner's allow list,
-            passed as C(FLEET_AGENT_SETENV)); the C(FLEET_*) non-secrets always reach it.
+            passed as C(FLEET_AGENT_SETENV)); no C(FLEET_*) name of the unit reaches it (the runner sets the run's own).
           - C(PATH) is refused here; it is O(path).
         type: dict
         default: {}

@@ -307,7 +307,8 @@ class LedgerBoard(Board):
                 if bad:
                     items[item].unreadable = 'its %s event: %s' % (kind, ', '.join(bad))
                     continue
-                items[item].events.append(Event(kind=kind, at=when, actor=actor))
+                # only a holder of the ledger's DSN writes an event: write access (a reopen counts, eligibility)
+                items[item].events.append(Event(kind=kind, at=when, actor=actor, permission='WRITE'))
         # A blocker's state and repo come from its own row: one join in SQL keeps this one query
         # even when reading a single item.
         for item, blocker, state, repo in tx.all(

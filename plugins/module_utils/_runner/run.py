@@ -35,6 +35,7 @@ from .._core.outcome.capacity import (board_unreachable_state, clears_after_agen
                                       clears_after_update, update_failed_state)
 from .._core.outcome.closeout import Decision, agent_missing, decide
 from .._core.board.markers import format_marker, parse_marker
+from .._core.board.mentions import provenance
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
 from .._core.board.naming import unit_name
 from .._core.outcome.retry import DEFAULT_BACKOFF
@@ -480,15 +481,20 @@ class Run(object):
         return env
 
     def _brief(self, mentions) -> str:
+        found = None
         try:
             item = self.board.get(self.ref)
             title, body = item.title, item.body
+            found = provenance(item)
         except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds
             self.log('WARNING: the item could not be read for the brief: %s' % exc)
             title, body = '(unreadable)', '(the item could not be read when this run started: %s)' % exc
+        if found and found.get('untrusted_edit'):
+            self.log('WARNING: the item\'s text was edited after review by %s, who may not write to the repository; '
+                     'the brief says so' % (found.get('editor') or 'an unknown account'))
         ref = ('%s#%d' % (self.config.repo, self.config.number)) if self.config.repo else '#%d' % self.config.number
         return render({'unit': self.unit, 'host': self.config.host, 'master': self.config.master, 'item_ref': ref,
-                       'item_title': title, 'item_body': body, 'mentions': mentions,
+                       'provenance': found, 'item_title': title, 'item_body': body, 'mentions': mentions,
                        'workdir': self.config.workdir or os.getcwd(), 'branch': self.config.branch, 'output_dir': self.out_dir})
 
     def _wait(self):

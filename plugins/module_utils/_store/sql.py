@@ -49,44 +49,123 @@ REDACTED = '********'
 """What a password becomes in any text shown to a person (a DSN, an error message). A fixed width,
 so the mask says nothing about the password's length."""
 
-# The three places a libpq DSN carries a password. Each pattern names the text kept (``pre``) and
-# the password (``pw``); none is anchored, so a DSN quoted inside an error message is found too.
-# scheme://user:PW@host -- PW up to the LAST "@" that a host follows, so an unencoded "@" or a space in
-# it does not leave its tail showing (greedy: when in doubt, more is masked, never less).
-_PW_URL = re.compile(r'(?P<pre>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^\n]*)(?=@[^@\s/?]*(?:[/?\s]|$))', re.I)
-_PW_QUERY = re.compile(r'(?P<pre>[?&](?:ssl)?password=)(?P<pw>[^&\s]*)', re.I)                  # ...?password=PW&
-# password = 'P W' / "P W" / PW, and sslpassword= (the client key's passphrase); passfile= names a file, not a secret
-_PW_KV = re.compile(r'(?P<pre>(?<![\w.-])(?:ssl)?password\s*=\s*)'
-                    r'(?P<pw>\'(?:[^\'\\]|\\.)*\'|"(?:[^"\\]|\\.)*"|[^\s&]+)', re.I)
-_PW_FORMS = (_PW_URL, _PW_QUERY, _PW_KV)
+# A password is found by PARSING the two spellings libpq accepts, never by a wider pattern: a pattern
+# either stops short (``password=abc&def``, ``abc\ def``, a newline) or runs on into the next DSN.
+_SCHEME = re.compile(r'[a-z][a-z0-9+.-]*://', re.I)
+_KV_KEY = re.compile(r'(?<![\w.-])(?:ssl)?password\s*=\s*', re.I)   # passfile= names a file, not a secret
+_QUERY_KEYS = ('password', 'sslpassword')
+_URI_END = '"\'<>`'   # characters RFC 3986 never allows in a URI: a URI quoted in a message ends there
+
+
+def _uri_spans(text, whole):
+    """``(password spans, URI extents)`` of every ``scheme://`` URI in ``text`` (RFC 3986).
+
+    The authority runs from ``//`` to the first ``/``, ``?`` or ``#`` (section 3.2); its userinfo is
+    everything before its LAST ``@`` and the password what follows the userinfo's first ``:``
+    (3.2.1). libpq quotes unencoded ``@``, spaces and newlines in a password as they were given, so
+    the authority is not cut at those: when in doubt more is masked, never less, and a second DSN in
+    the same text starts its own authority after its own ``//``. The query (3.4) is split on ``&``;
+    a ``password`` or ``sslpassword`` parameter's value is a password. Outside ``whole`` (the text is
+    one DSN) the path and query end at whitespace or a character no URI holds (a quote).
+    """
+    spans, extents = [], []
+    for match in _SCHEME.finditer(text):
+        begin = match.end()
+        end = begin
+        while end < len(text) and text[end] not in '/?#':
+            end += 1
+        authority = text[begin:end]
+        at = authority.rfind('@')
+        colon = authority.find(':', 0, at) if at > 0 else -1
+        if colon >= 0 and colon + 1 < at:
+            spans.append((begin + colon + 1, begin + at))
+        stop = end
+        while stop < len(text) and (whole or not (text[stop].isspace() or text[stop] in _URI_END)):
+            stop += 1
+        rest = text[end:stop]
+        if '?' in rest:
+            offset = end + rest.index('?') + 1
+            query = rest[rest.index('?') + 1:].split('#', 1)[0]
+            for part in query.split('&'):
+                key, sep, value = part.partition('=')
+                if sep and unquote(key).strip().lower() in _QUERY_KEYS and value:
+                    spans.append((offset + len(key) + 1, offset + len(part)))
+                offset += len(part) + 1
+        extents.append((match.start(), stop))
+    return spans, extents
+
+
+def _conninfo_value_end(text, start):
+    """Where a libpq conninfo value that starts at ``start`` ends: a single-quoted value runs to its
+    closing quote (a backslash escapes any character, a newline too), an unquoted one to whitespace
+    (a backslash escapes that too: ``abc\\ def`` is one value). A double quote is taken as a quote
+    as well (libpq has none, but masking it whole is the safe reading). An unterminated quote runs to
+    the end of the text."""
+    index = start
+    if index < len(text) and text[index] in '\'"':
+        quote = text[index]
+        index += 1
+        while index < len(text):
+            if text[index] == '\\':
+                index += 2
+                continue
+            if text[index] == quote:
+                return index + 1
+            index += 1
+        return len(text)
+    while index < len(text) and not text[index].isspace():
+        index += 2 if text[index] == '\\' else 1
+    return min(index, len(text))
+
+
+def _password_spans(text, whole=False):
+    """Every ``(start, end)`` of a password in ``text``: URI userinfo and query parameters
+    (``_uri_spans``), then libpq's ``key = value`` form outside any URI."""
+    spans, extents = _uri_spans(text, whole)
+    for match in _KV_KEY.finditer(text):
+        if any(a <= match.start() < b for a, b in extents):
+            continue
+        end = _conninfo_value_end(text, match.end())
+        if end > match.end():
+            spans.append((match.end(), end))
+    merged = []
+    for begin, end in sorted(spans):
+        if merged and begin <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((begin, end))
+    return merged
 
 
 def redact_dsn(dsn):
-    """The DSN (or any text quoting one) with every password replaced by ``REDACTED``: URL userinfo,
-    ``?password=`` and ``key=value`` forms. Never echo a credential (D18's spirit)."""
+    """The DSN (or any text quoting one, or several) with every password replaced by ``REDACTED``:
+    URL userinfo, ``?password=`` and ``key=value`` forms (``_password_spans``). Never echo a
+    credential (D18's spirit)."""
     text = str(dsn or '')
-    for pattern in _PW_FORMS:
-        text = pattern.sub(lambda m: m.group('pre') + REDACTED, text)
+    for begin, end in reversed(_password_spans(text)):
+        text = text[:begin] + REDACTED + text[end:]
     return text
 
 
 def dsn_passwords(dsn):
-    """Every password literal in a DSN, as written and URL-decoded (and without its quotes), longest
-    first, so ``scrub`` can remove it from text that quotes it in any of those spellings."""
+    """Every password literal in a DSN, as written and URL-decoded (and without its quotes, its
+    backslash escapes undone), longest first, so ``scrub`` can remove it from text that quotes it in
+    any of those spellings."""
+    text = str(dsn or '')
     found = []
-    for pattern in _PW_FORMS:
-        for match in pattern.finditer(str(dsn or '')):
-            value = match.group('pw')
+    for begin, end in _password_spans(text, whole=True):
+        value = text[begin:end]
+        found.append(value)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in '\'"':
+            value = value[1:-1]
             found.append(value)
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in '\'"':
-                found.append(value[1:-1])
-                found.append(re.sub(r'\\(.)', r'\1', value[1:-1]))   # libpq's backslash escapes undone
+        found.append(re.sub(r'\\(.)', r'\1', value, flags=re.S))   # libpq's backslash escapes undone
     found.extend([unquote(p) for p in list(found)])
     # libpq and psycopg quote the part of a URL after an unencoded "@" or space ('found in "ss word@host"'):
     # every tail after such a split point is a spelling too (4+ characters, so messages stay readable).
     for value in list(found):
         for index, char in enumerate(value):
-            if char in '@ \t' and len(value) - index - 1 >= 4:
+            if char in '@ \t\n' and len(value) - index - 1 >= 4:
                 found.append(value[index + 1:])
     return sorted(set(p for p in found if p), key=len, reverse=True)
 

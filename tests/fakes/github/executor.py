@@ -162,6 +162,7 @@ class Resolvers(object):
             ('ProjectV2', 'items'): self.items,
             ('ProjectV2Item', 'fieldValueByName'): self.field_value_by_name,
             ('Repository', 'issue'): self.repo_issue,
+            ('Repository', 'collaborators'): self.collaborators,
             ('Issue', 'comments'): self.comments,
             ('Issue', 'timelineItems'): self.timeline_items,
             ('ProjectV2Item', 'content'): self.item_content,
@@ -307,6 +308,17 @@ class Resolvers(object):
         return None
 
     # Issues
+    def collaborators(self, src, info, login=None, **a):
+        """``collaborators(login:)``: the one collaborator's edge with its ``permission``, as GitHub
+        answers it (the edge, not the node, carries the permission)."""
+        found = [(name, perm) for name, perm in sorted(self.store.permissions.items())
+                 if login is None or name.lower() == str(login).lower()]
+        conn = connection([{'__typename': 'User', 'login': name} for name, _perm in found], **a)
+        perms = dict(found)
+        for edge in conn['edges']:
+            edge['permission'] = perms[edge['node']['login']]
+        return conn
+
     def repo_issue(self, src, info, number):
         issue = src['issues'].get(number)
         if issue is None:

@@ -329,9 +329,12 @@ class FakeGitHub(object):
     def _rest_comment(self, comment):
         issue = comment['issue']
         repo = issue['repository']['nameWithOwner']
+        author = comment['author']
+        # REST names an app's account "slug[bot]" with type Bot, where GraphQL says "slug" (typename Bot)
+        login = author['login'] + ('[bot]' if author.get('__typename') == 'Bot' else '')
         return {'id': comment['databaseId'], 'node_id': comment['id'], 'body': comment['body'],
-                'user': {'login': comment['author']['login']}, 'created_at': comment['createdAt'],
-                'updated_at': comment['createdAt'], 'html_url': comment['url'],
+                'user': {'login': login, 'type': author.get('__typename', 'User')}, 'created_at': comment['createdAt'],
+                'updated_at': comment.get('lastEditedAt') or comment['createdAt'], 'html_url': comment['url'],
                 'url': '%s/repos/%s/issues/comments/%d' % (self._api(), repo, comment['databaseId']),
                 'issue_url': '%s/repos/%s/issues/%d' % (self._api(), repo, issue['number'])}
 

@@ -45,6 +45,9 @@ class Store(object):
         self.deleted = set()  # type: set
         self.associations = {}  # type: Dict[str, str]
         """login -> authorAssociation (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE ...); others NONE."""
+        self.permissions = {}  # type: Dict[str, str]
+        """login -> RepositoryPermission (ADMIN, MAINTAIN, WRITE, TRIAGE, READ) on every repository;
+        a login not here is no collaborator (``Repository.collaborators(login:)`` answers no edge)."""
         self._ids = itertools.count(1001)
 
     # -- ids ----------------------------------------------------------------------------------
@@ -119,6 +122,7 @@ class Store(object):
                 'state': 'CLOSED' if state == 'closed' else 'OPEN', 'createdAt': when, 'updatedAt': when,
                 'closedAt': None, 'url': 'https://github.com/%s/issues/%d' % (repo, n), 'repository': r,
                 'author': {'__typename': 'User', 'login': author}, 'labels': list(labels),
+                'authorAssociation': self.associations.get(author, 'NONE'), 'lastEditedAt': None, 'editor': None,
                 'comments': [], 'timeline': [], 'closing_prs': [], 'blocked_by': [], 'project_items': []})
             r['issues'][n] = issue
             if project is not None:
@@ -153,13 +157,23 @@ class Store(object):
                 self.set_item_status(item, status)
             return item
 
-    def set_item_status(self, item: Dict[str, Any], status: str, field_name: Optional[str] = None) -> None:
+    def edit_issue(self, issue: Dict[str, Any], body: str, *, editor: str, at=None) -> Dict[str, Any]:
+        """Edit an issue's body as ``editor``: GitHub then answers ``lastEditedAt`` and ``editor`` on it."""
+        with self.lock:
+            issue['body'] = body
+            issue['lastEditedAt'] = iso(at) or self.now()
+            issue['updatedAt'] = issue['lastEditedAt']
+            issue['editor'] = {'__typename': 'User', 'login': editor}
+            return issue
+
+    def set_item_status(self, item: Dict[str, Any], status: str, field_name: Optional[str] = None, at=None) -> None:
         field = item['project']['fields'][0] if field_name is None else \
             [f for f in item['project']['fields'] if f['name'] == field_name][0]
         option = [o for o in field['options'] if o['name'] == status]
         if not option:
             raise KeyError('no option %r on field %r' % (status, field['name']))
         item['values'][field['id']] = option[0]['id']
+        item['updatedAt'] = iso(at) or self.now()   # the field value's updatedAt: when the status was set
 
     def status_of(self, repo: str, number: int) -> Optional[str]:
         issue = self.issue(repo, number)
@@ -189,6 +203,16 @@ class Store(object):
             issue['comments'].append(comment)
             issue['comments'].sort(key=lambda c: c['createdAt'])
             issue['updatedAt'] = comment['createdAt']
+            return comment
+
+    def edit_comment(self, comment: Dict[str, Any], body: str, *, editor: str, at=None) -> Dict[str, Any]:
+        """Edit a comment's body as ``editor`` (a maintainer may edit anyone's comment): GitHub then
+        answers ``lastEditedAt`` and ``editor`` on it (``Comment`` interface)."""
+        with self.lock:
+            comment['body'] = body
+            comment['lastEditedAt'] = iso(at) or self.now()
+            comment['editor'] = {'__typename': 'Bot', 'login': editor[:-len('[bot]')]} if editor.endswith('[bot]') else \
+                {'__typename': 'User', 'login': editor}
             return comment
 
     def add_blocker(self, repo: str, number: int, blocker_repo: str, blocker_number: int) -> None:

@@ -30,7 +30,8 @@ def playbook(name, tmp_path, board, *extra):
 
 @pytest.fixture
 def board(tmp_path):
-    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    # the markers below are written as fleet-bot: one of the fleet's identities, or explain lists no marker
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3'), 'marker_authors': ['fleet-bot']}
     with open_board(dict(spec, create=True)) as b:
         b.upsert_item(number=1, title='blocker', status='Ready')
         b.upsert_item(number=2, title=HOSTILE, status='Backlog', blocked_by=[1])

@@ -20,12 +20,13 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import tokens
 from .documents import BLOCKER_BATCH, DETAIL_BATCH, DOCUMENTS, project_query
 from .nodes import (comment_of, comment_time, commit_artifacts_into, detail_into, login_of, lower_text, nodes_of,
-                    split_ref, summary_open_blockers)
+                    provenance_into, split_ref, summary_open_blockers, type_of)
 from .transport import (RATE_LIMIT_MAX_WAIT, SECONDARY_MAX_TOTAL, HttpFailure, NotJson, RateLimited, Transport,
                         cost_of, error_text, errors_by_index, is_placed, one_error, unreadable_cause)
 from ..protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
 from ..._core.dispatch.announce import REPORT_LABEL, SILENCED_LABEL
 from ..._core.board.markers import markers_of
+from ..._core.dispatch.eligibility import reopen_ignored
 from ..._core.board.mentions import handles_of, unseen_mentions
 from ..._core.board.model import Comment, Item, format_time, parse_time
 from ..._core.board.references import defang
@@ -95,6 +96,7 @@ class GitHubBoard(Board):
         self._refused = set()  # type: set
         self._posted = set()  # type: set
         self._skipped = {}  # type: Dict[str, List[Dict[str, Any]]]
+        self._permissions = {}  # type: Dict[Tuple[str, str], str]
         # GET /notifications polling state, this instance only (no state file): Last-Modified,
         # the time X-Poll-Interval allows the next poll, and the threads of the last 200.
         self._last_modified = None  # type: Optional[str]
@@ -378,6 +380,7 @@ class GitHubBoard(Board):
                 commits.extend((item, c) for c in detail_into(item, node, self.base_branch))
                 if not item.unreadable:
                     self._older_comments(item, node, reading=True)
+                    self._reopen_permissions(item)
         self._follow_commits(commits, reading=True)
 
     def _follow_commits(self, pairs: List[Tuple[Item, str]], *, reading: bool) -> None:
@@ -454,6 +457,39 @@ class GitHubBoard(Board):
         if older:
             item.comments = sorted(older + item.comments, key=comment_time)
 
+    def _reopen_permissions(self, item: Item) -> None:
+        """Fill ``permission`` on the item's reopens by someone who is not the fleet (``PERMISSION``),
+        newest first, stopping at the first that counts: an older reopen is outranked by it anyway.
+        An account that is not a ``User`` (another app's bot) is never a collaborator: not asked."""
+        for event in sorted((e for e in item.events if e.kind == 'reopened'), key=lambda e: e.at, reverse=True):
+            if reopen_ignored(item, event) is None:
+                return
+            if not event.actor or event.actor_type not in ('User', ''):
+                continue
+            key = (item.repo, event.actor.lower())
+            if key not in self._permissions:
+                self._permissions[key] = self._permission(item.repo, event.actor)
+            event.permission = self._permissions[key]
+            if reopen_ignored(item, event) is None:
+                return
+
+    def _permission(self, repo: str, login: str) -> str:
+        """``RepositoryPermission`` of ``login`` on ``repo``, ``''`` when GitHub does not say (no
+        collaborator by that login, no access to the list, or any error: the reopen then does not count)."""
+        owner, _sep, name = repo.partition('/')
+        try:
+            data, _errors = self._graphql('Permission', {'owner': owner, 'name': name, 'login': login},
+                                          reading=False, partial=True)
+        except BoardError:
+            return ''
+        repository = data.get('repository') if isinstance(data.get('repository'), dict) else {}
+        conn = repository.get('collaborators') if isinstance(repository.get('collaborators'), dict) else {}
+        for edge in conn.get('edges') or []:
+            if isinstance(edge, dict) and isinstance(edge.get('permission'), str) \
+                    and login_of(edge.get('node')).lower() == login.lower():
+                return edge['permission']
+        return ''
+
     def get(self, number) -> Item:
         """One item in full: comments, events, blockers, artifacts and its status on this project."""
         try:
@@ -477,10 +513,16 @@ class GitHubBoard(Board):
             if project.get('number') == self.project and (self._project_id is None or project.get('id') == self._project_id):
                 value = node.get('fieldValueByName')
                 item.status = value.get('name') or '' if isinstance(value, dict) else ''
+                try:
+                    item.status_set_at = parse_time(value.get('updatedAt')) if isinstance(value, dict) else None
+                except (TypeError, ValueError):
+                    item.status_set_at = None
                 self._project_items[(item.repo, item.number)] = (node.get('id'), item.status)
                 break
+        provenance_into(item, issue)
         commits = detail_into(item, issue, self.base_branch)
         self._older_comments(item, issue, reading=False)
+        self._reopen_permissions(item)
         self._follow_commits([(item, c) for c in commits], reading=False)
         return item
 
@@ -734,7 +776,7 @@ class GitHubBoard(Board):
                              % (repo, num, error_text(201, data)))
         self._posted.add(str(data['id']))
         return Comment(id=str(data['id']), body=data.get('body') or '', created_at=parse_time(data.get('created_at')),
-                       author=login_of(data.get('user')))
+                       author=login_of(data.get('user')), author_type=type_of(data.get('user')))
 
     def set_state(self, number, state) -> bool:
         """Open or close the issue; closing a closed one is a no-op that returns False (D12)."""

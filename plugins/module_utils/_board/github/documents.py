@@ -44,7 +44,7 @@ RATE_LIMIT_FIELDS = 'rateLimit { cost remaining resetAt limit used nodeCount }'
 _STATUS_VALUE = '''
       fieldValueByName(name: $statusField) {
         __typename
-        ... on ProjectV2ItemFieldSingleSelectValue { name optionId }
+        ... on ProjectV2ItemFieldSingleSelectValue { name optionId updatedAt }
       }'''
 
 # The nested connections below each cost one request per parent issue whatever their size, so
@@ -58,7 +58,8 @@ _ISSUE_DETAIL_FRAGMENT = '''
 fragment IssueDetail on Issue {
   comments(last: 100) {
     pageInfo { hasPreviousPage startCursor }
-    nodes { id databaseId body createdAt author { login } authorAssociation }
+    nodes { id databaseId body createdAt author { __typename login } authorAssociation
+                lastEditedAt editor { __typename login } }
   }
   timelineItems(last: 100, itemTypes: [CLOSED_EVENT, REOPENED_EVENT]) {
     nodes {
@@ -72,7 +73,7 @@ fragment IssueDetail on Issue {
           ... on Commit { id oid }
         }
       }
-      ... on ReopenedEvent { createdAt actor { login } }
+      ... on ReopenedEvent { createdAt actor { __typename login } }
     }
   }
   closedByPullRequestsReferences(last: 100, includeClosedPrs: true) {
@@ -177,7 +178,8 @@ query MoreComments($id: ID!, $before: String) {
     ... on Issue {
       comments(last: 100, before: $before) {
         pageInfo { hasPreviousPage startCursor }
-        nodes { id databaseId body createdAt author { login } authorAssociation }
+        nodes { id databaseId body createdAt author { __typename login } authorAssociation
+                lastEditedAt editor { __typename login } }
       }
     }
   }
@@ -191,6 +193,7 @@ query Issue($owner: String!, $name: String!, $number: Int!, $statusField: String
   repository(owner: $owner, name: $name) {
     issue(number: $number) {
       id number title state body url createdAt updatedAt
+      author { __typename login } authorAssociation lastEditedAt editor { __typename login }
       repository { nameWithOwner }
       projectItems(first: 100) {
         nodes {
@@ -262,6 +265,22 @@ the artifact (D16 time attribution applies to it as to any other). One request p
 for issues a commit closed (a nested ``associatedPullRequests`` under the timeline would cost one
 request per timeline event of every issue in a Details batch)."""
 
+PERMISSION = '''
+query Permission($owner: String!, $name: String!, $login: String!) {
+  %s
+  repository(owner: $owner, name: $name) {
+    collaborators(login: $login, first: 1) { edges { permission node { login } } }
+  }
+}
+''' % RATE_LIMIT_FIELDS
+"""The permission on a repository of the account that reopened one of its issues (a reopen counts
+only from the fleet's identities or an account with write access: ``_core.dispatch.eligibility``).
+An event's actor carries no ``authorAssociation`` (comments do), and ``MEMBER`` there is
+organization membership, not write access: ``RepositoryCollaboratorEdge.permission`` is the one
+field that says it. Asked only for reopens by someone who is not the fleet, once per repository and
+login per board instance (1 point each); reading collaborators needs push access, which the fleet's
+token has. No answer, or an error, leaves the permission unknown and the reopen does not count."""
+
 DOCUMENTS = {
     'OwnerType': OWNER_TYPE,
     'BoardPage': BOARD_PAGE,
@@ -273,6 +292,7 @@ DOCUMENTS = {
     'SetStatus': SET_STATUS,
     'CommitPulls': COMMIT_PULLS,
     'Preflight': PREFLIGHT,
+    'Permission': PERMISSION,
 }
 """Every GraphQL document the board can send, by operation name. ``GitHubBoard._graphql`` refuses any
 other, so this dict *is* the list tests/unit/plugins/module_utils/_board/github/test_documents.py

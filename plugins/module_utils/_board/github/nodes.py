@@ -40,7 +40,16 @@ def split_ref(ref, default_repo: str = '') -> Tuple[str, int]:
 
 
 def login_of(obj) -> str:
-    return obj.get('login', '') if isinstance(obj, dict) else ''
+    login = obj.get('login', '') if isinstance(obj, dict) else ''
+    return login if isinstance(login, str) else ''
+
+
+def type_of(obj) -> str:
+    """An ``Actor``'s GraphQL typename (``User``, ``Bot``, ...) or REST ``type``; ``''`` when absent."""
+    if not isinstance(obj, dict):
+        return ''
+    kind = obj.get('__typename', obj.get('type'))
+    return kind if isinstance(kind, str) else ''
 
 
 def lower_text(value) -> str:
@@ -62,7 +71,28 @@ def comment_of(node: Dict[str, Any]) -> Comment:
                    body=node.get('body') or '',
                    created_at=parse_time(node.get('createdAt')),
                    author=login_of(node.get('author')),
-                   association=association if isinstance(association, str) else '')
+                   association=association if isinstance(association, str) else '',
+                   author_type=type_of(node.get('author')),
+                   edited_at=_edited_at(node),
+                   editor=login_of(node.get('editor')), editor_type=type_of(node.get('editor')))
+
+
+def _edited_at(node: Dict[str, Any]) -> Optional[_dt.datetime]:
+    try:
+        return parse_time(node.get('lastEditedAt'))
+    except (TypeError, ValueError):
+        return _EPOCH  # an edit time that does not parse is still an edit
+
+
+def provenance_into(item: Item, issue: Dict[str, Any]) -> None:
+    """The issue's author, standing and last edit (what the ``Issue`` document selects) into ``item``."""
+    item.author = login_of(issue.get('author'))
+    item.author_type = type_of(issue.get('author'))
+    association = issue.get('authorAssociation')
+    item.author_association = association if isinstance(association, str) else ''
+    item.edited_at = _edited_at(issue)
+    item.editor = login_of(issue.get('editor'))
+    item.editor_type = type_of(issue.get('editor'))
 
 
 def closing_branch_of(pr: Dict[str, Any], base_branch: str = '') -> Tuple[str, Optional[bool]]:
@@ -122,7 +152,7 @@ def detail_into(item: Item, issue: Dict[str, Any], base_branch: str = '') -> Lis
             at = parse_time(node.get('createdAt'))
             if kind is None or at is None:
                 continue
-            events.append(Event(kind=kind, at=at, actor=login_of(node.get('actor'))))
+            events.append(Event(kind=kind, at=at, actor=login_of(node.get('actor')), actor_type=type_of(node.get('actor'))))
             closer = node.get('closer')
             # D2: a ClosedEvent whose closer is a *merged* pull request is proof; a commit closer
             # is followed to its merged pull request by the caller (COMMIT_PULLS); a hand close

@@ -11,9 +11,11 @@ board decisions: the board (``board.py``) gives each failure its public name.
 from __future__ import annotations
 
 import datetime as _dt
+import ipaddress
 import json
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import urljoin, urlsplit
 
 from ..protocol import BoardUnreadable
 from ..._core.board.model import UTC, format_time
@@ -109,6 +111,45 @@ def cost_of(rate_limits: List[Dict[str, Any]]) -> Dict[str, Any]:
             'calls': len(rate_limits), 'by_document': by_document}
 
 
+# -- the token's origin: where the Authorization header may go ---------------------------------
+
+def origin(url: str) -> Optional[Tuple[str, str, int]]:
+    """``(scheme, host, port)`` of an absolute http(s) URL (RFC 6454's origin; the default port made
+    explicit, the host lower case), or None for anything else."""
+    try:
+        parts = urlsplit(str(url))
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ('http', 'https') or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port or (443 if scheme == 'https' else 80)
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address: plain http there never leaves the machine."""
+    if host == 'localhost':
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def token_origin(api_url: str) -> Tuple[str, str, int]:
+    """The one origin the token is sent to: the API URL's, over https -- or plain http to a loopback
+    address (the fake GitHub of the tests). Anything else raises ``BoardUnreadable``: a token sent in
+    the clear to another machine is read by every hop on the way."""
+    found = origin(api_url)
+    if found is None:
+        raise BoardUnreadable('the GitHub API URL %r is not an absolute http(s) URL' % (api_url,))
+    if found[0] != 'https' and not is_loopback(found[1]):
+        raise BoardUnreadable('the GitHub API URL %s is plain http to another machine: the token would travel in the '
+                              'clear; use https' % (api_url,))
+    return found
+
+
 # -- the transport: one place for HTTP, rate limits and the D5 type checks ----------------------
 
 class Transport(object):
@@ -117,6 +158,7 @@ class Transport(object):
     def __init__(self, api_url, token, session=None, sleep=None, clock=None,
                  max_wait=RATE_LIMIT_MAX_WAIT, retries=RATE_LIMIT_RETRIES, max_total=SECONDARY_MAX_TOTAL):
         self.api_url = api_url.rstrip('/')
+        self.origin = token_origin(self.api_url)
         self._token = token
         self._own_session = session is None
         if session is None:
@@ -188,6 +230,9 @@ class Transport(object):
         request verbatim (docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api
         #follow-redirects). ``requests`` itself would turn a redirected POST or PATCH into a GET."""
         for _hop in range(MAX_REDIRECTS + 1):
+            if origin(url) != self.origin:
+                # never reached through a redirect (refused below); a caller's URL of another origin
+                raise HttpFailure('%s %s: not the API\'s origin, so the token is not sent there' % (method, self._safe(url)))
             try:
                 resp = self.session.request(method, url, headers=dict(self._headers(), **(extra or {})), json=body,
                                             params=params, timeout=HTTP_TIMEOUT, allow_redirects=False)
@@ -197,8 +242,15 @@ class Transport(object):
             headers = dict((str(k).lower(), v) for k, v in (resp.headers or {}).items())
             location = headers.get('location')
             if status in (301, 302, 307, 308) and isinstance(location, str) and location:
-                if not location.startswith(('http://', 'https://')):
-                    location = self.api_url + location
+                location = urljoin(url, location)
+                if origin(location) != self.origin:
+                    # another host, port or scheme (https -> http too): the token goes to the API's own
+                    # origin only, so the redirect is refused rather than followed with it or without it
+                    where = origin(location)
+                    raise HttpFailure('%s %s: GitHub redirected to %s, another origin than %s://%s:%s; not followed, '
+                                      'the token is only sent to the API URL\'s own origin'
+                                      % (method, self._safe(url), '%s://%s:%s' % where if where else 'a URL that is not http(s)',
+                                         self.origin[0], self.origin[1], self.origin[2]))
                 url = location
                 self.redirects.append(self._safe(location))
                 continue
@@ -206,7 +258,10 @@ class Transport(object):
         raise HttpFailure('%s %s: more than %d redirects' % (method, self._safe(url), MAX_REDIRECTS))
 
     def _safe(self, url):
-        return url.replace(self.api_url, '') or '/'
+        if url.startswith(self.api_url):
+            return url[len(self.api_url):] or '/'
+        where = origin(url)
+        return '%s://%s:%s/...' % where if where else '(a URL that is not http(s))'
 
     @staticmethod
     def _parse(resp):

@@ -156,20 +156,49 @@ def kind_of(body: Any) -> Optional[str]:
     return KIND_OF_GLYPH.get(lead[0])
 
 
-def identity(login: Any) -> str:
-    """An author as compared for marker authority: lower case, no ``@``, no app ``[bot]`` suffix
-    (GraphQL names an app's comments ``fleet-app`` while ``viewer`` says ``fleet-app[bot]``)."""
+def identity(login: Any, kind: Any = '') -> str:
+    """An author as compared for marker authority: lower case, no ``@``, and an app's account
+    always with its ``[bot]`` suffix (GraphQL names an app's comments ``fleet-app`` with the type
+    ``Bot`` while ``viewer`` says ``fleet-app[bot]``). ``kind`` is the account type where the board
+    knows it (``Bot``, ``User``; ``''`` unknown): a ``User`` named ``fleet-app`` is not the app
+    ``fleet-app[bot]``, so the suffix is how the two are told apart."""
     text = str(login or '').strip().lstrip('@').lower()
-    return text[:-len('[bot]')] if text.endswith('[bot]') else text
+    if str(kind or '') == 'Bot' and text and not text.endswith('[bot]'):
+        text += '[bot]'
+    return text
 
 
-def is_marker_author(author: Any, authors: Any) -> bool:
-    """Whether ``author`` is one of the fleet's identities ``authors``; ``None`` means the caller
-    built the item by hand and enforces nothing. An empty author is never one."""
+def is_marker_author(author: Any, authors: Any, kind: Any = '') -> bool:
+    """Whether ``author`` (of account type ``kind``, where known) is one of the fleet's identities
+    ``authors``; ``None`` means the caller built the item by hand and enforces nothing. An empty
+    author is never one. An identity is named as the API names the account: an app as
+    ``slug[bot]`` (what ``viewer { login }`` answers for it), a person or machine user by login."""
     if authors is None:
         return True
-    who = identity(author)
+    who = identity(author, kind)
     return bool(who) and who in set(identity(a) for a in authors)
+
+
+def not_marker_author(comment: Any, authors: Any) -> Optional[str]:
+    """Why a comment cannot be a marker by its authorship, or None when it can (``authors`` None:
+    an item built by hand, nothing enforced).
+
+    Its author must be one of the fleet's identities (with the account type, ``identity``), and a
+    comment edited since (``edited_at``) must have been edited by one of them too: GitHub lets a
+    repository's maintainers edit anyone's comment, so an edited marker carries the editor's text
+    under the fleet's name, and it is a human comment from then on. An edit by an account the board
+    could not name (``editor`` empty: a deleted account) is not the fleet's.
+    """
+    if authors is None:
+        return None
+    author = _get(comment, 'author', '')
+    if not is_marker_author(author, authors, kind=_get(comment, 'author_type', '')):
+        return '%s is not one of the fleet\'s identities' % (str(author or '') or 'an unknown account')
+    if _get(comment, 'edited_at', None) is not None:
+        editor = _get(comment, 'editor', '')
+        if not is_marker_author(editor, authors, kind=_get(comment, 'editor_type', '')):
+            return 'edited by %s, not one of the fleet\'s identities' % (str(editor or '') or 'an unknown account')
+    return None
 
 
 def parse_marker(body: Any, at: Any = None, comment_id: str = '') -> Optional[Marker]:
@@ -227,7 +256,7 @@ def markers_of(item: Any) -> List[Marker]:
     found = []
     authors = _get(item, 'marker_authors', None)
     for index, comment in enumerate(_get(item, 'comments', None) or ()):
-        if not is_marker_author(_get(comment, 'author', ''), authors):
+        if not_marker_author(comment, authors) is not None:
             continue
         marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
         if marker is not None:
@@ -238,17 +267,19 @@ def markers_of(item: Any) -> List[Marker]:
 
 
 def human_markers(item: Any) -> List[Dict[str, Any]]:
-    """The glyph-led comments that are NOT markers because their author is not one of the fleet's
-    identities: ``{'id', 'author', 'kind', 'at'}`` each, oldest first (``status`` shows them)."""
+    """The glyph-led comments that are NOT markers because their author, or their last editor, is not
+    one of the fleet's identities (``not_marker_author``): ``{'id', 'author', 'kind', 'at', 'why'}``
+    each, oldest first (``status`` shows them)."""
     authors = _get(item, 'marker_authors', None)
     out = []
     for comment in _get(item, 'comments', None) or ():
         author = _get(comment, 'author', '')
         kind = kind_of(_get(comment, 'body', ''))
-        if kind is not None and not is_marker_author(author, authors):
+        why = not_marker_author(comment, authors) if kind is not None else None
+        if why is not None:
             at = _get(comment, 'created_at')
             out.append({'id': str(_get(comment, 'id', '') or ''), 'author': str(author or ''), 'kind': kind,
-                        'at': at if isinstance(at, str) or at is None else format_time(at)})
+                        'at': at if isinstance(at, str) or at is None else format_time(at), 'why': why})
     return out
 
 
@@ -259,5 +290,5 @@ def last_marker(item: Any) -> Optional[Marker]:
 
 
 __all__ = ['KINDS', 'GLYPHS', 'KIND_OF_GLYPH', 'TERMINAL', 'ITEM_FINAL', 'Marker', 'format_marker', 'parse_marker',
-           'kind_of', 'identity', 'is_marker_author', 'markers_of', 'human_markers', 'last_marker', 'dump_fields',
+           'kind_of', 'identity', 'is_marker_author', 'not_marker_author', 'markers_of', 'human_markers', 'last_marker', 'dump_fields',
            'format_time']

@@ -13,9 +13,9 @@ at-least-once, because the boundary is the start marker *before* the run now ask
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
-from .markers import identity, parse_marker
+from .markers import identity, is_marker_author, parse_marker
 
 TRUSTED_ASSOCIATIONS = frozenset(('OWNER', 'MEMBER', 'COLLABORATOR'))
 """GitHub's ``authorAssociation`` values of people with a standing in the repository: its owner,
@@ -73,7 +73,7 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
     ordered = sorted((c for c in comments or () if _get(c, 'created_at') is not None), key=lambda c: _get(c, 'created_at'))
     starts = []
     for comment in ordered:
-        author = identity(_get(comment, 'author', ''))
+        author = identity(_get(comment, 'author', ''), _get(comment, 'author_type', ''))
         marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
         if marker is not None and marker.kind == 'start' and (not writers or author in writers):
             starts.append(comment)
@@ -89,7 +89,7 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
             continue
         if upto is not None and at > upto:
             continue
-        author = identity(_get(comment, 'author', ''))
+        author = identity(_get(comment, 'author', ''), _get(comment, 'author_type', ''))
         if me and author == identity(me):
             continue
         if parse_marker(_get(comment, 'body', ''), at=at) is not None:
@@ -105,4 +105,42 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
     return found
 
 
-__all__ = ['TRUSTED_ASSOCIATIONS', 'handles_of', 'mentions_handle', 'unseen_mentions']
+def provenance(item: Any) -> Dict[str, Any]:
+    """Who wrote the item's title and text, and whether an untrusted account edited them after review.
+
+    ``author_trusted``: the author's ``authorAssociation`` is in ``TRUSTED_ASSOCIATIONS`` (the rule
+    mentions use) or the author is one of the fleet's identities; ``None`` when the board does not
+    say who wrote it (the ledger: only a holder of its DSN writes an item). ``untrusted_edit``: the
+    text was edited (``edited_at``) after the status was last set (``status_set_at``, the review
+    that made the item ready; unknown counts as after) by an editor who is neither one of the fleet's
+    identities, nor someone other than the author (editing another account's issue needs write
+    access on GitHub), nor a trusted author: the stranger who opened the item rewrote it after a
+    maintainer made it ready, so the text the agent gets is one nobody reviewed.
+    """
+    authors = _get(item, 'marker_authors', None) or []
+    author = str(_get(item, 'author', '') or '')
+    author_type = str(_get(item, 'author_type', '') or '')
+    association = str(_get(item, 'author_association', '') or '').upper()
+    if not author and not association:
+        trusted = None
+    else:
+        trusted = association in TRUSTED_ASSOCIATIONS or (bool(author) and is_marker_author(author, authors, author_type))
+    edited = _get(item, 'edited_at', None)
+    editor = str(_get(item, 'editor', '') or '')
+    editor_type = str(_get(item, 'editor_type', '') or '')
+    reviewed = _get(item, 'status_set_at', None)
+    untrusted_edit = False
+    if edited is not None and (reviewed is None or edited > reviewed):
+        if not editor:
+            untrusted_edit = True                   # a deleted account: nobody vouches for it
+        elif is_marker_author(editor, authors, editor_type):
+            untrusted_edit = False
+        elif identity(editor, editor_type) != identity(author, author_type):
+            untrusted_edit = False                  # another account's issue: only a writer may edit it
+        else:
+            untrusted_edit = trusted is not True
+    return {'author': author, 'author_association': association, 'author_trusted': trusted,
+            'editor': editor, 'edited_at': edited, 'status_set_at': reviewed, 'untrusted_edit': untrusted_edit}
+
+
+__all__ = ['TRUSTED_ASSOCIATIONS', 'handles_of', 'mentions_handle', 'provenance', 'unseen_mentions']

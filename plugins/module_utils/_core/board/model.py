@@ -74,6 +74,15 @@ class Comment:
     association: str = ''
     """The author's standing in the repository where the board knows it (GitHub's
     ``authorAssociation``: OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...); ``''`` otherwise."""
+    author_type: str = ''
+    """What kind of account the author is where the board knows it (GitHub's ``Actor`` typename:
+    ``User``, ``Bot``, ...): a ``User`` named like the fleet's app is not the app; ``''`` otherwise."""
+    edited_at: Optional[_dt.datetime] = None
+    """When the body was last edited (GitHub's ``lastEditedAt``), None when never or not known."""
+    editor: str = ''
+    editor_type: str = ''
+    """Who last edited the body, and the account type (GitHub's ``editor``): a marker edited by
+    anyone but the fleet's identities is no longer a marker."""
 
 
 @dataclass
@@ -83,6 +92,14 @@ class Event:
     kind: str
     at: _dt.datetime
     actor: str = ''
+    actor_type: str = ''
+    """What kind of account the actor is where the board knows it (GitHub's ``Actor`` typename:
+    ``User``, ``Bot``, ...); ``''`` otherwise."""
+    permission: str = ''
+    """The actor's permission on the item's repository where the board read it (GitHub's
+    ``RepositoryPermission``: ADMIN, MAINTAIN, WRITE, TRIAGE, READ; the ledger: WRITE, since only a
+    holder of its DSN writes an event); ``''`` when not known. A reopen counts only from the fleet's
+    identities or an actor with write access (``_core.dispatch.eligibility.reopen_ignored``)."""
 
 
 @dataclass
@@ -149,6 +166,18 @@ class Item:
     """The ledger's session rows of this item (seed 003; ``_store/sessions.py`` columns), set by a board
     that shares its store with the sessions; ``None``: not known (a ``handoff`` marker then holds the
     item until a later marker or a reopen, ``_core/dispatch/eligibility.py``)."""
+    author: str = ''
+    author_type: str = ''
+    author_association: str = ''
+    """Who opened the item and their standing, where the board knows it (GitHub: the issue's ``author``
+    and ``authorAssociation``, read by ``get``); ``''`` otherwise."""
+    edited_at: Optional[_dt.datetime] = None
+    editor: str = ''
+    editor_type: str = ''
+    """When the title or text was last edited and by whom (GitHub's ``lastEditedAt`` and ``editor``)."""
+    status_set_at: Optional[_dt.datetime] = None
+    """When the status field was last set (GitHub: the field value's ``updatedAt``): the review that
+    made the item ready. An edit after it was not reviewed (``_core.board.mentions.provenance``)."""
     unreadable: str = ''
     """Why part of this item could not be read (the board's own words), ``''`` when it was read whole:
     such an item is shown, never dispatched (eligibility reason ``unreadable``)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
 from ..chains.chain import item_chain
-from ..board.markers import Marker, markers_of
+from ..board.markers import Marker, is_marker_author, markers_of
 from ..board.model import parse_time
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
@@ -92,11 +92,56 @@ def _time(value: Any) -> Optional[_dt.datetime]:
         return None
 
 
+WRITE_PERMISSIONS = frozenset(('ADMIN', 'MAINTAIN', 'WRITE'))
+"""The repository permissions (GitHub's ``RepositoryPermission``) whose holder's reopen grants a fresh
+attempt budget. ``TRIAGE`` may reopen an issue on GitHub but may not merge or push, and an issue's
+author may reopen an issue they closed themselves: neither is the maintainer's act the cap waits for."""
+
+
+def reopen_ignored(item: Any, event: Any) -> Optional[str]:
+    """Why a ``reopened`` event of ``item`` does not count, or None when it does.
+
+    A reopen resets the attempt count and outranks the last marker, so it is authority like a
+    marker's: it counts when its actor is one of the item's ``marker_authors`` (the fleet's
+    identities, compared with the account type as markers are) or holds write access to the
+    repository (``Event.permission`` in ``WRITE_PERMISSIONS``, as the board read it). Anyone else's
+    reopen -- a passer-by who reopened an issue they opened, a triager -- is shown, never obeyed. An
+    item built by hand (``marker_authors`` None) enforces nothing, as for markers.
+    """
+    authors = _get(item, 'marker_authors', None)
+    if authors is None:
+        return None
+    actor = str(_get(event, 'actor', '') or '')
+    if actor and is_marker_author(actor, authors, kind=_get(event, 'actor_type', '') or ''):
+        return None
+    permission = str(_get(event, 'permission', '') or '').upper()
+    if permission in WRITE_PERMISSIONS:
+        return None
+    who = actor or 'an unknown account'
+    if not permission:
+        return '%s is not one of the fleet\'s identities and the board could not tell its permission on the repository' % who
+    return '%s is not one of the fleet\'s identities and has %s permission, not write access' % (who, permission.lower())
+
+
+def _reopens(item: Any) -> List[Tuple[Any, Optional[_dt.datetime], Optional[str]]]:
+    return [(ev, _time(_get(ev, 'at')), reopen_ignored(item, ev)) for ev in (_get(item, 'events') or ())
+            if str(_get(ev, 'kind', '')).lower() == 'reopened']
+
+
 def last_reopen(item: Any) -> Optional[_dt.datetime]:
-    """The time of the item's last ``reopened`` event, or None."""
-    times = [_time(_get(ev, 'at')) for ev in (_get(item, 'events') or ()) if str(_get(ev, 'kind', '')).lower() == 'reopened']
-    times = [t for t in times if t is not None]
+    """The time of the item's last ``reopened`` event that counts (``reopen_ignored``), or None."""
+    times = [t for _ev, t, why in _reopens(item) if t is not None and why is None]
     return max(times) if times else None
+
+
+def ignored_reopens(item: Any) -> List[dict]:
+    """The reopens that do not count, oldest first: ``{'actor', 'at', 'why'}`` each (status and
+    explain show them, as they show glyph-led comments that are not markers)."""
+    out = []
+    for event, at, why in _reopens(item):
+        if why is not None:
+            out.append({'actor': str(_get(event, 'actor', '') or ''), 'at': at, 'why': why})
+    return out
 
 
 def open_blockers(item: Any) -> List[int]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from .eligibility import UNCOUNTED_ENDINGS, evaluate, last_reopen
-from ..board.markers import TERMINAL, parse_marker
+from .eligibility import UNCOUNTED_ENDINGS, evaluate, ignored_reopens, last_reopen
+from ..board.markers import TERMINAL, not_marker_author, parse_marker
 from ..board.model import format_time, parse_time, to_jsonable
 from .plan import place
 
@@ -25,9 +25,13 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def _markers_with_authors(item) -> List[Dict[str, Any]]:
-    """Every marker in time order (the order ``markers_of`` uses), with the comment's author."""
+    """Every marker in time order (the order ``markers_of`` uses), with the comment's author; a
+    glyph-led comment that is not a marker (``not_marker_author``) is not one here either."""
     found = []
+    authors = _get(item, 'marker_authors', None)
     for index, comment in enumerate(_get(item, 'comments', None) or ()):
+        if not_marker_author(comment, authors) is not None:
+            continue
         marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
         if marker is not None:
             found.append((index, marker, str(_get(comment, 'author', '') or '')))
@@ -164,6 +168,7 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         'state': _get(item, 'state', ''), 'status': _get(item, 'status', ''),
         'eligible': bool(verdict.eligible), 'reason': verdict.reason,
         'holds': holds, 'reopened': bool(verdict.reopened), 'reopened_at': format_time(reopen_at), 'note': holds_note,
+        'ignored_reopens': [dict(r, at=format_time(r['at'])) for r in ignored_reopens(item)],
         'markers': [dict(m, at=format_time(m['at'])) for m in markers],
         'attempts': verdict.attempts, 'max_attempts': max_attempts,
         'starts': _starts(markers, reopen_at, frozenset(uncounted or ())),
@@ -183,6 +188,8 @@ def explain_lines(ex: Dict[str, Any]) -> List[str]:
     lines.extend('  %s: %s' % (h['reason'], h['why']) for h in ex['holds'])
     if ex['note']:
         lines.append('  note: ' + ex['note'])
+    lines.extend('  reopen at %s by %s ignored: %s' % (r['at'], r['actor'] or 'unknown', r['why'])
+                 for r in ex.get('ignored_reopens') or ())
     lines.append('markers (%d, in order):' % len(ex['markers']))
     lines.extend('  %s %s by %s' % (m['at'], m['kind'], m['author'] or 'unknown') for m in ex['markers'])
     lines.append('attempts: %s of %s' % (ex['attempts'], ex['max_attempts']))

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 from .announce import capacity_deaths
 from ..outcome.capacity import share_by_account
 from ..board.cost import run_cost
-from .eligibility import evaluate, run_durations
+from .eligibility import evaluate, ignored_reopens, run_durations
 from ..board.markers import human_markers, markers_of
 from ..board.model import format_time, to_jsonable
 from ..board.naming import lease_name, oldest_wins, unit_name
@@ -64,6 +64,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'artifacts': to_jsonable(item.artifacts),
             'run_cost': run_cost(markers_of(item)),
             'human_markers': human_markers(item),
+            'ignored_reopens': [dict(r, at=format_time(r['at'])) for r in ignored_reopens(item)],
             'chain': getattr(verdict, 'chain', None),   # after a handoff marker: its chain's last hop (seed 003)
             'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.dispatch.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',

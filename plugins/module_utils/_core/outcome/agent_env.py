@@ -6,10 +6,13 @@
 Pure: no I/O. The runner's environment comes from the unit's EnvironmentFile (the master's
 credentials, D18) and holds the board token and the ledger DSN; an agent given all of it could
 write any marker as the fleet or read the whole ledger (``agent_command: ["/usr/bin/env"]`` showed
-them in the capture). So the agent gets only ``ALLOWED`` names (``PATH``, ``HOME``, the locale...),
-the ``FLEET_*`` non-secrets, and the launch's own non-secret ``setenv`` names (``AGENT_SETENV``);
-never a name in ``BOARD_SECRET_ENV`` nor a value carrying a board secret (a copy under another
-name). The agent's own settings and credentials (the agent credentials file) are laid on top.
+them in the capture). So the agent gets only ``ALLOWED`` names (``PATH``, ``HOME``, the locale...)
+and the launch's own non-secret ``setenv`` names (``AGENT_SETENV``); never a ``FLEET_*`` name of the
+runner's environment (``credentials.env`` is the fleet's namespace: a webhook or SMTP secret named
+``FLEET_...`` lives there too), never a name in ``BOARD_SECRET_ENV`` nor a value carrying a board
+secret (a copy under another name). The agent's own settings and credentials (the agent credentials
+file, ``worker_agent_credentials``) and the run's own ``FLEET_*`` facts (``FLEET_ITEM``...,
+set by the runner) are laid on top.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ BOARD_SECRET_ENV = ('FLEET_BOARD_DSN', 'FLEET_LEDGER_DSN', 'FLEET_GITHUB_TOKEN',
 ALLOWED = ('PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ', 'TERM', 'TMPDIR', 'XDG_RUNTIME_DIR',
            'XDG_CONFIG_HOME', 'XDG_CACHE_HOME', 'XDG_DATA_HOME', 'XDG_STATE_HOME', 'INVOCATION_ID', 'JOURNAL_STREAM',
            'PYTHONPATH', 'PYTHONDONTWRITEBYTECODE')
-"""The names of the runner's environment the agent inherits (plus ``LC_*``, ``FLEET_*`` and ``AGENT_SETENV``'s).
+"""The names of the runner's environment the agent inherits (plus ``LC_*`` and ``AGENT_SETENV``'s; never ``FLEET_*``).
 ``PYTHONPATH`` is passed on when the unit sets one (the runner's wrapper sets none: it runs Python
 isolated), so a Python agent or tool run by the fleet keeps importing what it imported before the list."""
 
@@ -49,8 +52,8 @@ _MIN_SECRET = 6  # a guess: shorter values are not matched by value (they would 
 
 def agent_environment(environ: Mapping[str, str], *, secrets: Iterable[Any] = (), agent_env: Mapping[str, str] = None,
                       credentials: Mapping[str, str] = None, fleet: Mapping[str, str] = None) -> Dict[str, str]:
-    """The agent's environment: the allowed names of ``environ`` (``ALLOWED``, ``LC_*``, ``FLEET_*``, the names
-    in ``AGENT_SETENV``) without ``BOARD_SECRET_ENV`` and without any variable whose
+    """The agent's environment: the allowed names of ``environ`` (``ALLOWED``, ``LC_*``, the names in
+    ``AGENT_SETENV``) without any ``FLEET_*`` name, without ``BOARD_SECRET_ENV`` and without any variable whose
     value contains one of ``secrets`` (the board token, the DSN and its password), then ``agent_env``
     (the worker's non-secret settings), ``credentials`` (the agent credentials file: the agent's own
     API key or merge identity, D18) and ``fleet`` (``FLEET_ITEM``...). A name in ``credentials`` or
@@ -61,7 +64,7 @@ def agent_environment(environ: Mapping[str, str], *, secrets: Iterable[Any] = ()
     passed = set(n.strip() for n in str(environ.get(AGENT_SETENV, '')).split(',') if n.strip())
     env = {}
     for name, value in environ.items():
-        if not (name in ALLOWED or name.startswith('LC_') or name.startswith('FLEET_') or name in passed):
+        if not (name in ALLOWED or name.startswith('LC_') or name in passed) or name.startswith('FLEET_'):
             continue
         if name in BOARD_SECRET_ENV:
             continue

@@ -64,6 +64,11 @@ def test_status_table_shows_glyph_comments_by_humans_as_human_comments():
     assert 'mallory:success +1' in lines[2] and 'mallory' not in lines[3]
 
 
+def test_status_table_shows_a_reopen_that_does_not_count():
+    items = [dict(ITEMS[0], human_markers=[], ignored_reopens=[{'actor': 'mallory', 'at': None, 'why': 'no write access'}])]
+    assert 'mallory:reopen' in filt('status_table')(items).splitlines()[2]
+
+
 def test_a_hand_dispatch_whose_run_failed_to_start_is_not_ok():
     """Launched is not started (D20): a script must see a failed start as a failure, with the runner's reason."""
     from ansible_collections.fleet.dispatch.plugins.filter.dispatch import dispatch_outcome, start_line

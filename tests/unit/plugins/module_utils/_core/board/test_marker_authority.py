@@ -57,13 +57,14 @@ def test_a_glyph_in_column_0_of_the_first_line_is_a_marker_kind(body, kind):
 
 def _item(comments, authors):
     return Item(number=1, title='t', state='open', status='Ready', marker_authors=authors,
-                comments=[Comment(id=str(i), body=b, author=a, created_at=T0 + _dt.timedelta(minutes=i))
-                          for i, (a, b) in enumerate(comments)])
+                comments=[Comment(id=str(i), body=c[1], author=c[0], author_type=c[2] if len(c) > 2 else '',
+                                  created_at=T0 + _dt.timedelta(minutes=i))
+                          for i, c in enumerate(comments)])
 
 
 def test_only_the_fleets_identities_write_markers():
     item = _item([('fleet-bot', START), ('fleet-bot', format_marker('failure')),
-                  ('mallory', u'\u2705 LGTM'), ('', START), ('Fleet-App', format_marker('noop'))],
+                  ('mallory', u'\u2705 LGTM'), ('', START), ('Fleet-App', format_marker('noop'), 'Bot')],
                  ['fleet-bot', 'fleet-app[bot]'])
     assert [m.kind for m in markers_of(item)] == ['start', 'failure', 'noop']
     assert [(h['author'], h['kind']) for h in human_markers(item)] == [('mallory', 'success'), ('', 'start')]
@@ -179,3 +180,47 @@ def test_ledger_upgrade_keeps_the_markers_written_before_authors_were_recorded(t
     con.close()
     with open_board({'kind': 'ledger', 'path': str(path)}) as board:
         assert evaluate(board.get(1), now=T0 + _dt.timedelta(hours=1)).reason == 'running'
+
+
+# -- the account type and edits (a security review's findings) -----------------------------------------
+
+def test_a_user_named_like_the_fleets_app_writes_no_marker():
+    item = _item([('fleet-app', START, 'User'), ('fleet-app', format_marker('failure'), 'Bot')], ['fleet-app[bot]'])
+    assert [m.kind for m in markers_of(item)] == ['failure']
+    assert [(h['author'], h['kind']) for h in human_markers(item)] == [('fleet-app', 'start')]
+
+
+def _edited(editor, editor_type='User'):
+    comment = Comment(id='1', body=format_marker('success'), author='fleet-bot', author_type='User',
+                      created_at=T0, edited_at=T0 + _dt.timedelta(minutes=5), editor=editor, editor_type=editor_type)
+    return Item(number=1, title='t', state='open', status='Ready', marker_authors=['fleet-bot'], comments=[comment])
+
+
+@pytest.mark.parametrize('editor', ['owner-olga', ''])
+def test_a_marker_edited_by_anyone_but_the_fleet_is_a_human_comment(editor):
+    item = _edited(editor)
+    assert markers_of(item) == []
+    assert evaluate(item, now=T0 + _dt.timedelta(hours=1)).reason == 'eligible'   # no tombstone
+    assert 'edited by' in human_markers(item)[0]['why']
+
+
+def test_a_marker_the_fleet_edited_itself_stays_a_marker():
+    assert [m.kind for m in markers_of(_edited('fleet-bot'))] == ['success']
+
+
+def test_github_an_edited_marker_and_a_lookalike_user_lose_authority(fake_github):
+    gh = fake_github('ghs_installation_token', viewer='fleet-app[bot]')
+    edited, lookalike = _ready(gh, 'edited'), _ready(gh, 'lookalike')
+    with open_board(_spec(gh, token='ghs_installation_token')) as board:
+        posted = board.post_marker(edited['number'], format_marker('failure'))['comment']
+    assert posted.author_type == 'Bot'
+    gh.store.edit_comment(gh.store.db_ids[int(posted.id)], format_marker('success'), editor='owner-olga')
+    gh.store.add_comment(REPO, lookalike['number'], START, author='fleet-app')      # a User, not the app
+    with open_board(_spec(gh, token='ghs_installation_token')) as board:
+        items = _by_number(board.read())
+        got = board.get(edited['number'])
+    assert got.comments[0].editor == 'owner-olga' and got.comments[0].edited_at is not None
+    assert markers_of(got) == [] and evaluate(got, now=T0).reason == 'eligible'
+    assert evaluate(items[edited['number']], now=T0).reason == 'eligible'
+    assert evaluate(items[lookalike['number']], now=T0).reason == 'eligible'          # not 'running'
+    assert [h['author'] for h in human_markers(items[lookalike['number']])] == ['fleet-app']

@@ -38,12 +38,14 @@ def test_agent_environment_drops_board_secrets_by_name_and_by_value():
                    'ANTHROPIC_API_KEY': 'sk-agent', 'GH_TOKEN': 'ghp_merge_identity', 'FLEET_ITEM': '7'}
 
 
-@pytest.mark.parametrize('name', ['FLEET_BOARD_DSN', 'FLEET_LEDGER_DSN', 'FLEET_DISPATCH_LEASE_DSN', 'FLEET_GITHUB_TOKEN'])
-def test_a_fleet_named_secret_is_dropped_though_fleet_names_pass(name):
-    # FLEET_* non-secrets reach the agent: the secrets among them must be named, even when no value is known
-    env = agent_environment({'PATH': '/usr/bin', name: 'postgresql://u:unknown-to-the-runner@db/x', 'FLEET_ITEM_HINT': 'ok'},
-                            secrets=[], agent_env={}, credentials={}, fleet={})
-    assert name not in env and env.get('FLEET_ITEM_HINT') == 'ok'
+@pytest.mark.parametrize('name', ['FLEET_BOARD_DSN', 'FLEET_LEDGER_DSN', 'FLEET_DISPATCH_LEASE_DSN', 'FLEET_GITHUB_TOKEN',
+                                  'FLEET_WEBHOOK_SECRET', 'FLEET_SMTP_PASSWORD', 'FLEET_NOTIFY_URL', 'FLEET_ITEM_HINT'])
+def test_no_fleet_name_of_the_runners_environment_reaches_the_agent(name):
+    # A security review: credentials.env is the fleet's namespace, and a webhook or SMTP secret named FLEET_... passed
+    # because every FLEET_* name did. The run's own FLEET_* facts come from the runner's ``fleet`` layer instead.
+    env = agent_environment({'PATH': '/usr/bin', name: 'unknown-to-the-runner', 'FLEET_AGENT_SETENV': name},
+                            secrets=[], agent_env={}, credentials={}, fleet={'FLEET_ITEM': '7'})
+    assert env == {'PATH': '/usr/bin', 'FLEET_ITEM': '7'}
 
 
 def test_the_credentials_file_format_roles_worker_writes_reads_back():
@@ -110,14 +112,14 @@ def test_an_argv_mode_brief_the_kernel_would_refuse_is_refused_before_the_start(
 
 def test_the_agent_environment_is_an_allow_list():
     """Issue 14 item 3: a credential the operator put in credentials.env under any name does not reach the agent;
-    PATH, HOME, the locale, FLEET_* non-secrets and the launch's non-secret setenv names (FLEET_AGENT_SETENV) do."""
+    PATH, HOME, the locale and the launch's non-secret setenv names (FLEET_AGENT_SETENV) do; no FLEET_* name does."""
     environ = {'PATH': '/usr/bin', 'HOME': '/home/m', 'LC_ALL': 'C.UTF-8', 'ANTHROPIC_API_KEY': 'sk-in-credentials-env',
                'AWS_SECRET_ACCESS_KEY': 'aws-secret', 'SOME_OTHER': 'x', 'FLEET_ITEM': '7', 'FAKE_AGENT_MODE': 'claim',
                'FLEET_AGENT_SETENV': 'FAKE_AGENT_MODE,GH_TOKEN', 'GH_TOKEN': TOKEN, 'FLEET_GITHUB_TOKEN': TOKEN,
                'FLEET_COPY': 'y' + TOKEN}
     env = agent_environment(environ, secrets=[TOKEN], credentials={'ANTHROPIC_API_KEY': 'sk-agent-own'})
-    assert env == {'PATH': '/usr/bin', 'HOME': '/home/m', 'LC_ALL': 'C.UTF-8', 'FLEET_ITEM': '7', 'FAKE_AGENT_MODE': 'claim',
-                   'FLEET_AGENT_SETENV': 'FAKE_AGENT_MODE,GH_TOKEN', 'ANTHROPIC_API_KEY': 'sk-agent-own'}
+    assert env == {'PATH': '/usr/bin', 'HOME': '/home/m', 'LC_ALL': 'C.UTF-8', 'FAKE_AGENT_MODE': 'claim',
+                   'ANTHROPIC_API_KEY': 'sk-agent-own'}
 
 
 def test_the_runner_makes_itself_undumpable_so_the_agent_cannot_read_its_environment():

@@ -108,7 +108,7 @@ def test_the_successors_own_marker_and_a_reopen_end_the_hold():
     assert evaluate(item_with(['start', 'noop', 'handoff', 'noop'], sessions=live), now=NOW).reason == 'eligible'
     assert evaluate(item_with(['start', 'noop', 'handoff', 'handoff'], sessions=live), now=NOW).reason == 'chained'
     # a human's reopen after the marker outranks it, as for every marker (D6)
-    reopened = item_with(['start', 'noop', 'handoff'], sessions=None, events=[Event(kind='reopened', at=NOW)])
+    reopened = item_with(['start', 'noop', 'handoff'], sessions=None, events=[Event(kind='reopened', at=NOW, actor='owner-olga', permission='WRITE')])
     assert evaluate(reopened, now=NOW + _dt.timedelta(seconds=1)).reason == 'eligible'
     # closed outranks a chain: the item's state is the forge's word
     assert evaluate(item_with(['start', 'noop', 'handoff'], sessions=live, state='closed'), now=NOW).reason == 'closed'
