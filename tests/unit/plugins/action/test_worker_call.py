@@ -71,7 +71,7 @@ def test_the_runner_call_carries_validated_options_on_stdin_and_its_answer_is_th
                            "ansible_collections.fleet.dispatch.plugins.module_utils._runner.worker_call" % BOOTSTRAP)
     assert call['sudoable'] is True
     assert call['request']['call'] == 'probe' and call['request']['digest'] == worker_call.controller_digest()
-    assert call['request']['params'] == {'masters': ['a', 'b'], 'capacity': True, 'now': None, 'runner_dir': '/opt/run ner'}
+    assert call['request']['params'] == {'masters': ['a', 'b'], 'capacity': True, 'now': None, 'controller_time': None, 'runner_dir': '/opt/run ner'}
     assert call['request']['check'] is False
     assert out['call_path'] == 'runner' and out['masters'] == [{'master': 'a'}]
     action._execute_module.assert_not_called()
