@@ -8,7 +8,7 @@ its options, turns Ansible's registered loop results into the plain answer recor
 reads (``answers``), calls the step, and says every refusal on **stderr** as an Ansible warning:
 a refusal writes nothing to the board, it is logged.
 
-``stage=decide`` is play 3 of the guarded path in ONE call (issue 13): the per-worker probe answers
+``stage=decide`` is play 3 of the guarded path in ONE call: the per-worker probe answers
 become one answer per master (``_core.dispatch.fanout.probe_answers``), then the probe, place and batch steps
 run in sequence exactly as their own stages do, and each worker with work gets its launch list
 (``_core.dispatch.fanout.launch_work``). One task instead of six forked task runs inside the lease; the same
@@ -65,7 +65,7 @@ ARGUMENT_SPEC = dict(
     launched=dict(type='list', elements='dict', default=[]),
     starts=dict(type='list', elements='dict', default=[]),
     wait=dict(type='float', default=0),
-    # stage=decide (issue 13): probe + place + batch + the launch lists in one call
+    # stage=decide: probe + place + batch + the launch lists in one call
     worker_probes=dict(type='dict', default={}),
     probe_now=dict(type='bool', default=True),
     clones=dict(type='dict', default={}),
@@ -122,14 +122,14 @@ class ActionModule(ActionBase):
         if args['stage'] == 'decide':
             outs, out = decide(args)
         elif args['stage'] == 'lease':
-            # the leases are held from here: stamped before the answers are read (issue 13)
+            # the leases are held from here: stamped before the answers are read
             timing = dict(args['timing'] or {}, leased=time.time())
             out = step('lease', args)
             out.update(probe_workers(args['masters'], out['admitted'], always=args['probe_always']))
             out['timing'] = timing
             outs = [out]
         elif args['stage'] == 'report' and args['worker_launches'] is not None:
-            # the launch answered: stamped before the answers are read (issue 13)
+            # the launch answered: stamped before the answers are read
             timing = dict(args['timing'] or {}, launched=time.time())
             out = step('report', dict(args, launches=launch_answers(args['batches'], args['worker_launches'])))
             out['timing'] = timing
@@ -171,7 +171,7 @@ def step(stage, args):
     elif stage == 'batch':
         made = None if args['workspaces'] is None else answers(args['workspaces'])
         out = batches(cands, made, command=args['command'], setenv=args['setenv'], owner=args['owner'])
-        for name in secret_looking(args['setenv'] or {}):   # issue 14: named, never its value
+        for name in secret_looking(args['setenv'] or {}):   # named, never its value
             out['warnings'].append('setenv %s looks like a secret: its value is in this step\'s batches (and plan.json), '
                                    'the launch and the worker\'s journal unmasked; secrets belong in the credentials file' % name)
     elif stage == 'confirm':

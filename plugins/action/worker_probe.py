@@ -2,7 +2,7 @@
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``fleet.dispatch.worker_probe``: the module, or the same call from the worker's installed runner code
-when that code is this collection's (``runner_dir``; plugins/plugin_utils/worker_call.py, issue 13)."""
+when that code is this collection's (``runner_dir``; plugins/plugin_utils/worker_call.py)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment(object):
-    """The per-worker calls' option for running from the worker's installed runner code (issue 13), said once."""
+    """The per-worker calls' option for running from the worker's installed runner code, said once."""
 
     DOCUMENTATION = r'''
 options:

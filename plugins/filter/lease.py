@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What ``status`` says about a dispatcher's lease store (issue 16). Thin over ``_store.lease.store_info``."""
+"""What ``status`` says about a dispatcher's lease store. Thin over ``_store.lease.store_info``."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ options:
     description:
       - The marker kind. V(stopped) is for an external stop and makes no claim about the work; V(capacity) is excluded from
         the attempt count; V(retry) must carry C(not_before) in O(fields); V(left_open) keeps the item dispatchable;
-        V(handoff) holds it while the session chain it names lives (seed 003, docs/chains.md).
+        V(handoff) holds it while the session chain it names lives (docs/chains.md).
     type: str
     required: true
     choices: [start, success, noop, failure, stopped, capacity, retry, reset, left_open, handoff]

@@ -10,7 +10,7 @@ module: session_handoff
 short_description: Close a session with a dispatched (any-) handoff and stop - asking for work without carrying it
 version_added: 0.1.0
 description:
-  - Seed 003's dispatch from a machine that should not carry the work (the laptop). Validates the handoff - the successor's
+  - The dispatch from a machine that should not carry the work (the laptop). Validates the handoff - the successor's
     topic and the five brief fields - turns an untagged successor into C(any-<topic>), and closes the session's ledger row with
     it, in one transaction. It opens no worktree and starts nothing; the first chain runner with room claims the successor.
   - A session the ledger does not know yet is recorded first (as the chain's first session, hop 0, on O(host)).

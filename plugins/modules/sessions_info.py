@@ -10,7 +10,7 @@ module: sessions_info
 short_description: Read the session chains of the ledger - each hop, who claimed it, and the handoffs still waiting
 version_added: 0.1.0
 description:
-  - Reads the C(sessions) and C(handoffs) tables of the ledger (seed 003) in one pass and returns every chain from its first
+  - Reads the C(sessions) and C(handoffs) tables of the ledger in one pass and returns every chain from its first
     session, hop by hop - host, master, state, the reason of a stopped or failed hop, and which host claimed a dispatched
     (C(any-)) successor.
   - Also returns the handoffs no runner has started yet and how long each has waited (a successor waiting for room).

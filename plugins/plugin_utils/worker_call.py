@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The action side of ``fleet.dispatch.worker_probe``/``worker_launch`` (issue 13).
+"""The action side of ``fleet.dispatch.worker_probe``/``worker_launch``.
 
 Inside the lease (held from the probe to the launch, D4) each worker gets two calls; most of a module call's time on a worker is Ansible's
 module wrapper (unpacking the payload and compiling ``ansible.module_utils.basic`` on every call,

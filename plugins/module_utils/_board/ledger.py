@@ -54,7 +54,7 @@ MIGRATIONS = [
     (3, 'markers carry their author', [
         "UPDATE comments SET author = 'fleet.dispatch' WHERE author = ''",
     ]),
-    # Room for later board migrations (version 4+). Seed 003's handoff claims are NOT board
+    # Room for later board migrations (version 4+). The handoff claims are NOT board
     # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
     # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
     # not board tables either (component 'lease', _store.lease.MIGRATIONS): do not add them here.
@@ -238,7 +238,7 @@ class LedgerBoard(Board):
         return BoardRead(items=items, cost=None)
 
     def _attach_sessions(self, items, number):
-        """Seed 003: the session rows of each item (``Item.sessions``), when this store also holds the
+        """The session rows of each item (``Item.sessions``), when this store also holds the
         sessions (``_store/sessions.py``); a ``handoff`` marker's hold reads them (_core/dispatch/eligibility.py).
         A store without the table leaves ``sessions`` None (not known). Read after the items: the
         runner records a session's close before it posts the handoff marker, so a marker read here

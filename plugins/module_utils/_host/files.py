@@ -104,7 +104,7 @@ CHAIN_LOSSES = os.path.join('chain', 'losses.json')
 
 
 def read_chain_losses(state_dir: str) -> Dict[str, Any]:
-    """This master's chain runner's recorded losses (``<state_dir>/chain/losses.json``, seed 003):
+    """This master's chain runner's recorded losses (``<state_dir>/chain/losses.json``):
     ``{"<parent>/<successor>": {"holder": ..., "at": ...}}``; ``{}`` when missing or not a JSON object.
     The chain runner writes it (``_runner/chain/tick.py`` ``LocalRecord``); status reads it through here."""
     import json

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run one function as each master of a worker, in parallel, from ONE module call (issue 13; D3:
+"""Run one function as each master of a worker, in parallel, from ONE module call (D3:
 each master's runs live in its own user manager, so the call must be that master to reach them).
 
 A per-worker module (``worker_probe``, ``worker_launch``) runs as root (``become: true``) and

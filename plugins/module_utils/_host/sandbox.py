@@ -5,7 +5,7 @@
 
 ``roles/worker`` writes it per master (from ``worker_sandbox_*``) next to the PATH file; ``launch``
 reads it for every run unless its ``sandbox`` option overrides it. The meaning of its keys (systemd
-property names) is ``_core.dispatch.sandbox``; the readings behind them are ``docs/sandbox.md`` (issue 14).
+property names) is ``_core.dispatch.sandbox``; the readings behind them are ``docs/sandbox.md``.
 """
 
 from __future__ import annotations

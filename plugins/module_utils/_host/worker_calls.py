@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The two calls a worker gets inside the lease: probe every master, launch every placed run (issue 13).
+"""The two calls a worker gets inside the lease: probe every master, launch every placed run.
 
 One implementation, two callers (D15): the modules ``worker_probe``/``worker_launch`` (Ansible's module
 wrapper, ``ModuleRunner``) and the worker's installed runner code (``_runner.worker_call``: a plain

@@ -9,5 +9,5 @@ from .cli import main
 from .spawn import keep_environment_private
 
 if __name__ == '__main__':
-    keep_environment_private()   # the board's secrets in this process's environment stay its own (issue 14)
+    keep_environment_private()   # the board's secrets in this process's environment stay its own
     raise SystemExit(main())

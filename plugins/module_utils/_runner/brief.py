@@ -92,7 +92,7 @@ UNTRUSTED = ('item_title', 'item_body', 'mentions')
 
 
 def fence_tag(texts, token=None) -> str:
-    """A per-run random tag that none of ``texts`` contains (issue 14: a body once forged the fixed
+    """A per-run random tag that none of ``texts`` contains (a body once forged the fixed
     "end of the item's text" line). ``token`` (a callable returning text) is for tests; the default
     is ``secrets.token_hex(12)``: 96 random bits, drawn again in the astronomically rare case that
     the text holds it, so the text cannot forge a fence it never saw."""

@@ -43,7 +43,8 @@ from .._store.sql import dsn_passwords
 from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_capacity_file
 from .._host import spool
 from .._host.stops import take_stop_note
-from .spawn import (DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, missing_agent, missing_agent_message,  # noqa: F401  (PopenSpawner: main()'s default, tests)
+# PopenSpawner: main()'s default, and the tests'
+from .spawn import (DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, missing_agent, missing_agent_message,  # noqa: F401
                     note_agent, read_agent_credentials, stop_group, wait_agent)
 from .brief import BRIEF_VERSION, render
 from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, board_spec, expand, open_runner_board,
@@ -65,7 +66,7 @@ CLOSEOUT_RETRY_DELAYS = (10, 30, 60, 120, 300)
 immediate ones): 520 s in all (guess: covers a database restart or a short GitHub outage; the
 experiment is the length of board outages seen by the fleet's runners). What outlasts them is
 delivered by the master's next run."""
-# The run's start record (issue 18, D20 "launched is not started"): ``<run dir>/start.json``, written
+# The run's start record (D20 "launched is not started"): ``<run dir>/start.json``, written
 # once per invocation -- after the start marker reached the board, or when the run could not start --
 # and read (``_host/files.py`` ``read_start_record``) by fleet.dispatch.start_info (docs/dispatch.md).
 
@@ -104,12 +105,12 @@ class RunConfig:
     stall_timeout: Optional[float] = None   # seconds the agent may print nothing new; None: no limit
     kill_grace: float = KILL_GRACE
     agent_env: Dict[str, str] = field(default_factory=dict)
-    agent_credentials: str = ''        # the agent's own credentials file (0600); '' or absent: none (issue 14)
+    agent_credentials: str = ''        # the agent's own credentials file (0600); '' or absent: none
     run_id: str = ''
     runner_version: str = ''
     agent: str = DEFAULT_PROFILE       # the agent profile that reads the capture (_core.outcome.agents)
     tz: Any = None                     # the zone of reset times the agent printed without one
-    chain_ledger: Optional[Dict[str, Any]] = None   # seed 003: the ledger this run's session goes in (None: no chain here)
+    chain_ledger: Optional[Dict[str, Any]] = None   # the ledger this run's session goes in (None: no chain here)
     chain_dispatch_by_default: bool = False
 
 
@@ -164,7 +165,7 @@ class Run(object):
         self._old_handlers = {}
         self.result = {}
         self.last_error = None     # the exception of the last failed board write (what a start failure was)
-        # seed 003: this run is a session of its own (a chain's first), so it can hand off (_runner/chain/items.py)
+        # this run is a session of its own (a chain's first), so it can hand off (_runner/chain/items.py)
         self.session = ItemSession(config.chain_ledger, '%s.%s' % (self.unit, self.run_id), self.unit, config.host,
                                    config.master, config.number, config.chain_dispatch_by_default,
                                    log=self.log) if config.chain_ledger else None
@@ -464,7 +465,7 @@ class Run(object):
         return ''
 
     def _agent_env(self) -> Dict[str, str]:
-        # issue 14: the board token and the ledger DSN stay with the runner (_core.outcome.agent_env)
+        # the board token and the ledger DSN stay with the runner (_core.outcome.agent_env)
         secrets = []
         for name in BOARD_SECRET_ENV:
             if self.environ.get(name):
@@ -523,7 +524,7 @@ class Run(object):
             if self.session is not None:   # the session closed with its handoff, one transaction, before the marker
                 decision.fields.update(self.session.close(self.out_dir, decision.kind, self.clock()))
             fields = self._fields(ended_at=format_time(self.clock()), **decision.fields)
-            if getattr(self, 'skipped_mentions', None):  # issue 14: untrusted mentions are named, never briefed
+            if getattr(self, 'skipped_mentions', None):  # untrusted mentions are named, never briefed
                 fields['mentions_skipped'] = [{'id': m.get('id'), 'author': m.get('author')} for m in self.skipped_mentions]
             body = format_marker(decision.kind, fields, decision.text)
             error = self._post(decision.kind, body, close=decision.close)

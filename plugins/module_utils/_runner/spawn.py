@@ -40,8 +40,8 @@ DEFAULT_AGENT_CREDENTIALS = '~/.config/fleet-dispatch/agent-credentials.env'
 
 
 def read_agent_credentials(path: str) -> dict:
-    """The agent credentials file's ``NAME=value`` lines (the agent's own key or merge identity, D18;
-    issue 14), for both runners; ``{}`` when ``path`` is empty or absent. ``ValueError`` when it is not a
+    """The agent credentials file's ``NAME=value`` lines (the agent's own key or merge identity, D18),
+    for both runners; ``{}`` when ``path`` is empty or absent. ``ValueError`` when it is not a
     regular file of this user's with mode 0600 or stricter: it is never group- or world-readable."""
     if not path or not os.path.lexists(path):
         return {}
@@ -54,7 +54,7 @@ def read_agent_credentials(path: str) -> dict:
 
 
 def keep_environment_private(prctl=None) -> bool:
-    """Make the runner's process not dumpable, so the agent cannot read its environment (issue 14).
+    """Make the runner's process not dumpable, so the agent cannot read its environment.
 
     The runner's environment holds the board token and the ledger DSN (the unit's ``EnvironmentFile=``).
     The agent runs as the same user, and a same-user process may read a dumpable process's

@@ -2,7 +2,7 @@
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``python3 -m ansible_collections.fleet.dispatch.plugins.module_utils._runner.worker_call``: a worker's
-probe or launch call run from the runner code the worker role installed (issue 13).
+probe or launch call run from the runner code the worker role installed.
 
 The action plugins ``fleet.dispatch.worker_probe``/``worker_launch`` send one JSON request on stdin:
 ``{"call": "probe"|"launch", "digest": <code_digest of the controller's module_utils>, "check": bool,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Seed 003's claim: "the first runner with room takes it".
+"""The handoff claim: "the first runner with room takes it".
 
 A session that closes may hand off to a successor named ``any-<topic>``: a successor addressed to
 no machine. Every runner with room is eligible, so runners race, and the claim has to be atomic
@@ -24,7 +24,7 @@ COMPONENT = 'handoff'
 """The ``schema_version.component`` of the claim table (separate from the board's)."""
 
 MIGRATIONS = [
-    (1, 'handoffs: one row per claimed dispatched successor (seed 003)', [
+    (1, 'handoffs: one row per claimed dispatched successor', [
         "CREATE TABLE handoffs (id TEXT PRIMARY KEY, parent TEXT NOT NULL, successor TEXT NOT NULL, "
         "holder TEXT NOT NULL, workspace TEXT NOT NULL, claimed_at TEXT NOT NULL)",
     ]),

@@ -268,7 +268,7 @@ def open_store(backend: str = 'sqlite', path: str = '', dsn: str = '') -> SqlLea
 
 
 def store_info(backend: str = 'sqlite', path: str = '', dsn: str = '') -> Dict[str, Any]:
-    """What ``status`` says about a dispatcher's lease store (issue 16): the backend, where (the
+    """What ``status`` says about a dispatcher's lease store: the backend, where (the
     SQLite file, or the DSN with its password redacted), whether several controllers share it,
     and one sentence. Opens nothing."""
     if backend in ('postgres', 'postgresql'):

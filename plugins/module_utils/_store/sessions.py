@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Seed 003's work ledger: one row per session, with its handoff, in the SQL store.
+"""The session chains' work ledger: one row per session, with its handoff, in the SQL store.
 
 Its own schema component (``session``) in the same store as the board and the claims, one code
 path over SQLite and PostgreSQL (``_store.sql``). A session's close and its handoff are one
@@ -27,7 +27,7 @@ from .sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
 COMPONENT = 'session'
 
 MIGRATIONS = [
-    (1, 'sessions: one row per session, its handoff in the same row (seed 003)', [
+    (1, 'sessions: one row per session, its handoff in the same row', [
         "CREATE TABLE sessions (id TEXT PRIMARY KEY, parent TEXT, name TEXT NOT NULL, host TEXT NOT NULL, "
         "master TEXT NOT NULL, item INTEGER, state TEXT NOT NULL, depth INTEGER NOT NULL, started_at TEXT NOT NULL, "
         "closed_at TEXT, handoff TEXT, brief TEXT, reason TEXT, unit TEXT, workspace TEXT)",
@@ -47,7 +47,7 @@ _SELECT = 'SELECT %s FROM sessions' % ', '.join(COLUMNS)
 
 
 class LedgerUnreachable(Exception):
-    """The ledger could not be opened, read or written: a chain runner launches nothing (seed 003)."""
+    """The ledger could not be opened, read or written: a chain runner launches nothing."""
 
 
 class SessionError(ValueError):

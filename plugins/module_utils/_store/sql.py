@@ -184,7 +184,7 @@ class Undecodable(str):
 
     sqlite3's default text factory raises for such a value and so fails the WHOLE query: one bad
     row made the whole ledger unreadable. This reads it, marked, so the reader names the item it
-    belongs to and reads every other one (issue 14). PostgreSQL validates encodings on write.
+    belongs to and reads every other one. PostgreSQL validates encodings on write.
     """
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The cost of an item's runs, summed from its close-out markers (issue 10 item 6).
+"""The cost of an item's runs, summed from its close-out markers.
 
 Pure. Each terminal marker carries what the run's envelope stated (``turns``, ``tokens``,
 ``cost_usd``; ``_runner.run.run_cost``); this adds them up and never fills a gap: a run whose

@@ -40,7 +40,7 @@ KIND_OF_GLYPH = dict((glyph, kind) for kind, glyph in GLYPHS.items())
 # "The last marker is a start" is the only state in which a run is open.
 # NOTE: this is about runs, not items. ``left_open`` ends a run but is NOT terminal for the
 # item's eligibility -- see ITEM_FINAL.
-# ``handoff`` is neither: it follows a run's close-out and says a session chain (seed 003) carries
+# ``handoff`` is neither: it follows a run's close-out and says a session chain carries
 # the item on; it ends no run (see _core/dispatch/eligibility.py, hold ``chained``).
 TERMINAL = frozenset(k for k in KINDS if k not in ('start', 'handoff'))
 

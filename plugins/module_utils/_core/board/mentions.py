@@ -64,7 +64,7 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
     marker author. ``own_start_id`` is the start marker of the run now asking (it has not seen
     anything yet): the boundary is then the start before it, and only comments up to that start are
     returned -- a later one goes to the next run, so none is lost. ``skipped``, when a list, receives
-    the unseen mentions whose author is not trusted (the close-out lists them: issue 14).
+    the unseen mentions whose author is not trusted (the close-out lists them).
     """
     handles = list(handles)
     # identities compared as markers compares them: an app's comments say "fleet-app", its viewer "fleet-app[bot]"

@@ -163,7 +163,7 @@ class Item:
     glyph-led comments are markers (``_core.board.markers.markers_of``). ``None``: an item built by hand,
     nothing enforced -- every board adapter sets it."""
     sessions: Optional[List[Dict[str, Any]]] = None
-    """The ledger's session rows of this item (seed 003; ``_store/sessions.py`` columns), set by a board
+    """The ledger's session rows of this item (``_store/sessions.py`` columns), set by a board
     that shares its store with the sessions; ``None``: not known (a ``handoff`` marker then holds the
     item until a later marker or a reopen, ``_core/dispatch/eligibility.py``)."""
     author: str = ''

@@ -213,7 +213,7 @@ def oldest_wins(units: List[Any], key: Optional[str] = None) -> Tuple[Optional[A
 
 
 # --------------------------------------------------------------------------------------------
-# seed 003: dispatched successors (``any-<topic>``) and the winner's workspace name
+# dispatched successors (``any-<topic>``) and the winner's workspace name
 
 DISPATCH_TAG = 'any-'
 """The tag that addresses a successor to no machine ("a successor named any-<topic> is
@@ -244,7 +244,7 @@ def is_dispatch_name(name: Any) -> bool:
 def claimed_name(successor: Any, host: Any) -> str:
     """The winner's name for a dispatched successor: the ``any-`` tag dropped, the host's name taken.
 
-    ``claimed_name('any-docs', 'desk-2')`` is ``desk-2-docs``. Seed 003: "the winner's worktree drops
+    ``claimed_name('any-docs', 'desk-2')`` is ``desk-2-docs``. "the winner's worktree drops
     the any- tag and takes its own host's name, so the directory tells you where the work actually
     ran." Zero entropy: the same successor and host always give the same name. The host part is
     ``worktree_name``'s (lower-cased, anything outside ``[a-z0-9._-]`` becomes ``_``).
@@ -256,7 +256,7 @@ def claimed_name(successor: Any, host: Any) -> str:
     return '%s-%s' % (_host_part(host), topic)
 
 
-# --- a namespace per board (issue 18) --------------------------------------------------------------
+# --- a namespace per board --------------------------------------------------------------
 
 def board_id(kind: str, label: str, identity: str) -> str:
     """The board's short stable id: ``<kind>-<label>-<8 hex of sha256(identity)>``, e.g. ``pg-fleet-1a2b3c4d``.

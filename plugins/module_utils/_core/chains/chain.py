@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Seed 003's session chains, the pure part: the handoff file, successor names, room, who acts.
+"""Session chains, the pure part: the handoff file, successor names, room, who acts.
 
 A session that closes may leave a handoff: the successor's name and its opening brief (five
 fields). The agent writes it as JSON (``HANDOFF_FILE`` in its output directory); the runner
@@ -26,7 +26,7 @@ HANDOFF_FILE = 'handoff.json'
 """The file the agent writes in its output directory to hand off (named in the chain brief)."""
 
 BRIEF_FIELDS = ('asked', 'done_when', 'start_at', 'verify', 'if_landed')
-"""The five fields of a successor's brief (seed 003): what was asked, what counts as done, where
+"""The five fields of a successor's brief: what was asked, what counts as done, where
 to start, how to verify, what to do if the work already landed. Each a non-empty string."""
 
 MAX_FIELD = 20000

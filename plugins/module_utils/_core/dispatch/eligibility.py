@@ -154,7 +154,7 @@ def open_blockers(item: Any) -> List[int]:
 
 
 def chain_hold(item: Any, marker: Marker) -> Tuple[Optional[str], dict]:
-    """The hold a ``handoff`` marker puts on its item (seed 003, D6): ``(hold or None, chain)``.
+    """The hold a ``handoff`` marker puts on its item (D6): ``(hold or None, chain)``.
 
     The marker names the session that handed off; the item's ledger rows (``item.sessions``, set by
     a board that shares its store with the sessions) say how the chain went on (``_core.chains.chain.item_chain``):

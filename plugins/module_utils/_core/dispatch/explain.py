@@ -67,7 +67,7 @@ def _starts(markers, reopen_at, uncounted) -> List[Dict[str, Any]]:
 
 
 def chain_hold_text(hold: str, chain: Dict[str, Any]) -> str:
-    """Why a handoff marker holds the item (seed 003): the chain's last hop, in words."""
+    """Why a handoff marker holds the item: the chain's last hop, in words."""
     session = chain.get('session') or '?'
     if not chain.get('known'):
         return ('its last marker is a handoff from session %s, and the board does not know how that chain went on: a '

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fan-out's joins: per-worker calls in, per-master answers out (issue 13, D15).
+"""The fan-out's joins: per-worker calls in, per-master answers out (D15).
 
 The dispatch path calls ``worker_probe`` and ``worker_launch`` once per worker, the workers in
 parallel (a play over them). The guard's steps (``_core.dispatch.plan``) read one answer per master, in

@@ -65,7 +65,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'run_cost': run_cost(markers_of(item)),
             'human_markers': human_markers(item),
             'ignored_reopens': [dict(r, at=format_time(r['at'])) for r in ignored_reopens(item)],
-            'chain': getattr(verdict, 'chain', None),   # after a handoff marker: its chain's last hop (seed 003)
+            'chain': getattr(verdict, 'chain', None),   # after a handoff marker: its chain's last hop
             'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.dispatch.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',
             'capacity_deaths': capacity_deaths(markers_of(item)),

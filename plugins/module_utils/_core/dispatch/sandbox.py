@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The systemd hardening of a run unit ``task-N``: settings → ``Key=value`` properties (issue 14, item 4).
+"""The systemd hardening of a run unit ``task-N``: settings → ``Key=value`` properties.
 
 Pure: no I/O. The settings are a mapping of systemd property names (the worker writes them per master
 as ``sandbox.json``; ``launch``'s ``sandbox`` option overrides the file). Only the keys in ``KNOWN`` are

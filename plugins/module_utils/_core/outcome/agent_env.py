@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the agent's environment may hold: an allow list; the board's secrets stay with the runner (issue 14).
+"""What the agent's environment may hold: an allow list; the board's secrets stay with the runner.
 
 Pure: no I/O. The runner's environment comes from the unit's EnvironmentFile (the master's
 credentials, D18) and holds the board token and the ledger DSN; an agent given all of it could

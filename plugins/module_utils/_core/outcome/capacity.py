@@ -32,8 +32,8 @@ STATE_FIELDS = ('source', 'reset_at', 'written_at', 'message', 'unit')
 # the median of the latter and report wasted starts per dark hour next to the number.
 DEFAULT_UNKNOWN_RESET_COOLDOWN = _dt.timedelta(minutes=30)
 
-# How long a master whose runner could not open the board stays dark (source board_unreachable,
-# issue 18): its ``reset_at`` is written as written_at + this, the time the dispatcher tries it
+# How long a master whose runner could not open the board stays dark (source board_unreachable):
+# its ``reset_at`` is written as written_at + this, the time the dispatcher tries it
 # again -- our own retry time, not a provider's. UNMEASURED GUESS: too short costs one failed
 # start per master per cooldown (it dies in about a second, posts nothing, spends no attempt);
 # too long idles a master whose board came back (a clean start clears the state at once, so only
@@ -269,7 +269,7 @@ def share_by_account(masters: Any) -> list:
     return masters
 
 
-# --- board_unreachable: the runner on this master cannot open the board (issue 18) ----------------
+# --- board_unreachable: the runner on this master cannot open the board ----------------
 
 def board_unreachable_state(existing: Optional[Dict[str, Any]], *, now: Any, message: str, unit: str = '',
                             cooldown: _dt.timedelta = BOARD_UNREACHABLE_COOLDOWN) -> Optional[Dict[str, Any]]:

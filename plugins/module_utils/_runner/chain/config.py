@@ -4,7 +4,7 @@
 """What the three chain programs (``chain``, ``session``, ``handoff``) share: exit codes, configuration
 and the command line options they all take.
 
-Seed 003's session chains, the runner part; the rules in full, with their reasons: ``docs/chains.md``.
+Session chains, the runner part; the rules in full, with their reasons: ``docs/chains.md``.
 """
 
 from __future__ import annotations

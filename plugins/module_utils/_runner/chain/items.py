@@ -2,7 +2,7 @@
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The chain as an item run sees it: the agent's handoff file, the handoff marker, and the item run's
-session in the ledger (seed 003). One reader of ``handoff.json``, shared by item runs and chain sessions.
+session in the ledger. One reader of ``handoff.json``, shared by item runs and chain sessions.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def handoff_fields(ident, handoff):
 
 
 def handoff_marker(fields, ident, handoff):
-    """The ``handoff`` marker body: posted on the item after the close-out of a session that handed off
-    (seed 003); the item is held (``chained``) while its chain lives, docs/chains.md."""
+    """The ``handoff`` marker body: posted on the item after the close-out of a session that handed off;
+    the item is held (``chained``) while its chain lives, docs/chains.md."""
     more = dict(fields, **handoff_fields(ident, handoff))
     text = ('handed off to %s (session %s): a session chain carries this item on; it is not dispatched while the chain '
             'lives (reopen the item to take it back)' % (handoff['successor'], more['successor_session']))
@@ -70,7 +70,7 @@ def item_chain_config(config_path, environ, log=log_line):
 
 
 def ledger_secrets(environ):
-    """The ledger DSNs and their passwords in ``environ``: never in an agent's environment (issue 14)."""
+    """The ledger DSNs and their passwords in ``environ``: never in an agent's environment."""
     found = []
     for name in LEDGER_DSN_ENV + tuple(BOARD_SECRET_ENV):
         if environ.get(name):
@@ -80,7 +80,7 @@ def ledger_secrets(environ):
 
 
 class ItemSession(object):
-    """An item run's session in the ledger (seed 003): parent none, this host and master, the item,
+    """An item run's session in the ledger: parent none, this host and master, the item,
     depth 0. ``open`` after the start marker; ``close`` from the close-out records the session closed
     and the agent's handoff in ONE transaction (``SessionStore.close``). Ledger failures are logged and
     never fail the run: a close that was not written chains nothing, and the close-out says so."""

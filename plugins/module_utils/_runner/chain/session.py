@@ -115,7 +115,7 @@ class SessionRun(object):
 
     def run(self):
         import shutil
-        try:   # the agent's own credentials (issue 14): as the item runner reads them, before anything is spent
+        try:   # the agent's own credentials: as the item runner reads them, before anything is spent
             credentials = read_agent_credentials(expand(self.conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS))
         except (OSError, ValueError) as exc:
             self.log('ERROR: %s; the agent is NOT started' % exc)
@@ -148,7 +148,7 @@ class SessionRun(object):
                 uses = True
             else:
                 argv.append(part)
-        # issue 14: the ledger's and the board's secrets stay with the runner (_core.outcome.agent_env)
+        # the ledger's and the board's secrets stay with the runner (_core.outcome.agent_env)
         env = agent_environment(self.environ, secrets=ledger_secrets(self.environ),
                                 agent_env=dict((str(k), str(v)) for k, v in (self.conf.get('agent_env') or {}).items()),
                                 credentials=credentials)
@@ -194,7 +194,7 @@ class SessionRun(object):
                 code = EXIT_CLOSE_LOST
         return code
 
-    # -- the item this chain carries on (seed 003: the successor posts its own markers on it) ---------
+    # -- the item this chain carries on (the successor posts its own markers on it) ---------
     def _post(self, board, number, kind, body, close=False):
         """Post one marker (then the close), retried once; True when it landed."""
         for attempt in (1, 2):

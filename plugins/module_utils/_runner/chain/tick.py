@@ -163,7 +163,7 @@ class Tick(object):
             store.close_store()
 
     def _missed(self, now):
-        """Seed 003's proof: a runner that lost an ``any-`` handoff names the winner. Claims made since this
+        """The chains' proof: a runner that lost an ``any-`` handoff names the winner. Claims made since this
         runner's previous tick (``MISSED_LOOKBACK`` on its first) by another host are logged once each,
         ``lost: already claimed by <host> at <claim time> (workspace ...)``, and recorded as losses (never
         asked again) -- whether this runner raced for them or ticked after the winner's claim. Never fatal."""
@@ -240,7 +240,7 @@ class Tick(object):
         command = [expand(c) if c.startswith('~') else c for c in (chain.get('command') or ['fleet-runner'])]
         argv = command + ['session', '--session', ident]
         try:
-            # issue 14: a successor is hardened like an item's run (this master's sandbox.json)
+            # a successor is hardened like an item's run (this master's sandbox.json)
             props = run_properties(sandbox_settings(), path)
             res = launch(self.sd, unit, argv, chain.get('path') or os.environ.get('PATH', '/usr/bin:/bin'),
                          environment_file=chain.get('environment_file') or None,
