@@ -241,6 +241,9 @@ def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
         worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (RUNNER_ROOT, CREATE % {'ledger': LEDGER, 'number': number}))
     digests = 'sha256sum %s' % ' '.join(OWN_FILES.values())
     before = worker.ssh(digests).stdout
+    # another item's live run, for the agent to try to stop through the user manager
+    worker.ssh('systemctl --user stop hostile-victim.service 2>/dev/null; '
+               'systemd-run --user --unit=hostile-victim.service --collect sleep 600 >/dev/null')
 
     def run(number, agent):
         ws = worker.bed.ansible(worker.host, 'fleet.dispatch.workspace',
@@ -262,7 +265,13 @@ def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
         ('push', 'plant_filter', 'plant_fsmonitor'), 'ok'), tried
     assert tried == dict.fromkeys(('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json', 'config_rename',
                                    'user_unit', 'gitconfig', 'ssh_keys', 'bashrc', 'config_parent_rename',
-                                   'local_parent_rename'), 'refused'), tried
+                                   'local_parent_rename', 'manager_run', 'manager_env', 'manager_stop', 'manager_bus',
+                                   'runtime_unit', 'share_unit'), 'refused'), tried
+    # the user manager saw none of it: the victim still runs, no escape unit, no poisoned environment
+    assert worker.ssh('systemctl --user is-active hostile-victim.service').stdout.strip() == 'active'
+    assert 'LD_PRELOAD' not in worker.ssh('systemctl --user show-environment').stdout
+    assert worker.ssh('systemctl --user list-units --all --no-legend "hostile-escape*"').stdout.strip() == ''
+    worker.ssh('systemctl --user stop hostile-victim.service')
 
     # the next run on the repository: its workspace holds json.py (fetched, checked out), and it completes
     normal_ws = run(52, ['/bin/true'])

@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from .._core.dispatch.sandbox import anchor_paths, properties, protected_paths
+from .._core.dispatch.sandbox import anchor_paths, manager_paths, properties, protected_paths
 from .files import foreign_writer, home_dir
 
 SANDBOX_FILE = os.path.join('.config', 'fleet-dispatch', 'sandbox.json')
@@ -55,7 +55,8 @@ def run_properties(settings: Optional[Dict[str, Any]], workdir: str, home: Optio
     runner's own files (``_core.dispatch.sandbox.protected_paths`` of ``home``) read-only, in every profile,
     and their parents pinned where the home is writable (``anchor_paths``)."""
     home = home or home_dir()
-    return properties(settings, writable=[workdir], readonly=protected_paths(home), anchors=anchor_paths(home)) if settings else []
+    return properties(settings, writable=[workdir], readonly=protected_paths(home), anchors=anchor_paths(home),
+                      hidden=manager_paths(os.getuid())) if settings else []
 
 
 __all__ = ['SANDBOX_FILE', 'default_sandbox_path', 'read_sandbox_file', 'run_properties']

@@ -40,8 +40,8 @@ DEFAULTS = {
 STRICT = dict(DEFAULTS, PrivateTmp=True, ProtectSystem='strict', ProtectHome='read-only')
 """The strict profile: writes confined to the ReadWritePaths (docs/sandbox.md)."""
 
-RUNNER_OWN = ('.local/bin', '.config/fleet-dispatch', '.config/systemd', '.config/environment.d', '.config/git',
-              '.gitconfig', '.ssh', '.profile', '.bashrc', '.bash_profile', '.bash_login')
+RUNNER_OWN = ('.local/bin', '.config/fleet-dispatch', '.config/systemd', '.local/share/systemd', '.config/environment.d',
+              '.config/git', '.gitconfig', '.ssh', '.profile', '.bashrc', '.bash_profile', '.bash_login')
 """Home-relative paths read-only to a run in every profile that mounts (``protected_paths``).
 
 The run is the master's own uid, so with the home writable (the default profile) it rewrote its own
@@ -98,6 +98,14 @@ def protected_paths(home: str) -> List[str]:
     return ['-%s/%s' % (base, rel) for rel in RUNNER_OWN] if base else []
 
 
+def manager_paths(uid: int) -> List[str]:
+    """The user manager's and the session bus's sockets (and the manager's runtime unit directory) under
+    ``/run/user/<uid>``, hidden from every run that mounts: the run is the master's uid, and through them
+    ``systemd-run --user`` started an unsandboxed unit, ``systemctl --user set-environment`` poisoned every
+    later unit and ``systemctl --user stop`` stopped other items' runs. The runner itself needs neither."""
+    return ['-/run/user/%d/systemd' % int(uid), '-/run/user/%d/bus' % int(uid)]
+
+
 def anchor_paths(home: str) -> List[str]:
     """The directories between ``home`` and a ``RUNNER_OWN`` path (``.config``, ``.local``), each optional.
 
@@ -115,14 +123,15 @@ def anchor_paths(home: str) -> List[str]:
     return ['-%s/%s' % (base, rel) for rel in parents] if base else []
 
 
-def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readonly: Any = (), anchors: Any = ()) -> List[str]:
+def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readonly: Any = (), anchors: Any = (),
+               hidden: Any = ()) -> List[str]:
     """The ``Key=value`` properties for ``settings`` (a mapping of systemd names; ``None``/``{}``: none).
 
     ``writable``: paths made writable for this run in addition to the settings' ``ReadWritePaths``
     (the run's own workspace); ``readonly``: paths no run may write whatever the profile says (the
     runner's own files, ``protected_paths``); ``anchors``: their parents, bound writable where the home
-    itself is (``ProtectHome`` unset or ``no``, ``ProtectSystem`` not ``strict``) so they cannot be renamed (``anchor_paths``); all are
-    added only when a mount key is in force.
+    itself is (``ProtectHome`` unset or ``no``, ``ProtectSystem`` not ``strict``) so they cannot be renamed (``anchor_paths``);
+    ``hidden``: paths no run may reach at all (``manager_paths``); all are added only when a mount key is in force.
     ``ReadWritePaths`` naming one of ``readonly`` exactly is refused (a path inside one stays writable:
     the more specific mount wins). ``IPAddressAllow``
     (a list; non-empty) emits ``IPAddressDeny=any`` first. A value ``None``/``''`` leaves the key
@@ -185,6 +194,9 @@ def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readon
                              '(worker_sandbox_read_write_paths)' % ', '.join(clash))
         if fixed:
             values['ReadOnlyPaths'] = values.get('ReadOnlyPaths', []) + [p for p in fixed if p not in values.get('ReadOnlyPaths', [])]
+        gone = _paths('InaccessiblePaths', [h for h in ([hidden] if isinstance(hidden, str) else list(hidden or ())) if h])
+        if gone:
+            values['InaccessiblePaths'] = values.get('InaccessiblePaths', []) + [p for p in gone if p not in values.get('InaccessiblePaths', [])]
         pinned = _paths('ReadWritePaths', [a for a in ([anchors] if isinstance(anchors, str) else list(anchors or ())) if a])
         if pinned and values.get('ProtectHome', 'no') == 'no' and values.get('ProtectSystem') != 'strict':   # the home is writable
             values['ReadWritePaths'] = values.get('ReadWritePaths', []) + [p for p in pinned if p not in values.get('ReadWritePaths', [])]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from fakes.scripted_runner import ScriptedRunner
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.sandbox import DEFAULTS, RUNNER_OWN, protected_paths
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.sandbox import (
+    DEFAULTS, RUNNER_OWN, manager_paths, protected_paths)
 from ansible_collections.fleet.dispatch.plugins.module_utils._host import launcher
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import home_dir
 from ansible_collections.fleet.dispatch.plugins.modules import launch as mod
@@ -44,7 +46,8 @@ def test_the_masters_file_hardens_every_run_and_adds_its_workdir(run_module, san
                                         'ReadWritePaths': ['/home/m/.local/state/fleet-dispatch']}))
     r, args = _one(['NoNewPrivileges=yes', 'PrivateUsers=yes', 'ProtectHome=read-only',
                     'ReadWritePaths=/home/m/.local/state/fleet-dispatch', 'ReadWritePaths=/w/task-1']
-                   + ['ReadOnlyPaths=%s' % p for p in protected_paths(home_dir())])
+                   + ['ReadOnlyPaths=%s' % p for p in protected_paths(home_dir())]
+                   + ['InaccessiblePaths=%s' % p for p in manager_paths(os.getuid())])
     kind, res, _w = run_module(mod, args, runner=r)
     assert kind == 'exit' and res['launched'] == ['task-1'] and r.remaining() == []
 
@@ -55,8 +58,10 @@ def test_the_runners_own_files_are_read_only_in_the_default_profile_too(run_modu
     sandbox_file.write_text(json.dumps(dict(DEFAULTS)))
     home = home_dir()
     r, args = _one(['NoNewPrivileges=yes', 'PrivateUsers=yes', 'ProtectSystem=full', 'ReadWritePaths=/w/task-1',
-                    'ReadWritePaths=-%s/.local' % home, 'ReadWritePaths=-%s/.config' % home]
-                   + ['ReadOnlyPaths=-%s/%s' % (home, p) for p in RUNNER_OWN])
+                    'ReadWritePaths=-%s/.local' % home, 'ReadWritePaths=-%s/.config' % home,
+                    'ReadWritePaths=-%s/.local/share' % home]
+                   + ['ReadOnlyPaths=-%s/%s' % (home, p) for p in RUNNER_OWN]
+                   + ['InaccessiblePaths=%s' % p for p in manager_paths(os.getuid())])
     kind, res, _w = run_module(mod, args, runner=r)
     assert kind == 'exit' and res['launched'] == ['task-1'] and r.remaining() == []
     props = ['ReadOnlyPaths=-%s/%s' % (home, p) for p in ('.local/bin', '.config/fleet-dispatch', '.config/systemd', '.ssh')]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.sandbox import (
-    DEFAULTS, KNOWN, STRICT, anchor_paths, properties, protected_paths)
+    DEFAULTS, KNOWN, STRICT, anchor_paths, manager_paths, properties, protected_paths)
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.sandbox import read_sandbox_file
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.systemd import SystemdUser
 
@@ -129,9 +129,23 @@ def test_the_sandbox_file_others_could_write_is_refused(tmp_path):
 def test_the_parents_of_the_runners_files_are_pinned_where_the_home_is_writable():
     """A run renamed ~/.config away (on the bed, default profile): a bound directory cannot be renamed."""
     ro, pins = protected_paths('/home/m'), anchor_paths('/home/m')
-    assert pins == ['-/home/m/.local', '-/home/m/.config']
+    assert pins == ['-/home/m/.local', '-/home/m/.config', '-/home/m/.local/share']
     got = properties(DEFAULTS, writable=['/w'], readonly=ro, anchors=pins)
-    assert got[3:6] == ['ReadWritePaths=/w', 'ReadWritePaths=-/home/m/.local', 'ReadWritePaths=-/home/m/.config']
+    assert got[3:7] == ['ReadWritePaths=/w', 'ReadWritePaths=-/home/m/.local', 'ReadWritePaths=-/home/m/.config',
+                        'ReadWritePaths=-/home/m/.local/share']
     # a read-only home (or a strict system) is not made writable by them
     for profile in (STRICT, dict(DEFAULTS, ProtectSystem='strict'), dict(DEFAULTS, ProtectHome='read-only')):
         assert not [p for p in properties(profile, readonly=ro, anchors=pins) if p.startswith('ReadWritePaths=-/home/m')]
+
+
+def test_the_user_managers_sockets_are_hidden_from_every_run_that_mounts():
+    """Through ``/run/user/<uid>/systemd/private`` and the bus a run drove its own user manager: an unsandboxed
+    ``systemd-run --user``, ``set-environment`` for every later unit, ``stop`` of other items' runs."""
+    hidden = manager_paths(1000)
+    assert hidden == ['-/run/user/1000/systemd', '-/run/user/1000/bus']
+    for profile in (DEFAULTS, STRICT):
+        got = properties(profile, writable=['/w'], hidden=hidden)
+        assert ['InaccessiblePaths=-/run/user/1000/systemd', 'InaccessiblePaths=-/run/user/1000/bus'] == \
+            [p for p in got if p.startswith('InaccessiblePaths=')], got
+    # no mount namespace, nothing can be hidden: none is claimed
+    assert not [p for p in properties({'NoNewPrivileges': True}, hidden=hidden) if 'Inaccessible' in p]
