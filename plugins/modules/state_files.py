@@ -63,8 +63,6 @@ options:
         description: The file's mode.
         type: raw
         default: '0600'
-seealso:
-  - module: ansible.builtin.copy
 '''
 
 EXAMPLES = r'''

@@ -24,6 +24,8 @@ whole command line is the run's (what a ``task-<item>`` unit executes).
 
 from __future__ import annotations
 
+import os
+
 import sys
 from typing import Iterable, List, Optional, Tuple
 
@@ -65,6 +67,16 @@ def subcommand_words(args, names: Iterable[str], carry: Iterable[str] = ('--conf
     return None
 
 
+def _back_to_workdir(args) -> None:
+    """The wrapper starts Python from ``/`` (so nothing is imported from where it was called) and names that
+    place with ``--workdir``; a subcommand's relative paths (``check-board --board-spec x.json``) mean it.
+    Python runs isolated (``-I``: the current directory is never on ``sys.path``), so going back is safe."""
+    if '--workdir' in args and args.index('--workdir') + 1 < len(args):
+        where = args[args.index('--workdir') + 1]
+        if where and os.path.isdir(where):
+            os.chdir(where)
+
+
 def _first_word(args) -> Optional[int]:
     """The index of the first positional word of ``args`` (the same reading), or None."""
     index = 0
@@ -101,6 +113,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
             argv = argv[:1 + index] + argv[2 + index:]
         return run.main(argv, environ, clock=clock, spawner=spawner, execv=execv, git_runner=git_runner, reraise=reraise)
     name, words = found
+    _back_to_workdir(argv[1:])
     if name == 'classify':
         return classify.main(words, environ=environ)
     if name == 'check-board':

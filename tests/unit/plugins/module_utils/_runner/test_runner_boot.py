@@ -97,3 +97,12 @@ def test_a_runner_config_others_can_write_is_refused(tmp_path):
     conf.chmod(0o664)
     with pytest.raises(ValueError, match='lets the group or others write it'):
         load_json_file(str(conf), 'the runner config')
+
+
+def test_a_subcommands_relative_path_means_the_directory_the_wrapper_was_called_from(tmp_path, monkeypatch):
+    """The wrapper starts Python from / and names where it was called with --workdir: check-board's
+    --board-spec x.json is that directory's file (the worker role's molecule check runs it from $HOME)."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner import cli
+    monkeypatch.chdir('/')
+    cli._back_to_workdir(['--config', 'c.json', '--workdir', str(tmp_path), 'check-board', '--board-spec', 'x.json'])
+    assert os.getcwd() == str(tmp_path)
