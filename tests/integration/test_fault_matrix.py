@@ -410,7 +410,8 @@ def test_an_unreadable_board_fails_the_apply_launches_nothing_and_the_cycle_reco
     assert res.returncode != 0
     assert cycle['result'] == 'failed' and cycle['mode'] == 'apply' and cycle['reason'], cycle
     assert cycle['failed_task'].startswith('Read the board') and cycle['launched'] == []
-    assert plan is None, 'the failed apply leaves no plan.json from this cycle'
+    # plan.json is this cycle's: the failure, nothing placed (never the previous cycle's plan)
+    assert plan is not None and plan['failed'] is True and plan['assignments'] == [] and plan['launched'] == [], plan
     assert matrix.live() == before and matrix.read(n)['kinds'] == []
     res, plan, cycle = matrix.dispatch(board=board, mode='plan')
     assert res.returncode == 0, res.stdout[-3000:]

@@ -112,7 +112,15 @@ def _board_spec():
 
 def _merge(item):
     """Record a merged change closing ``item`` on the ledger, the way a forge merge would (D2)."""
-    from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+    try:
+        from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+    except ImportError:
+        # the runner starts Python isolated and hands the agent no PYTHONPATH: as the forge, the fake finds the
+        # collection where the worker role puts the runner's code (or FAKE_AGENT_COLLECTIONS)
+        roots = [p for p in os.environ.get('FAKE_AGENT_COLLECTIONS', '').split(os.pathsep) if p]
+        roots += ['/usr/local/lib/fleet-dispatch/runner', os.path.expanduser('~/.local/share/fleet-dispatch/runner')]
+        sys.path[:0] = [r for r in roots if os.path.isdir(os.path.join(r, 'ansible_collections'))]
+        from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 
     spec = _board_spec()
     board = open_board(spec)
