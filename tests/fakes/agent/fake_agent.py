@@ -118,7 +118,8 @@ def _merge(item):
         # the runner starts Python isolated and hands the agent no PYTHONPATH: as the forge, the fake finds the
         # collection where the worker role puts the runner's code (or FAKE_AGENT_COLLECTIONS)
         roots = [p for p in os.environ.get('FAKE_AGENT_COLLECTIONS', '').split(os.pathsep) if p]
-        roots += ['/usr/local/lib/fleet-dispatch/runner', os.path.expanduser('~/.local/share/fleet-dispatch/runner')]
+        roots += ['/usr/local/lib/fleet-dispatch/runner', os.path.expanduser('~/.local/lib/fleet-dispatch/runner'),
+                  os.path.expanduser('~/.local/share/fleet-dispatch/runner')]
         sys.path[:0] = [r for r in roots if os.path.isdir(os.path.join(r, 'ansible_collections'))]
         from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 
