@@ -253,6 +253,11 @@ def markers_of(item: Any) -> List[Marker]:
     recorded author) is a marker; anyone else's glyph-led comment is a human comment
     (``human_markers``), so "✅ LGTM" from a passer-by tombstones nothing (D6).
     """
+    return [m for m, _author in authored_markers(item)]
+
+
+def authored_markers(item: Any) -> List[Any]:
+    """``markers_of`` with each marker's comment author: ``[(Marker, author)]`` in the same order."""
     found = []
     authors = _get(item, 'marker_authors', None)
     for index, comment in enumerate(_get(item, 'comments', None) or ()):
@@ -260,10 +265,10 @@ def markers_of(item: Any) -> List[Marker]:
             continue
         marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
         if marker is not None:
-            found.append((index, marker))
-    if all(m.at is not None for _i, m in found):
-        found.sort(key=lambda pair: (pair[1].at, pair[0]))
-    return [m for _i, m in found]
+            found.append((index, marker, str(_get(comment, 'author', '') or '')))
+    if all(m.at is not None for _i, m, _a in found):
+        found.sort(key=lambda row: (row[1].at, row[0]))
+    return [(m, author) for _i, m, author in found]
 
 
 def human_markers(item: Any) -> List[Dict[str, Any]]:

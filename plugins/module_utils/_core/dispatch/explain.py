@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from .eligibility import UNCOUNTED_ENDINGS, evaluate, ignored_reopens, last_reopen
-from ..board.markers import TERMINAL, not_marker_author, parse_marker
+from ..board.markers import TERMINAL, authored_markers
 from ..board.model import format_time, parse_time, to_jsonable
 from .plan import place
 
@@ -27,18 +27,8 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 def _markers_with_authors(item) -> List[Dict[str, Any]]:
     """Every marker in time order (the order ``markers_of`` uses), with the comment's author; a
     glyph-led comment that is not a marker (``not_marker_author``) is not one here either."""
-    found = []
-    authors = _get(item, 'marker_authors', None)
-    for index, comment in enumerate(_get(item, 'comments', None) or ()):
-        if not_marker_author(comment, authors) is not None:
-            continue
-        marker = parse_marker(_get(comment, 'body', ''), at=_get(comment, 'created_at'), comment_id=_get(comment, 'id', ''))
-        if marker is not None:
-            found.append((index, marker, str(_get(comment, 'author', '') or '')))
-    if all(m.at is not None for _i, m, _a in found):
-        found.sort(key=lambda row: (row[1].at, row[0]))
     return [{'kind': m.kind, 'at': m.at, 'author': author, 'comment_id': m.comment_id,
-             'fields': to_jsonable(m.fields or {})} for _i, m, author in found]
+             'fields': to_jsonable(m.fields or {})} for m, author in authored_markers(item)]
 
 
 def _starts(markers, reopen_at, uncounted) -> List[Dict[str, Any]]:

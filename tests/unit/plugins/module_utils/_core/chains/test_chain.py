@@ -242,7 +242,7 @@ def test_tick_claims_starts_and_a_second_tick_launches_nothing(ledger_url, tmp_p
 
 
 def test_a_runner_ticking_after_the_winner_names_it_once(ledger_url, tmp_path):
-    """Seed 003's proof, staggered: desk-1 claims ``any-docs``; desk-2 ticks 7 s later, when nothing is waiting any
+    """The chains' proof, staggered: desk-1 claims ``any-docs``; desk-2 ticks 7 s later, when nothing is waiting any
     more. It still logs the loss once, naming the winner and the claim time, records it with that time, and a
     later tick says nothing of it again."""
     import datetime
