@@ -23,6 +23,10 @@ description:
     not an error.
   - An expired lease is taken over by the next owner that asks, with a larger token. Nothing a crash leaves behind
     needs a human.
+  - With O(heartbeat) (the default), a lease is stored for O(heartbeat) seconds and a detached keeper process renews it
+    while the C(ansible-playbook) process that took it lives, up to O(ttl). A dispatcher killed while holding a lease
+    (SIGKILL, a crashed controller) frees it within about one heartbeat, not one ttl. The keeper stops at the first
+    refused renewal (released, or taken over under a larger token), so it never takes a lease back.
   - Fails B(open) - when the store cannot be written or reached the lease comes back with
     RV(_raw[].acquired=true) and RV(_raw[].degraded=true), and a warning on stderr names the failure and the fix.
     Other mistakes (no O(owner), an empty term, a non-positive O(ttl), an unknown O(backend)) are errors.
@@ -60,6 +64,19 @@ options:
       - name: FLEET_DISPATCH_LEASE_TTL
     vars:
       - name: fleet_dispatch_lease_ttl
+  heartbeat:
+    description:
+      - Seconds a lease is stored for before its keeper renews it (three renewals per heartbeat, never past O(ttl)).
+        A holder that is gone frees its leases within about this long. V(0) turns the keeper off - the lease is
+        stored for the whole O(ttl), as without a heartbeat.
+      - 30 seconds leaves a loaded controller two missed renewals (ten seconds apart) before a living holder's lease
+        would expire, and is the longest an item waits after its dispatcher died.
+    type: float
+    default: 30
+    env:
+      - name: FLEET_DISPATCH_LEASE_HEARTBEAT
+    vars:
+      - name: fleet_dispatch_lease_heartbeat
   backend:
     description:
       - V(sqlite) keeps leases in a SQLite file on this controller (table C(leases), its own migration component in
@@ -216,11 +233,15 @@ _raw:
       sample: acquired a new lease (token 17)
 """
 
+import datetime as _dt
+
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import LeaseError, open_store, redact_dsn, scrub
+from ansible_collections.fleet.dispatch.plugins.plugin_utils import lease_keeper
 
 display = Display()
 
@@ -236,6 +257,9 @@ class LookupModule(LookupBase):
         path = self.get_option('path')
         dsn = self.get_option('dsn') or ''
         state = self.get_option('state')
+        heartbeat = float(self.get_option('heartbeat') or 0)
+        # with a keeper, the store holds the lease for one heartbeat at a time, never past the ttl
+        beats = state == 'acquired' and 0 < heartbeat < float(ttl)
 
         if not owner or not str(owner).strip():
             raise AnsibleLookupError('fleet.dispatch.mutex needs owner= (a token naming this dispatcher run)')
@@ -249,7 +273,7 @@ class LookupModule(LookupBase):
             for term in terms:
                 try:
                     if state == 'acquired':
-                        lease = store.acquire(term, str(owner), ttl)
+                        lease = store.acquire(term, str(owner), heartbeat if beats else ttl)
                     else:
                         lease = store.release(term, str(owner))
                 except LeaseError as exc:
@@ -261,6 +285,24 @@ class LookupModule(LookupBase):
                 if result['degraded']:
                     display.warning('fleet.dispatch.mutex %s: %s' % (term, result['why']))
                 ret.append(result)
+            if beats:
+                self._keep(store, ret, str(owner), heartbeat, float(ttl))
         finally:
             store.close()
         return ret
+
+    @staticmethod
+    def _keep(store, leases, owner, heartbeat, ttl):
+        """Start one keeper for the leases this call holds; if it cannot start, hold them for the ttl."""
+        held = [lease for lease in leases if lease['acquired'] and not lease['degraded'] and lease['token'] is not None]
+        if not held:
+            return
+        until = format_time(parse_time(held[0]['expires_at']) + _dt.timedelta(seconds=ttl - heartbeat))
+        where = {'backend': store.backend, 'path': store.path, 'dsn': store.dsn}
+        if lease_keeper.start(where, dict((lease['name'], lease['token']) for lease in held), owner, heartbeat, until,
+                              lease_keeper.holder()):
+            return
+        display.warning('fleet.dispatch.mutex: the lease keeper could not start; holding %d lease(s) for the whole ttl'
+                        % len(held))
+        for lease in held:
+            lease.update(store.acquire(lease['name'], owner, ttl).as_dict(), why=lease['why'], store=lease['store'])

@@ -19,7 +19,7 @@ import os
 from typing import Any, Dict, Optional
 
 from .._core.dispatch.lease import (  # noqa: F401 - re-exported: the lookup and the tests import them from here
-    Lease, LeaseError, check_request, decide_acquire, decide_release, describe, degraded)
+    Lease, LeaseError, check_request, decide_acquire, decide_release, decide_renew, describe, degraded)
 from .._core.board.model import UTC, format_time, parse_time
 from .sql import DEFAULT_TIMEOUT, SqlError, SqlStore, redact_dsn, scrub  # one DSN redaction for the ledger and the lease
 
@@ -114,7 +114,8 @@ def _record(row) -> Optional[Dict[str, Any]]:
 
 class LeaseStore(object):
     """The protocol: ``acquire(name, owner, ttl, now=None) -> Lease``; ``release(name, owner,
-    now=None) -> Lease``; ``get(name, now=None) -> Lease`` (``acquired`` always false; ``holder``
+    now=None) -> Lease``; ``renew(name, owner, token, heartbeat, until, now=None) -> Lease`` (the
+    keeper's heartbeat); ``get(name, now=None) -> Lease`` (``acquired`` always false; ``holder``
     tells who has it). ``now`` (an aware datetime or ISO text) replaces the clock -- tests only;
     without it SQLite reads the controller's clock and PostgreSQL the database's, so controllers
     with skewed clocks agree. ``close()`` frees the connection; stores are context managers."""
@@ -228,6 +229,19 @@ class SqlLeaseStore(LeaseStore):
         def body(tx, when):
             record = self._read(tx, name)
             new, lease = decide_release(record, name, owner, when, self.backend)
+            if new is not None:
+                self._write(tx, name, new)
+            return lease
+        return self._guarded(name, owner, now, body, acquire=False)
+
+    def renew(self, name, owner, token, heartbeat, until, now=None):
+        """Keep a lease this owner holds with ``token`` for ``heartbeat`` more seconds, never past
+        ``until`` (``_core.dispatch.lease.decide_renew``); a renewal never takes a free lease."""
+        check_request(name, owner, heartbeat)
+
+        def body(tx, when):
+            record = self._read(tx, name)
+            new, lease = decide_renew(record, name, owner, token, heartbeat, until, when, self.backend)
             if new is not None:
                 self._write(tx, name, new)
             return lease

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The lease rule, pure (D4's third layer; D5 fail-open): owner, fencing token, expiry, takeover.
+"""The lease rule, pure (D4's third layer; D5 fail-open): owner, fencing token, expiry, heartbeat, takeover.
 
 A lease is a record ``{owner, token, acquired_at, expires_at, released_at}`` (times as
 ``format_time`` text). ``decide_acquire``/``decide_release`` take the stored record and ``now`` and
@@ -121,6 +121,30 @@ def decide_release(record: Optional[Dict[str, Any]], name: str, owner: str,
                            % (record['owner'], record.get('token'), record.get('expires_at')))
     return None, Lease(name, False, owner, '', None, None, backend, False,
                        'not released: this owner holds no lease on %s (it is free); nothing to do' % name)
+
+
+def decide_renew(record: Optional[Dict[str, Any]], name: str, owner: str, token: int, heartbeat: float,
+                 until: Any, now: _dt.datetime, backend: str = 'sqlite') -> Tuple[Optional[Dict[str, Any]], Lease]:
+    """The heartbeat rule, pure: a live lease held by ``owner`` with fencing ``token`` is extended to
+    ``now + heartbeat``, never past ``until`` (the hold's cap: its acquisition plus the ttl). Anything
+    else -- released, taken over (another token), expired, or at its cap -- is not renewed, and the
+    answer says why: a renewal never takes a lease, it only keeps one."""
+    cap = parse_time(until)
+    if not (_live(record, now) and record.get('owner') == owner and record.get('token') == token):
+        if _live(record, now):
+            why = 'not renewed: held by %s (token %s) until %s' % (record['owner'], record.get('token'), record.get('expires_at'))
+            return None, Lease(name, False, owner, record['owner'], None, record.get('expires_at'), backend, False, why)
+        return None, Lease(name, False, owner, '', None, None, backend, False,
+                           'not renewed: token %s of %s is released or expired' % (token, owner))
+    expires = now + _dt.timedelta(seconds=heartbeat)
+    if cap is not None and expires > cap:
+        expires = cap
+    if expires <= now:
+        return None, Lease(name, False, owner, owner, token, record.get('expires_at'), backend, False,
+                           'not renewed: the hold reached its ttl at %s' % format_time(cap))
+    new = dict(record, expires_at=format_time(expires))
+    return new, Lease(name, True, owner, owner, token, new['expires_at'], backend, False,
+                      'renewed (token %d) until %s' % (token, new['expires_at']))
 
 
 def describe(record: Optional[Dict[str, Any]], name: str, now: _dt.datetime, backend: str = 'sqlite') -> Lease:

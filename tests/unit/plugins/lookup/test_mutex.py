@@ -22,13 +22,25 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import
     DEFAULT_TTL, LEASE_FILE, SqlLeaseStore)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
 
-ENV_VARS = ('FLEET_DISPATCH_LEASE_DIR', 'FLEET_DISPATCH_LEASE_PATH', 'FLEET_DISPATCH_LEASE_TTL', 'FLEET_DISPATCH_LEASE_BACKEND', 'FLEET_DISPATCH_LEASE_DSN')
+ENV_VARS = ('FLEET_DISPATCH_LEASE_DIR', 'FLEET_DISPATCH_LEASE_PATH', 'FLEET_DISPATCH_LEASE_TTL', 'FLEET_DISPATCH_LEASE_BACKEND',
+            'FLEET_DISPATCH_LEASE_DSN', 'FLEET_DISPATCH_LEASE_HEARTBEAT')
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def keepers(monkeypatch):
+    """The keepers the lookup starts, recorded instead of forked (tests/unit/plugins/lookup/test_lease_keeper.py
+    runs real ones): a list of (leases, owner, heartbeat, until)."""
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils import lease_keeper
+    started = []
+    monkeypatch.setattr(lease_keeper, 'start', lambda store, leases, owner, heartbeat, until, who:
+                        started.append((leases, owner, heartbeat, until)) or True)
+    return started
 
 
 @pytest.fixture
@@ -89,8 +101,9 @@ def test_documented_defaults_apply(mutex, tmp_path, monkeypatch):
     [lease] = mutex.run(['task-42'], {}, owner='sweep-a')
     assert lease['backend'] == 'sqlite'
     assert lease['store'] == str(tmp_path / 'from-env.sqlite3')
-    assert DEFAULT_TTL - 30 < _left(lease) <= DEFAULT_TTL
+    assert 0 < _left(lease) <= 30, 'stored for one heartbeat: its keeper renews it'
     assert mutex.get_option('path') == str(tmp_path / 'from-env.sqlite3')
+    assert mutex.get_option('heartbeat') == 30
     assert mutex.get_option('state') == 'acquired'
 
 
@@ -124,8 +137,35 @@ def test_option_sources(mutex, tmp_path, monkeypatch, source):
         direct.update(path=where, ttl='45')
     [lease] = mutex.run(['task-42'], variables, **direct)
     assert lease['store'] == where
-    assert 15 < _left(lease) <= 45
+    assert 0 < _left(lease) <= 30
     assert SqlLeaseStore(path=where).get('task-42').holder == 'sweep-a'
+
+
+def test_one_keeper_per_call_for_the_leases_it_holds_capped_at_the_ttl(mutex, tmp_path, keepers):
+    mutex.run(['task-2'], {}, owner='other', path=str(tmp_path), heartbeat=0)
+    assert keepers == [], 'heartbeat 0: no keeper'
+    out = mutex.run(['task-1', 'task-2', 'task-3'], {}, owner='me', path=str(tmp_path), ttl=120, heartbeat=6)
+    assert [r['acquired'] for r in out] == [True, False, True]
+    [(leases, owner, heartbeat, until)] = keepers
+    assert (leases, owner, heartbeat) == ({'task-1': out[0]['token'], 'task-3': out[2]['token']}, 'me', 6.0)
+    assert 0 < _left(out[0]) <= 6
+    assert 110 < (parse_time(until) - dt.datetime.now(dt.timezone.utc)).total_seconds() <= 120, until
+    mutex.run(['task-1'], {}, owner='me', path=str(tmp_path), state='released')
+    assert len(keepers) == 1, 'a release starts no keeper'
+
+
+def test_heartbeat_zero_or_not_below_the_ttl_stores_the_whole_ttl(mutex, tmp_path, keepers):
+    [a] = mutex.run(['task-1'], {}, owner='me', path=str(tmp_path), ttl=90, heartbeat=0)
+    [b] = mutex.run(['task-2'], {}, owner='me', path=str(tmp_path), ttl=20, heartbeat=30)
+    assert 60 < _left(a) <= 90 and 0 < _left(b) <= 20 and keepers == []
+
+
+def test_a_keeper_that_cannot_start_holds_for_the_ttl_and_says_so(mutex, tmp_path, warnings, monkeypatch):
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils import lease_keeper
+    monkeypatch.setattr(lease_keeper, 'start', lambda *a: False)
+    [lease] = mutex.run(['task-1'], {}, owner='me', path=str(tmp_path), ttl=90, heartbeat=5)
+    assert lease['acquired'] and 60 < _left(lease) <= 90, lease
+    assert len(warnings) == 1 and 'keeper could not start' in warnings[0]
 
 
 def test_owner_from_vars(mutex, tmp_path):

@@ -127,6 +127,38 @@ def test_expired_lease_taken_over_with_larger_token(bed):
     assert late.acquired is False and late.holder == 'hand-b', 'the previous owner, back from the dead, is refused'
 
 
+def test_a_renewal_keeps_the_holders_lease_one_heartbeat_at_a_time_up_to_its_cap(bed):
+    first = bed.acquire('task-42', 'sweep-a', ttl=30)
+    until = format_time(T0 + dt.timedelta(seconds=100))
+    for dummy in range(3):
+        bed.advance(20)
+        kept = bed.store.renew('task-42', 'sweep-a', first.token, 30, until, now=bed.now)
+        assert kept.acquired and kept.token == first.token and bed.expires(kept).total_seconds() == 30, kept.why
+    bed.advance(20)   # t=80: the cap (t=100) is nearer than a heartbeat
+    capped = bed.store.renew('task-42', 'sweep-a', first.token, 30, until, now=bed.now)
+    assert capped.acquired and capped.expires_at == until
+    bed.advance(20)   # t=100: the cap
+    last = bed.store.renew('task-42', 'sweep-a', first.token, 30, until, now=bed.now)
+    assert not last.acquired and 'expired' in last.why, last.why
+    assert bed.acquire('task-42', 'hand-b').acquired, 'the cap holds: the lease expired at its ttl'
+
+
+def test_a_renewal_never_takes_a_lease_back(bed):
+    """Released, or taken over under a larger token: the renewal writes nothing and says so."""
+    first = bed.acquire('task-42', 'sweep-a', ttl=30)
+    until = format_time(T0 + dt.timedelta(seconds=600))
+    bed.release('task-42', 'sweep-a')
+    gone = bed.store.renew('task-42', 'sweep-a', first.token, 30, until, now=bed.now)
+    assert not gone.acquired and not gone.degraded and 'released or expired' in gone.why
+    assert bed.get('task-42').holder == ''
+    again = bed.acquire('task-42', 'sweep-a', ttl=30)        # the same owner, a new hold: a new token
+    bed.advance(31)
+    taken = bed.acquire('task-42', 'hand-b', ttl=30)
+    late = bed.store.renew('task-42', 'sweep-a', again.token, 30, until, now=bed.now)
+    assert not late.acquired and late.holder == 'hand-b' and 'held by hand-b' in late.why
+    assert bed.get('task-42').token == taken.token and bed.get('task-42').holder == 'hand-b'
+
+
 def test_same_owner_after_expiry_gets_a_new_token(bed):
     first = bed.acquire('task-42', 'sweep-a', ttl=30)
     bed.advance(31)
