@@ -28,7 +28,7 @@ KNOWN = frozenset(BOOL_KEYS + MOUNT_KEYS + LIMIT_KEYS + IP_KEYS)
 
 # The order the properties are emitted in (stable argv: tests and check mode compare it).
 ORDER = ('NoNewPrivileges', 'PrivateUsers', 'PrivateTmp', 'ProtectSystem', 'ProtectHome', 'ReadWritePaths',
-         'ReadOnlyPaths', 'InaccessiblePaths', 'MemoryMax', 'TasksMax', 'CPUWeight', 'IPAddressAllow')
+         'BindPaths', 'ReadOnlyPaths', 'InaccessiblePaths', 'MemoryMax', 'TasksMax', 'CPUWeight', 'IPAddressAllow')
 
 DEFAULTS = {
     'NoNewPrivileges': True,
@@ -110,8 +110,11 @@ def anchor_paths(home: str) -> List[str]:
     """The directories between ``home`` and a ``RUNNER_OWN`` path (``.config``, ``.local``), each optional.
 
     With the home writable a run renamed ``~/.config`` away (then a new one would hold a new
-    ``runner.json``): the read-only binds below it moved along. Bound in place (writable, as before) a
-    directory is a mount point in the run's namespace, and a mount point cannot be renamed (EBUSY)."""
+    ``runner.json``): the read-only binds below it moved along. Bound onto itself (``BindPaths``, writable,
+    as before) a directory is a mount point in the run's namespace, and a mount point cannot be renamed
+    (EBUSY). Not ``ReadWritePaths``: systemd drops one under a writable parent of the same mode as
+    redundant, so a run whose workdir or profile made the home itself writable lost them (on the bed,
+    a real Claude Code run with its workdir in the home renamed ``~/.config``)."""
     base = home.rstrip('/')
     parents = []
     for rel in RUNNER_OWN:
@@ -129,8 +132,9 @@ def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readon
 
     ``writable``: paths made writable for this run in addition to the settings' ``ReadWritePaths``
     (the run's own workspace); ``readonly``: paths no run may write whatever the profile says (the
-    runner's own files, ``protected_paths``); ``anchors``: their parents, bound writable where the home
-    itself is (``ProtectHome`` unset or ``no``, ``ProtectSystem`` not ``strict``) so they cannot be renamed (``anchor_paths``);
+    runner's own files, ``protected_paths``); ``anchors``: their parents, bound onto themselves (``BindPaths``)
+    where the home itself is writable (``ProtectHome`` unset or ``no``, ``ProtectSystem`` not ``strict``) so they
+    cannot be renamed (``anchor_paths``);
     ``hidden``: paths no run may reach at all (``manager_paths``); all are added only when a mount key is in force.
     ``ReadWritePaths`` naming one of ``readonly`` exactly is refused (a path inside one stays writable:
     the more specific mount wins). ``IPAddressAllow``
@@ -197,9 +201,9 @@ def properties(settings: Optional[Mapping[str, Any]], writable: Any = (), readon
         gone = _paths('InaccessiblePaths', [h for h in ([hidden] if isinstance(hidden, str) else list(hidden or ())) if h])
         if gone:
             values['InaccessiblePaths'] = values.get('InaccessiblePaths', []) + [p for p in gone if p not in values.get('InaccessiblePaths', [])]
-        pinned = _paths('ReadWritePaths', [a for a in ([anchors] if isinstance(anchors, str) else list(anchors or ())) if a])
+        pinned = _paths('BindPaths', [a for a in ([anchors] if isinstance(anchors, str) else list(anchors or ())) if a])
         if pinned and values.get('ProtectHome', 'no') == 'no' and values.get('ProtectSystem') != 'strict':   # the home is writable
-            values['ReadWritePaths'] = values.get('ReadWritePaths', []) + [p for p in pinned if p not in values.get('ReadWritePaths', [])]
+            values['BindPaths'] = pinned
 
     out = []
     for key in ORDER:

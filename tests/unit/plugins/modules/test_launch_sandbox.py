@@ -58,8 +58,8 @@ def test_the_runners_own_files_are_read_only_in_the_default_profile_too(run_modu
     sandbox_file.write_text(json.dumps(dict(DEFAULTS)))
     home = home_dir()
     r, args = _one(['NoNewPrivileges=yes', 'PrivateUsers=yes', 'ProtectSystem=full', 'ReadWritePaths=/w/task-1',
-                    'ReadWritePaths=-%s/.local' % home, 'ReadWritePaths=-%s/.config' % home,
-                    'ReadWritePaths=-%s/.local/share' % home]
+                    'BindPaths=-%s/.local' % home, 'BindPaths=-%s/.config' % home,
+                    'BindPaths=-%s/.local/share' % home]
                    + ['ReadOnlyPaths=-%s/%s' % (home, p) for p in RUNNER_OWN]
                    + ['InaccessiblePaths=%s' % p for p in manager_paths(os.getuid())])
     kind, res, _w = run_module(mod, args, runner=r)
