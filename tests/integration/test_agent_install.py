@@ -8,7 +8,10 @@ claude`` installs Debian's npm, then ``@anthropic-ai/claude-code@2.1.332`` and `
 npm registry under the master's home, on the run PATH; ``fleet.dispatch.launch`` starts a real
 ``systemd-run --user`` unit whose runner starts ``claude -p`` against the scripted model endpoint
 (``tests/fakes/model_endpoint``, served by this process on the podman bridge). The CLI answers "done"
-and the run closes out with a no-op (nothing merged). Then the CLI disappears: the next run posts
+and the run closes out with a no-op (nothing merged). Each provider outcome the endpoint can script
+(a throttle, 529, 500, a usage limit, a bad key, an empty balance) ends a real run with its marker:
+🔁 retry or 🪫 capacity, never an attempt (the CLI's own retries bounded to one by
+``CLAUDE_CODE_MAX_RETRIES``, as docs/agents.md advises). Then the CLI disappears: the next run posts
 nothing, spends no attempt and darkens the master (``agent_missing``); the next provision clears it.
 
 The host reaches the registry as this machine does: through its egress, whose CA bundle is copied
@@ -24,6 +27,8 @@ import shutil
 import subprocess
 import time
 
+import pathlib
+
 import pytest
 
 from fakes.model_endpoint import Endpoint
@@ -37,6 +42,8 @@ HOME = '/home/' + MASTER
 LEDGER = HOME + '/ledger.sqlite3'
 CODE = '/usr/local/lib/fleet-dispatch/runner'    # the copied runner (worker_runner_code_dir)
 CA = '/usr/local/share/fleet-test-npm-ca.crt'
+HOSTILE = pathlib.Path(__file__).resolve().parents[1] / 'fakes' / 'hostile_agent'
+HOSTILE_ON_HOST = '/usr/local/share/fleet-test-hostile-agent'
 # Polling bound only: Claude Code answers the scripted endpoint in a few seconds.
 WAIT = 120
 
@@ -110,7 +117,9 @@ def fleet(bed_factory, tmp_path_factory):
         'worker_masters': [{'name': MASTER}],
         'worker_runner_agent': 'claude',
         'worker_runner_agent_args': ['--dangerously-skip-permissions'],
-        'worker_runner_agent_env': {'ANTHROPIC_BASE_URL': endpoint.url, 'ANTHROPIC_MODEL': 'claude-sonnet-4-5'},
+        # one internal retry: an outage ends in seconds, not Claude Code's default ~3 minutes (docs/agents.md)
+        'worker_runner_agent_env': {'ANTHROPIC_BASE_URL': endpoint.url, 'ANTHROPIC_MODEL': 'claude-sonnet-4-5',
+                                    'CLAUDE_CODE_MAX_RETRIES': '1'},
         'worker_agent_credentials': {'ANTHROPIC_API_KEY': 'sk-ant-api03-fake'},
         'worker_agent_npm_env': {'npm_config_cafile': CA},
         # the SQLite ledger is made with the installed runner's code after provision
@@ -133,11 +142,12 @@ def fleet(bed_factory, tmp_path_factory):
     f.state = HOME + '/.local/state/fleet-dispatch'
 
     def py(code):
-        return bed.ssh(host, "PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (CODE, code), user=MASTER).stdout
+        # from /: a run may leave a json.py in the home (the hostile test does), and `python3 -` imports from its cwd
+        return bed.ssh(host, "cd / && PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (CODE, code), user=MASTER).stdout
 
-    def launch(number):
+    def launch(number, workdir=HOME):
         res = bed.ansible(host, 'fleet.dispatch.launch', {
-            'items': [{'number': number, 'command': ['fleet-runner', '--item', str(number)], 'workdir': HOME}],
+            'items': [{'number': number, 'command': ['fleet-runner', '--item', str(number)], 'workdir': workdir}],
             'path': f.path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env'}, become_user=MASTER)
         return res[host]
 
@@ -158,8 +168,17 @@ def fleet(bed_factory, tmp_path_factory):
         out = bed.ssh(host, 'cat %s/capacity.json 2>/dev/null || echo MISSING' % f.state, user=MASTER).stdout.strip()
         return None if out == 'MISSING' else json.loads(out)
 
-    py(CREATE % {'ledger': LEDGER, 'numbers': [31, 32]})
+    def script(steps):
+        with endpoint._lock:
+            endpoint.steps, endpoint.turns = [dict(s) for s in steps], 0
+
+    def clear_capacity():
+        bed.ansible(host, 'fleet.dispatch.capacity_clear', {'source': 'any'}, become_user=MASTER)
+
+    bed.ssh(host, 'sudo tee %s >/dev/null && sudo chmod 755 %s' % (HOSTILE_ON_HOST, HOSTILE_ON_HOST), input=HOSTILE.read_text())
+    py(CREATE % {'ledger': LEDGER, 'numbers': [31, 32, 39] + sorted(SCENARIOS.values())})
     f.py, f.launch, f.read, f.unit_done, f.capacity = py, launch, read, unit_done, capacity
+    f.script, f.clear_capacity = script, clear_capacity
     try:
         yield f
     finally:
@@ -188,6 +207,72 @@ def test_a_real_unit_runs_claude_against_the_endpoint_to_its_close_out(fleet):
         user=MASTER, check=False).stdout)
     assert data['fields'][-1]['turns'] == 1 and data['fields'][-1]['envelope'] is True
     assert any(r.get('path', '').startswith('/v1/messages') for r in fleet.endpoint.requests), fleet.endpoint.requests
+
+
+# Provider outcomes through the real CLI in a real unit, each on its own item: the scripted endpoint answers
+# every request of the run with the provider's documented error (tests/fakes/model_endpoint/presets.py).
+SCENARIOS = {'throttle': 33, 'overloaded': 34, 'server_error': 35, 'usage_limit': 36, 'bad_key': 37, 'quota': 38}
+# scenario -> (the close-out's marker kind, the capacity source it leaves, or None)
+EXPECT = {'throttle': ('retry', None), 'overloaded': ('retry', None), 'server_error': ('retry', None),
+          'usage_limit': ('capacity', 'rate_limit'), 'bad_key': ('capacity', 'revoked'), 'quota': ('capacity', 'revoked')}
+
+
+@pytest.mark.parametrize('scenario', sorted(SCENARIOS))
+def test_a_provider_outcome_ends_a_real_claude_run_with_its_marker_and_spends_no_attempt(fleet, scenario):
+    number, (kind, source) = SCENARIOS[scenario], EXPECT[scenario]
+    fleet.script([{'error': scenario}])
+    before = len(fleet.endpoint.requests)
+    try:
+        res = fleet.launch(number)
+        assert not res.get('failed'), res
+        fleet.unit_done(number)
+        data = fleet.read(number)
+        assert data['kinds'] == ['start', kind], (data, fleet.bed.ssh(
+            fleet.host, 'cat %s/runs/task-%d/capture.log | tail -c 3000' % (fleet.state, number),
+            user=MASTER, check=False).stdout)
+        assert data['attempts'] == 0, 'a provider outcome before any turn is not an attempt: %r' % data
+        state = fleet.capacity()
+        if source is None:
+            assert state is None, 'a transient error leaves the master usable: %r' % state
+        else:
+            assert state and state['source'] == source, state
+        turns = [r for r in fleet.endpoint.requests[before:] if r.get('role') == 'turn']
+        assert turns, 'the CLI reached the endpoint'
+    finally:
+        fleet.clear_capacity()
+        fleet.script([{'text': 'done'}])
+
+
+# What the hostile agent tries that the role's default profile must refuse (tests/fakes/hostile_agent; its git
+# plants need a clone, which this fleet's runs do not have: test_sandbox.py covers those)
+REFUSED = ('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json', 'config_rename', 'user_unit',
+           'config_parent_rename', 'local_parent_rename', 'manager_run', 'manager_env', 'manager_stop', 'manager_bus',
+           'runtime_unit', 'share_unit')
+
+
+def test_real_claude_running_the_escapes_as_tool_calls_reaches_nothing_of_the_fleet(fleet):
+    """Claude Code's own Bash tool runs every escape of the hostile agent inside a real run under the role's
+    default profile: each is refused, the user manager saw none of it, and the run still closes out."""
+    ssh = lambda cmd: fleet.bed.ssh(fleet.host, cmd, user=MASTER, check=False).stdout   # noqa: E731
+    own = ' '.join(HOME + p for p in ('/.local/bin/fleet-runner', '/.config/fleet-dispatch/runner.json',
+                                      '/.config/fleet-dispatch/sandbox.json', '/.config/fleet-dispatch/board.json'))
+    before = ssh('sha256sum %s' % own)
+    workdir = HOME + '/fleet/workspaces/hostile'
+    ssh('mkdir -p %s/marks %s; systemd-run --user --unit=hostile-victim.service --collect sleep 600' % (HOME, workdir))
+    fleet.script([{'shell': 'sh %s' % HOSTILE_ON_HOST}, {'text': 'done'}])
+    try:
+        assert not fleet.launch(39, workdir=workdir).get('failed')
+        fleet.unit_done(39)
+        tried = dict(line.split(' ', 1) for line in ssh('cat %s/hostile.txt' % workdir).split('\n') if line)
+        assert {k: tried.get(k) for k in REFUSED} == dict.fromkeys(REFUSED, 'refused'), tried
+        assert ssh('systemctl --user is-active hostile-victim.service').strip() == 'active'
+        assert 'LD_PRELOAD' not in ssh('systemctl --user show-environment')
+        assert ssh('systemctl --user list-units --all --no-legend "hostile-escape*"').strip() == ''
+        assert ssh('sha256sum %s' % own) == before, 'the runner\'s files, byte for byte'
+        assert fleet.read(39)['kinds'] == ['start', 'noop']
+    finally:
+        fleet.script([{'text': 'done'}])
+        ssh('systemctl --user stop hostile-victim.service')
 
 
 def test_a_cli_gone_after_provision_darkens_the_master_and_provision_clears_it(fleet):
