@@ -12,6 +12,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import place as _place
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
 
 
 def _cell(value, width):
@@ -186,6 +187,13 @@ def place(candidates, masters):
     return _place(candidates, masters)
 
 
+def run_worker(marker, probes):
+    """The inventory worker of a start marker's run, through the probe (``_core.dispatch.run_host.run_worker``)."""
+    if not isinstance(marker, dict) or not isinstance(probes, list):
+        raise AnsibleFilterError('run_worker expects the start marker fields and a list of probe answers')
+    return _run_worker(marker, probes)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -194,4 +202,5 @@ class FilterModule(object):
             'place': place,
             'dispatch_outcome': dispatch_outcome,
             'start_line': start_line,
+            'run_worker': run_worker,
         }

@@ -24,6 +24,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -181,3 +182,65 @@ def test_provision_refuses_a_board_a_master_cannot_open_and_names_the_fix(first_
     proc = subprocess.run(stdin=subprocess.DEVNULL, args=argv, cwd=str(first_fleet['work']), env=first_fleet['env'], capture_output=True, text=True,
                           timeout=STEP_TIMEOUT, check=False)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+
+
+def _ledger_item(fleet, number):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
+    board = LedgerBoard(dsn=fleet['dsn'])
+    try:
+        item = board.get(number)
+        return item.status, [(m.kind, dict(m.fields)) for m in markers_of(item)], len(item.comments)
+    finally:
+        board.close()
+
+
+def _playbook(fleet, *args):
+    proc = subprocess.run(stdin=subprocess.DEVNULL, args=[str(pathlib.Path(sys.executable).parent / 'ansible-playbook')] + list(args),
+                          cwd=str(fleet['work']), env=fleet['env'], capture_output=True, text=True, timeout=STEP_TIMEOUT,
+                          check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_stop_finds_the_run_by_the_inventory_name_and_refuses_unreached_without_a_board_change(first_fleet):
+    """The README inventory calls the workers w1 and w2; their runners write the hosts' own names in the start
+    marker. stop finds the run through the probe; asked to stop with no worker it can reach, it changes nothing."""
+    bed = first_fleet['bed']
+    workers = bed.hosts[1:]
+    # item 4's agent hangs until stopped (the fake agent's per-item mode; put back by the next provision)
+    hang = ("import json, pwd; p=pwd.getpwnam('fleet1').pw_dir + '/.config/fleet-dispatch/runner.json'; c=json.load(open(p)); "
+            "c['agent_command'] += ['--modes', '4=hang']; json.dump(c, open(p, 'w'))")
+    for host in workers:
+        bed.ssh(host, 'sudo python3 -c "%s"' % hang)
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+    board = LedgerBoard(dsn=first_fleet['dsn'])
+    try:
+        board.upsert_item(number=4, title='Wait to be stopped', status='Ready')
+    finally:
+        board.close()
+    rc, out = _playbook(first_fleet, 'fleet.dispatch.dispatch', '-e', 'issue=4')
+    assert rc == 0, out[-6000:]
+    status, markers, _n = _ledger_item(first_fleet, 4)
+    assert [k for k, _f in markers] == ['start'], markers
+    started_on = markers[0][1]['host']
+    assert started_on not in ('w1', 'w2') and started_on in bed.hosts, started_on   # the host's own name
+    # no worker of the named group: the run cannot be reached, and the board is as it was
+    before = _ledger_item(first_fleet, 4)
+    rc, out = _playbook(first_fleet, 'fleet.dispatch.stop', '-e', 'issue=4', '-e', 'dispatch_workers_group=nowhere')
+    assert rc != 0 and 'cannot reach the run of #4' in out and 'Nothing was changed' in out, out[-6000:]
+    assert _ledger_item(first_fleet, 4) == before
+    rc, out = _playbook(first_fleet, 'fleet.dispatch.stop', '-e', 'issue=4', '-e', 'why=a test of the stop')
+    assert rc == 0, out[-6000:]
+    assert 'noted and stopped task-4' in out and 'is now Backlog' in out, out[-6000:]
+    deadline = _dt.datetime.now() + _dt.timedelta(seconds=120)
+    while True:
+        status, markers, _n = _ledger_item(first_fleet, 4)
+        if [k for k, _f in markers] == ['start', 'stopped'] or _dt.datetime.now() > deadline:
+            break
+        time.sleep(2)
+    assert status == 'Backlog' and [k for k, _f in markers] == ['start', 'stopped'], (status, markers)
+    assert 'a test of the stop' in str(markers[1][1]), markers[1]
+    for host in workers:
+        live = bed.ssh(host, "sudo -u fleet1 env XDG_RUNTIME_DIR=/run/user/$(id -u fleet1) systemctl --user is-active task-4",
+                       check=False)
+        assert live.stdout.strip() != 'active', (host, live.stdout)

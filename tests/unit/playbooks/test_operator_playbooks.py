@@ -86,6 +86,21 @@ def test_stop_refuses_an_item_with_no_open_run_and_changes_nothing(tmp_path, boa
     assert res.returncode != 0 and 'name the item whose run to stop' in res.stdout
 
 
+def test_stop_changes_nothing_when_no_inventory_worker_answers_as_the_runs_host(tmp_path, board):
+    """The start marker names the worker's own host name; no inventory worker answers as it (the probe's
+    hostname) nor runs the unit, so the stop refuses before it writes to the board."""
+    with open_board(board) as b:
+        b.upsert_item(number=3, title='running elsewhere', status='Ready')
+        b.comment(3, format_marker('start', {'unit': 'task-3', 'host': 'nc-w9', 'master': 'agent1'}), author='fleet-bot')
+        before = [(c.body, c.author) for c in b.get(3).comments], b.get(3).status
+    res = playbook('stop.yml', tmp_path, board, '-e', 'issue=3')
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert 'cannot reach the run of #3' in res.stdout and 'no inventory worker answers as nc-w9' in res.stdout, res.stdout
+    assert 'Nothing was changed' in res.stdout
+    with open_board(board) as b:
+        assert ([(c.body, c.author) for c in b.get(3).comments], b.get(3).status) == before
+
+
 def test_clear_capacity_needs_an_inventory_worker(tmp_path, board):
     res = playbook('clear_capacity.yml', tmp_path, board, '-e', 'worker=nowhere', '-e', 'master=agent1')
     assert res.returncode != 0 and 'name an inventory worker and its master' in res.stdout
