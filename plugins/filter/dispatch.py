@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import place as _place
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until, place as _place
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import text_table
 
 
 def _cell(value, width):
@@ -22,15 +24,7 @@ def _cell(value, width):
 
 
 def _table(header, rows):
-    widths = [len(h) for h in header]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    line = '  '.join('%-*s' % (w, h) for w, h in zip(widths, header)).rstrip()
-    out = [line, '  '.join('-' * w for w in widths)]
-    for row in rows:
-        out.append('  '.join('%-*s' % (w, c) for w, c in zip(widths, row)).rstrip())
-    return '\n'.join(out)
+    return text_table(header, rows)
 
 
 def _age(seconds):
@@ -91,7 +85,8 @@ def _last_kind(marker):
     if not marker:
         return '-'
     kind = marker.get('kind', '-')
-    return 'reset (reaped)' if kind == 'reset' else kind
+    text = 'reset (reaped)' if kind == 'reset' else kind
+    return '%s %s' % (GLYPHS[kind], text) if kind in GLYPHS else text
 
 
 def _cost(cost):
@@ -176,7 +171,7 @@ def plan_table(plan, items=None):
             rows.append(['#%s' % it.get('number'), 'skip', '-', why_held(it)])
     for d in plan.get('dark', []):
         rows.append(['', 'dark', '%s/%s' % (d.get('worker'), d.get('master')),
-                     '%s until %s' % (d.get('source'), d.get('reset_at') or 'unknown')])
+                     '%s %s' % (d.get('source'), dark_until(d.get('source'), d.get('reset_at')))])
     return _table(['item', 'decision', 'where', 'why'], rows)
 
 

@@ -73,6 +73,9 @@ def test_status_and_sweep_write_the_page_and_the_metrics_beside_status_json(tmp_
     assert 'data-master="localhost/agent1"' in page and 'not probed' in page
     prom = (state / 'fleet-dispatch.prom').read_text(encoding='utf-8')
     assert 'fleet_dispatch_items{reason="blocked"} 1' in prom and 'fleet_dispatch_items{reason="eligible"} 1' in prom
+    # the page's path is the last thing either says
+    said = [line for line in res.stdout.splitlines() if '"msg"' in line]
+    assert said and said[-1].strip().rstrip(',') == '"msg": "status page: %s"' % (state / 'status.html'), said[-3:]
 
 
 def test_stop_refuses_an_item_with_no_open_run_and_changes_nothing(tmp_path, board):
@@ -126,6 +129,9 @@ def test_a_cycle_that_probes_nothing_keeps_the_last_sweep_fleet_on_the_page(tmp_
     page = (state.parent / 'status.html').read_text(encoding='utf-8')
     assert 'class="master dark" data-master="localhost/agent1"' in page and '2099-01-01T00:00:00Z' in page
     assert 'not probed now; at 2026-11-30T12:00:00Z' in page
+    if book == 'status.yml':   # status says the dark masters of the last sweep, with the source and the reset
+        line, = [x for x in res.stdout.splitlines() if 'localhost/agent1' in x and 'dark: rate_limit' in x]
+        assert 'until 2099-01-01T00:00:00Z' in line, line
     assert json.loads(fleet_json.read_text(encoding='utf-8')) == record
     prom = (state.parent / 'fleet-dispatch.prom').read_text(encoding='utf-8')
     assert 'fleet_dispatch_dark_masters{source="rate_limit"} 1' in prom and 'fleet_dispatch_live_runs{' not in prom

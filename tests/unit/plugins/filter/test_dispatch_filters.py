@@ -39,7 +39,16 @@ def test_plan_table_says_where_and_why_not():
     assert '#1    launch    w1/a' in text
     assert 'blocked by #1, #2' in text
     assert 'retry_wait until 2026-11-30T12:30:00Z' in text
-    assert 'revoked until unknown' in text
+    assert 'revoked until a human clears it (fleet.dispatch.clear_capacity)' in text and 'unknown' not in text
+
+
+def test_status_table_leads_the_last_marker_with_its_glyph_and_keeps_the_columns_aligned():
+    items = [dict(ITEMS[0], last_marker={'kind': 'success', 'age_s': 60}), dict(ITEMS[2], title='rr')]
+    lines = filt('status_table')(items).splitlines()
+    assert '\u2705 success' in lines[2] and '\U0001F501 retry' in lines[3]
+    # the age column starts at the same terminal column on every row (a glyph is two columns wide)
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import text_width as _width
+    assert _width(lines[2][:lines[2].index('1m')]) == _width(lines[3][:lines[3].index('30s')])
 
 
 @pytest.mark.parametrize('name,arg', [('status_table', 'nope'), ('plan_table', [])])
