@@ -229,7 +229,7 @@ def test_stop_finds_the_run_by_the_inventory_name_and_refuses_unreached_without_
     rc, out = _playbook(first_fleet, 'fleet.dispatch.stop', '-e', 'issue=4', '-e', 'dispatch_workers_group=nowhere')
     assert rc != 0 and 'cannot reach the run of #4' in out and 'Nothing was changed' in out, out[-6000:]
     assert _ledger_item(first_fleet, 4) == before
-    rc, out = _playbook(first_fleet, 'fleet.dispatch.stop', '-e', 'issue=4', '-e', 'why=a test of the stop')
+    rc, out = _playbook(first_fleet, 'fleet.dispatch.stop', '-e', 'issue=4', '-e', '{"why": "a test of the stop"}')
     assert rc == 0, out[-6000:]
     assert 'noted and stopped task-4' in out and 'is now Backlog' in out, out[-6000:]
     deadline = _dt.datetime.now() + _dt.timedelta(seconds=120)
