@@ -166,7 +166,7 @@ def fleet_text(data: Dict[str, Any]) -> str:
             state = 'dark: %s' % (m.get('source') or 'unknown source')
             until = dark_until(m.get('source'), m.get('reset_at'))
         else:
-            state, until = 'usable', '-'
+            state, until = ('unknown' if m.get('probe') == 'not probed' else 'usable'), '-'
         rows.append(['%s/%s' % (m.get('worker'), m.get('master')), state, until,
                      '?' if m.get('live_runs') is None else str(m['live_runs']), str(m.get('probe') or '')])
     return text_table(['master', 'state', 'dark', 'live runs', 'probe'], rows)

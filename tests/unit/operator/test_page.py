@@ -154,3 +154,14 @@ def test_marker_kinds_lead_with_their_glyph_and_a_revoked_master_never_reads_unt
     rows = dict(('%s/%s' % (m['worker'], m['master']), m) for m in fleet(data['configured'], data['masters'], data['survey'], data['now']))
     from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import _master_row
     assert 'until unknown' not in _master_row(dict(rows['w2/agent1'], source='revoked', reset_at=None, reset_in_s=None))
+
+
+def test_the_fleet_text_says_dark_masters_with_source_and_reset_and_never_calls_unprobed_usable():
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet_text
+    data = cycle()
+    lines = fleet_text(data).splitlines()
+    dark = [x for x in lines if x.startswith('w1/agent2')][0]
+    assert 'dark: rate_limit' in dark and 'until %s' % RESET in dark, dark
+    assert 'until a human clears it' in [x for x in lines if x.startswith('w2/agent1')][0]
+    data.update(masters=None, survey=None, previous_fleet_text='')
+    assert all(' unknown ' in x for x in fleet_text(data).splitlines()[2:])
