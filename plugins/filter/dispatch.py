@@ -14,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until, place as _place
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account as _credential_account
 from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import text_table
 
 
@@ -189,6 +190,15 @@ def run_worker(marker, probes):
     return _run_worker(marker, probes)
 
 
+def credential_account(credentials):
+    """A master's default capacity account: a short fingerprint of its agent credentials (``_core.outcome.capacity``)."""
+    if credentials is None:
+        return ''
+    if not isinstance(credentials, dict):
+        raise AnsibleFilterError('credential_account expects the agent credentials as a dict of NAME: value')
+    return _credential_account(dict((str(k), str(v)) for k, v in credentials.items()))
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -198,4 +208,5 @@ class FilterModule(object):
             'dispatch_outcome': dispatch_outcome,
             'start_line': start_line,
             'run_worker': run_worker,
+            'credential_account': credential_account,
         }

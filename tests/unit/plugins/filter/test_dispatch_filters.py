@@ -88,3 +88,11 @@ def test_a_hand_dispatch_whose_run_failed_to_start_is_not_ok():
     ok = dispatch_outcome([], 5, launched=[dict(row, start='started', start_text='started')])
     assert ok['ok'] is True and ok['text'].endswith(': started')
     assert start_line(row) == 'task-5 on w1/d1: failed to start: the runner on w1/d1 cannot open the board'
+
+
+def test_credential_account_shares_one_key_and_sets_no_account_without_one():
+    same = filt('credential_account')({'KEY': 'k1'})
+    assert same == filt('credential_account')({'KEY': 'k1'}) != filt('credential_account')({'KEY': 'k2'})
+    assert filt('credential_account')({}) == '' and filt('credential_account')(None) == ''
+    with pytest.raises(AnsibleFilterError):
+        filt('credential_account')('KEY=k1')
