@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import place as _place
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until, place as _place
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account as _credential_account
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import text_table
 
 
 def _cell(value, width):
@@ -21,15 +25,7 @@ def _cell(value, width):
 
 
 def _table(header, rows):
-    widths = [len(h) for h in header]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    line = '  '.join('%-*s' % (w, h) for w, h in zip(widths, header)).rstrip()
-    out = [line, '  '.join('-' * w for w in widths)]
-    for row in rows:
-        out.append('  '.join('%-*s' % (w, c) for w, c in zip(widths, row)).rstrip())
-    return '\n'.join(out)
+    return text_table(header, rows)
 
 
 def _age(seconds):
@@ -90,7 +86,8 @@ def _last_kind(marker):
     if not marker:
         return '-'
     kind = marker.get('kind', '-')
-    return 'reset (reaped)' if kind == 'reset' else kind
+    text = 'reset (reaped)' if kind == 'reset' else kind
+    return '%s %s' % (GLYPHS[kind], text) if kind in GLYPHS else text
 
 
 def _cost(cost):
@@ -175,7 +172,7 @@ def plan_table(plan, items=None):
             rows.append(['#%s' % it.get('number'), 'skip', '-', why_held(it)])
     for d in plan.get('dark', []):
         rows.append(['', 'dark', '%s/%s' % (d.get('worker'), d.get('master')),
-                     '%s until %s' % (d.get('source'), d.get('reset_at') or 'unknown')])
+                     '%s %s' % (d.get('source'), dark_until(d.get('source'), d.get('reset_at')))])
     return _table(['item', 'decision', 'where', 'why'], rows)
 
 
@@ -186,6 +183,22 @@ def place(candidates, masters):
     return _place(candidates, masters)
 
 
+def run_worker(marker, probes):
+    """The inventory worker of a start marker's run, through the probe (``_core.dispatch.run_host.run_worker``)."""
+    if not isinstance(marker, dict) or not isinstance(probes, list):
+        raise AnsibleFilterError('run_worker expects the start marker fields and a list of probe answers')
+    return _run_worker(marker, probes)
+
+
+def credential_account(credentials):
+    """A master's default capacity account: a short fingerprint of its agent credentials (``_core.outcome.capacity``)."""
+    if credentials is None:
+        return ''
+    if not isinstance(credentials, dict):
+        raise AnsibleFilterError('credential_account expects the agent credentials as a dict of NAME: value')
+    return _credential_account(dict((str(k), str(v)) for k, v in credentials.items()))
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -194,4 +207,6 @@ class FilterModule(object):
             'place': place,
             'dispatch_outcome': dispatch_outcome,
             'start_line': start_line,
+            'run_worker': run_worker,
+            'credential_account': credential_account,
         }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet, fleet_record, render_metrics, render_page
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet, fleet_record, fleet_text, render_metrics, render_page
 
 
 def _check(name, data):
@@ -39,10 +39,16 @@ def status_fleet(data):
                         data.get('now'))
 
 
+def status_fleet_table(data):
+    """Every configured master, usable or dark with its source and reset, as an aligned text table."""
+    return fleet_text(_check('status_fleet_table', data))
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'status_page': status_page,
             'status_metrics': status_metrics,
             'status_fleet': status_fleet,
+            'status_fleet_table': status_fleet_table,
         }

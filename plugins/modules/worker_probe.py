@@ -151,6 +151,13 @@ clock_skew_s:
   returned: always
   type: float
   version_added: 0.1.0
+hostname:
+  description:
+    - This worker's own host name, the one its runners write in their start markers as C(host); an inventory may name
+      the worker otherwise (C(fleet.dispatch.stop) finds a run's worker by it).
+  returned: always
+  type: str
+  version_added: 0.1.0
 '''
 
 from ansible.module_utils.basic import AnsibleModule

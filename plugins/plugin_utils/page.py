@@ -16,9 +16,12 @@ import datetime as _dt
 import html
 import json
 import math
+import unicodedata
 from typing import Any, Dict, Iterable, List, Optional
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until
 
 RECENT_RUNS = 50  # unmeasured guess: a screenful. Experiment: ask operators which rows they scroll to; the board lists every item anyway
 
@@ -130,6 +133,45 @@ def _previous_fleet(configured, previous, now) -> List[Dict[str, Any]]:
     return out
 
 
+def text_width(text) -> int:
+    """Terminal columns: a wide character (the marker glyphs) takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in ('W', 'F') else 0 if unicodedata.combining(ch) or ch == '\ufe0f' else 1
+               for ch in text)
+
+
+def _pad(text, width):
+    return text + ' ' * (width - text_width(text))
+
+
+def text_table(header, rows) -> str:
+    """Rows of text cells as aligned columns under a header and a rule (terminal columns, glyphs counted two)."""
+    widths = [text_width(h) for h in header]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], text_width(cell))
+    line = '  '.join(_pad(h, w) for w, h in zip(widths, header)).rstrip()
+    out = [line, '  '.join('-' * w for w in widths)]
+    for row in rows:
+        out.append('  '.join(_pad(c, w) for w, c in zip(widths, row)).rstrip())
+    return '\n'.join(out)
+
+
+def fleet_text(data: Dict[str, Any]) -> str:
+    """The fleet as a text table for ``status``: every configured master, usable or dark with its source and
+    how long (the page's Fleet table; a cycle that probes nothing shows the last sweep's probe, dated)."""
+    rows = []
+    for m in fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), data.get('now'),
+                   _record(data, 'previous_fleet')):
+        if m['dark']:
+            state = 'dark: %s' % (m.get('source') or 'unknown source')
+            until = dark_until(m.get('source'), m.get('reset_at'))
+        else:
+            state, until = ('unknown' if m.get('probe') == 'not probed' else 'usable'), '-'
+        rows.append(['%s/%s' % (m.get('worker'), m.get('master')), state, until,
+                     '?' if m.get('live_runs') is None else str(m['live_runs']), str(m.get('probe') or '')])
+    return text_table(['master', 'state', 'dark', 'live runs', 'probe'], rows)
+
+
 def recent_runs(items: Iterable[Dict[str, Any]], now: Any = None, limit: int = RECENT_RUNS) -> List[Dict[str, Any]]:
     """One row per item whose last marker is a start (live) or a close-out naming its start, newest first."""
     rows = []
@@ -189,6 +231,13 @@ def _cost(cost) -> str:
     return '$%.2f%s' % (float(cost['cost_usd']), partial)
 
 
+def _glyphed(kind) -> str:
+    """A marker kind led by its glyph (``✅ success``), as the board shows it; other words as they are."""
+    if not kind:
+        return '-'
+    return '%s %s' % (GLYPHS[kind], kind) if kind in GLYPHS else str(kind)
+
+
 def _item_row(it) -> str:
     marker = it.get('last_marker') or {}
     blockers = ', '.join('#%s %s' % (b.get('number'), b.get('state')) for b in it.get('blockers') or [])
@@ -208,14 +257,15 @@ def _item_row(it) -> str:
         _e(it.get('number')), title_cell, _e(it.get('state')), _e(it.get('status')),
         _e(', '.join(holds)), _e(reason + (' (+%s)' % ', '.join(holds[1:]) if len(holds) > 1 else '')),
         _e(it.get('attempts', 0)), _e(it.get('max_attempts', '')),
-        _e(marker.get('kind') or '-'), _e(age_text(marker.get('age_s'))), _e(blockers or '-'), _e(_cost(it.get('run_cost'))))
+        _e(_glyphed(marker.get('kind'))), _e(age_text(marker.get('age_s'))), _e(blockers or '-'), _e(_cost(it.get('run_cost'))))
 
 
 def _master_row(m) -> str:
     head = m.get('headroom') or {}
     if m['dark']:
         state = 'dark: %s' % (m.get('source') or 'unknown source')
-        reset = m.get('reset_at') or 'unknown'
+        stated = m.get('reset_at') not in (None, '', 'unknown')
+        reset = m['reset_at'] if stated else dark_until(m.get('source'), None)
         if m.get('reset_in_s') is not None:
             reset = '%s (%s)' % (reset, age_text(-m['reset_in_s']))
     else:
@@ -234,7 +284,7 @@ def _run_row(r) -> str:
     return ('<tr class="run %s"><td class="num">#%s</td><td>%s</td><td>%s</td><td>%s</td><td class="num">%s</td>'
             '<td class="outcome">%s</td><td class="num">%s</td></tr>') % (
         _e(r['outcome']), _e(r['number']), _e(r['unit']), _e(r['where']), _e(r['start']), _e(duration),
-        _e(r['outcome']), _e(cost))
+        _e(_glyphed(r['outcome'])), _e(cost))
 
 
 def _record_rows(records) -> List[str]:
@@ -257,10 +307,31 @@ def _record_rows(records) -> List[str]:
     return rows
 
 
-def _kv(record) -> str:
+def _words(value) -> str:
+    """A record's value as a reader writes it: lists joined, mappings as ``key value``, nothing as ``-``."""
+    if value is None or value == '' or value == [] or value == {}:
+        return '-'
+    if isinstance(value, bool):
+        return 'yes' if value else 'no'
+    if isinstance(value, (list, tuple)):
+        return ', '.join(_words(v) for v in value)
+    if isinstance(value, dict):
+        return ', '.join('%s %s' % (k, _words(value[k])) for k in sorted(value))
+    return str(value)
+
+
+# The previous cycle's record (last_cycle.json) as a few lines: what it did and when, not every field.
+_CYCLE_KEYS = (('result', 'result'), ('reason', 'reason'), ('failed_task', 'failed task'), ('at', 'at'),
+               ('dispatcher', 'by'), ('mode', 'mode'), ('launched', 'launched'), ('reaped', 'reaped'))
+
+
+def _kv(record, keys=None) -> str:
     if not isinstance(record, dict) or not record:
         return '<p class="meta">none recorded</p>'
-    return '<dl>%s</dl>' % ''.join('<dt>%s</dt><dd>%s</dd>' % (_e(k), _e(record[k])) for k in sorted(record))
+    if keys is None:
+        keys = [(k, k) for k in sorted(record)]
+    rows = [(label, record[k]) for k, label in keys if k in record and (k not in ('reason', 'failed_task') or record[k])]
+    return '<dl>%s</dl>' % ''.join('<dt>%s</dt><dd>%s</dd>' % (_e(label), _e(_words(v))) for label, v in rows)
 
 
 def _record(data, key):
@@ -300,8 +371,6 @@ def render_page(data: Dict[str, Any]) -> str:
     ]
     if data.get('readable') is False:
         parts.append('<p class="bad" id="unreadable">the queue could not be read: %s</p>' % _e(data.get('error')))
-    parts.append('<h2>Heartbeat</h2><div id="heartbeat"><h3>previous cycle</h3>%s<h3>sweeper heartbeat</h3>%s</div>' % (
-        _kv(_record(data, 'cycle')), _kv(_record(data, 'heartbeat'))))
     parts.append('<h2>Board</h2>')
     parts.append(_table('board', ['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'blockers', 'cost'],
                         [_item_row(it) for it in items]))
@@ -310,6 +379,8 @@ def render_page(data: Dict[str, Any]) -> str:
                         [_master_row(m) for m in masters]))
     parts.append('<h2>Recent runs</h2>')
     parts.append(_table('runs', ['item', 'unit', 'where', 'start', 'duration', 'outcome', 'cost'], [_run_row(r) for r in runs]))
+    parts.append('<h2>Heartbeat</h2><div id="heartbeat"><h3>previous cycle</h3>%s<h3>sweeper heartbeat</h3>%s</div>' % (
+        _kv(_record(data, 'cycle'), _CYCLE_KEYS), _kv(_record(data, 'heartbeat'))))
     for key, title in (('reaper', 'Reaper'), ('announcer', 'Announcer')):
         if data.get(key) is not None:
             parts.append('<h2>%s</h2>' % title)

@@ -6,11 +6,11 @@ written on three test-bed hosts: a PostgreSQL ledger and two workers.
 
 The files and commands are parsed from the guide's section between ``<!-- first-fleet:begin -->`` and
 ``<!-- first-fleet:end -->`` (``<!-- first-fleet:file NAME -->`` before a fenced block writes NAME,
-``<!-- first-fleet:run -->`` before a ``bash`` block runs each line), in an empty directory, with only
-these substitutions: the README's addresses become the bed's, its ``admin`` login the bed's
-``tester`` (plus the bed's SSH key options, appended to the inventory), ``~/src/fleet-dispatch`` this
-checkout, and the example repository URL a bare repository the test serves on each worker. The
-controller is this test's Python environment (the README's ``pip install`` line is not re-run).
+``<!-- first-fleet:run -->`` before a ``bash`` block runs each line), in an empty directory, verbatim but for
+the values the guide's own table (``<!-- first-fleet:vars -->``) tells the reader to set: its addresses become
+the bed's, its ``admin`` login the bed's ``tester``, ``~/src/fleet-dispatch`` this checkout. The bed's SSH key
+and options come from the environment (``ANSIBLE_PRIVATE_KEY_FILE``, ``ANSIBLE_SSH_COMMON_ARGS``), as a
+reader's own SSH configuration would. The controller is this test's Python environment.
 
 Then the board is read back through the collection's own ledger code: the three items closed, each with
 the fake agent's merge as the close-out (a success marker, one attempt). A second test proves that a
@@ -24,6 +24,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -31,24 +32,14 @@ pytestmark = pytest.mark.testbed
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 README = REPO / 'docs' / 'first-fleet.md'     # the guide the README points a newcomer to
-EXAMPLE_REPO = 'https://git.example.org/acme/widgets.git'
-ORIGIN = '/srv/widgets.git'
 # A bound only, never a speed claim: it covers a loaded CI machine.
 STEP_TIMEOUT = 1500
 
-ORIGIN_SCRIPT = r'''
-set -eu
-if [ ! -d %(origin)s ]; then
-  tmp=$(mktemp -d)
-  git -C "$tmp" init -q -b main
-  echo widgets > "$tmp/README"
-  git -C "$tmp" add README
-  git -C "$tmp" -c user.name=t -c user.email=t@t commit -q -m init
-  git clone -q --bare "$tmp" %(origin)s
-  chmod -R a+rX %(origin)s
-  rm -rf "$tmp"
-fi
-''' % {'origin': ORIGIN}
+
+def readme_vars(text):
+    """The values the guide tells the reader to set (its table between the vars markers), in order."""
+    begin, end = text.index('<!-- first-fleet:vars -->'), text.index('<!-- first-fleet:vars-end -->')
+    return re.findall(r'^\| `([^`]+)` \|', text[begin:end], re.M)
 
 
 def readme_steps(text):
@@ -76,14 +67,12 @@ def test_the_readme_section_has_files_and_commands():
 def first_fleet(bed_factory, tmp_path_factory):
     bed = bed_factory(3, ready=True)      # PostgreSQL and psycopg: the ready host
     ledger, w1, w2 = bed.hosts
-    for host in (w1, w2):
-        bed.ssh(host, 'sudo sh -s', input=ORIGIN_SCRIPT)
-    bed_vars = [line for line in pathlib.Path(bed.inventory).read_text().splitlines()
-                if line.startswith(('ansible_ssh_private_key_file=', 'ansible_ssh_common_args=', 'ansible_connection=',
-                                    'ansible_python_interpreter='))]
-    subs = [('192.0.2.0/24', '10.88.0.0/16'), ('192.0.2.10', bed.ip[ledger]), ('192.0.2.11', bed.ip[w1]),
-            ('192.0.2.12', bed.ip[w2]), ('ansible_user=admin', 'ansible_user=tester'),
-            ('~/src/fleet-dispatch', str(REPO)), (EXAMPLE_REPO, ORIGIN)]
+    mine = {'192.0.2.0/24': '10.88.0.0/16', '192.0.2.10': bed.ip[ledger], '192.0.2.11': bed.ip[w1],
+            '192.0.2.12': bed.ip[w2], 'admin': 'tester', '~/src/fleet-dispatch': str(REPO)}
+    # only what the guide tells its reader to set is replaced, and all of it
+    assert sorted(readme_vars(README.read_text())) == sorted(mine)
+    subs = sorted(mine.items(), key=lambda kv: -len(kv[0]))     # 192.0.2.0/24 before 192.0.2.1x
+    subs = [('ansible_user=admin', 'ansible_user=tester') if old == 'admin' else (old, new) for old, new in subs]
 
     def substitute(text):
         for old, new in subs:
@@ -98,18 +87,17 @@ def first_fleet(bed_factory, tmp_path_factory):
                  'ANSIBLE_ROLES_PATH'):
         env.pop(name, None)
     env.update({'HOME': str(home), 'PATH': str(pathlib.Path(sys.executable).parent) + os.pathsep + env.get('PATH', ''),
-                'ANSIBLE_LOCALHOST_WARNING': 'false'})
+                'ANSIBLE_LOCALHOST_WARNING': 'false',
+                # the reader's own SSH setup: the bed's key and options
+                'ANSIBLE_PRIVATE_KEY_FILE': bed.key,
+                'ANSIBLE_SSH_COMMON_ARGS': '-o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null '
+                                           '-o LogLevel=ERROR'})
     log = []
     for step in readme_steps(README.read_text()):
         if step[0] == 'file':
             path = work / step[1]
             path.parent.mkdir(parents=True, exist_ok=True)
-            content = substitute(step[2])
-            if step[1] == 'inventory.ini':
-                # the bed's SSH settings, for the README's hosts only (the controller stays local)
-                content = content.rstrip('\n') + '\n\n[ledger:vars]\n%s\n\n[workers:vars]\n%s\n' % (
-                    '\n'.join(bed_vars), '\n'.join(bed_vars))
-            path.write_text(content)
+            path.write_text(substitute(step[2]))
             continue
         command = substitute(step[1])
         proc = subprocess.run(stdin=subprocess.DEVNULL, args=['bash', '-euo', 'pipefail', '-c', command], cwd=str(work), env=env, capture_output=True,
@@ -155,7 +143,13 @@ def test_the_readme_fleet_closes_its_items_with_the_fake_agents_merge(first_flee
     waited = _output(first_fleet, 'fleet.dispatch.dispatch -e issue=3 -e wait=true')
     assert 'item 3 closed out: success' in waited, waited[-3000:]
     status = _output(first_fleet, 'fleet.dispatch.status')
-    assert status.count('done') >= 3, status[-3000:]
+    assert status.count('done') >= 3 and '\u2705 success' in status, status[-3000:]
+    said = [line for line in status.splitlines() if '"msg"' in line]
+    assert said and 'status page: ' in said[-1], status[-1000:]   # the last thing status says
+    for command, proc in first_fleet['log']:
+        # no host shares its group's name; a launched item is not reported as refused afterwards
+        assert 'Found both group and host with same name' not in proc.stderr, (command, proc.stderr[-2000:])
+        assert not re.search(r'WARNING\]: #\d+ refused', proc.stderr), (command, proc.stderr[-2000:])
 
 
 def test_provision_refuses_a_board_a_master_cannot_open_and_names_the_fix(first_fleet):
@@ -177,7 +171,77 @@ def test_provision_refuses_a_board_a_master_cannot_open_and_names_the_fix(first_
         assert 'the runner of fleet1 on %s cannot open the board' % w1 in out and fix in out, out[-6000:]
         assert 'Nothing was launched' in out
         assert 'wrong-pw' not in out   # the DSN is redacted in the message
+    # a repository the worker cannot clone (nothing listens there) fails provision naming the line to change
+    proc = subprocess.run(stdin=subprocess.DEVNULL, args=argv + ['-e', '{"worker_clones": [{"name": "other", "repo": "https://127.0.0.1:9/widgets.git"}]}'],
+                          cwd=str(first_fleet['work']), env=first_fleet['env'], capture_output=True, text=True,
+                          timeout=STEP_TIMEOUT, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-6000:]
+    assert 'fleet1 on %s could not clone https://127.0.0.1:9/widgets.git (worker_clones entry other)' % w1 in out, out[-6000:]
+    assert "set that entry's repo to one this worker can clone" in out, out[-6000:]
     # the configuration of the README is accepted again (and the runner's board is put back)
     proc = subprocess.run(stdin=subprocess.DEVNULL, args=argv, cwd=str(first_fleet['work']), env=first_fleet['env'], capture_output=True, text=True,
                           timeout=STEP_TIMEOUT, check=False)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+
+
+def _ledger_item(fleet, number):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
+    board = LedgerBoard(dsn=fleet['dsn'])
+    try:
+        item = board.get(number)
+        return item.status, [(m.kind, dict(m.fields)) for m in markers_of(item)], len(item.comments)
+    finally:
+        board.close()
+
+
+def _playbook(fleet, *args):
+    proc = subprocess.run(stdin=subprocess.DEVNULL, args=[str(pathlib.Path(sys.executable).parent / 'ansible-playbook')] + list(args),
+                          cwd=str(fleet['work']), env=fleet['env'], capture_output=True, text=True, timeout=STEP_TIMEOUT,
+                          check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_stop_finds_the_run_by_the_inventory_name_and_refuses_unreached_without_a_board_change(first_fleet):
+    """The README inventory calls the workers w1 and w2; their runners write the hosts' own names in the start
+    marker. stop finds the run through the probe; asked to stop with no worker it can reach, it changes nothing."""
+    bed = first_fleet['bed']
+    workers = bed.hosts[1:]
+    # item 4's agent hangs until stopped (the fake agent's per-item mode; put back by the next provision)
+    hang = ("import json, pwd; p=pwd.getpwnam('fleet1').pw_dir + '/.config/fleet-dispatch/runner.json'; c=json.load(open(p)); "
+            "c['agent_command'] += ['--modes', '4=hang']; json.dump(c, open(p, 'w'))")
+    for host in workers:
+        bed.ssh(host, 'sudo python3 -c "%s"' % hang)
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+    board = LedgerBoard(dsn=first_fleet['dsn'])
+    try:
+        board.upsert_item(number=4, title='Wait to be stopped', status='Ready')
+    finally:
+        board.close()
+    rc, out = _playbook(first_fleet, 'fleet.dispatch.dispatch', '-e', 'issue=4')
+    assert rc == 0, out[-6000:]
+    status, markers, _n = _ledger_item(first_fleet, 4)
+    assert [k for k, _f in markers] == ['start'], markers
+    started_on = markers[0][1]['host']
+    assert started_on not in ('w1', 'w2') and started_on in bed.hosts, started_on   # the host's own name
+    # no worker of the named group: the run cannot be reached, and the board is as it was
+    before = _ledger_item(first_fleet, 4)
+    rc, out = _playbook(first_fleet, 'fleet.dispatch.stop', '-e', 'issue=4', '-e', 'dispatch_workers_group=nowhere')
+    assert rc != 0 and 'cannot reach the run of #4' in out and 'Nothing was changed' in out, out[-6000:]
+    assert _ledger_item(first_fleet, 4) == before
+    rc, out = _playbook(first_fleet, 'fleet.dispatch.stop', '-e', 'issue=4', '-e', '{"why": "a test of the stop"}')
+    assert rc == 0, out[-6000:]
+    assert 'noted and stopped task-4' in out and 'is now Backlog' in out, out[-6000:]
+    deadline = _dt.datetime.now() + _dt.timedelta(seconds=120)
+    while True:
+        status, markers, _n = _ledger_item(first_fleet, 4)
+        if [k for k, _f in markers] == ['start', 'stopped'] or _dt.datetime.now() > deadline:
+            break
+        time.sleep(2)
+    assert status == 'Backlog' and [k for k, _f in markers] == ['start', 'stopped'], (status, markers)
+    assert 'a test of the stop' in str(markers[1][1]), markers[1]
+    for host in workers:
+        live = bed.ssh(host, "sudo -u fleet1 env XDG_RUNTIME_DIR=/run/user/$(id -u fleet1) systemctl --user is-active task-4",
+                       check=False)
+        assert live.stdout.strip() != 'active', (host, live.stdout)

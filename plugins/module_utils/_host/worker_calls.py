@@ -125,8 +125,9 @@ def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Cal
     # this worker's clock against the controller's, as sent with the call (the call's own latency, a second
     # or two, is counted in it): runs are dated by the board, but a drifting clock is the operator's to fix
     skew = round((clock - sent).total_seconds(), 1) if sent is not None else None
+    # the name this worker's runners write in their start markers (an inventory may call it otherwise)
     return dict(changed=False, masters=masters, headroom=head, clock=clock.strftime('%Y-%m-%dT%H:%M:%S.%fZ'),
-                clock_skew_s=skew)
+                clock_skew_s=skew, hostname=socket.gethostname())
 
 
 def _answer(item, unit, reason, why, workdir=None):

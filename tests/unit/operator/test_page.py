@@ -4,6 +4,7 @@ master with its state, hostile board text escaped; the metrics say what the cycl
 from __future__ import annotations
 
 import html.parser
+import json
 
 from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet, recent_runs, render_metrics, render_page
 
@@ -130,3 +131,37 @@ def test_status_fleet_filter_keeps_only_what_was_probed():
     assert status_fleet(data) is None                     # a status cycle never overwrites the sweep's record
     data['survey'] = {'masters': {'w1/agent1': 2}, 'blind': []}
     assert [m['master'] for m in status_fleet(data)['masters']] == ['agent1']
+
+
+def test_the_board_comes_first_and_the_cycle_record_is_a_few_readable_lines():
+    data = cycle()
+    data['cycle_text'] = json.dumps({
+        'result': 'ok', 'reason': '', 'failed_task': '', 'at': '2026-11-30T11:59:00Z', 'dispatcher': 'sweep', 'mode': 'apply',
+        'launched': ['task-1', 'task-2'], 'reaped': [], 'candidates': [1, 2], 'plan_json': '/x/plan.json',
+        'lease_store': {'backend': 'postgres', 'deprecated': False}})
+    page = render_page(data)
+    assert page.index('<h2>Board</h2>') < page.index('<h2>Fleet</h2>') < page.index('<h2>Heartbeat</h2>')
+    block = page[page.index('<h3>previous cycle</h3>'):page.index('<h3>sweeper heartbeat</h3>')]
+    assert '<dd>task-1, task-2</dd>' in block and '<dt>by</dt><dd>sweep</dd>' in block
+    assert 'lease_store' not in block and 'plan_json' not in block and "{'" not in block and '[' not in block
+    assert '<dt>reason</dt>' not in block            # an ok cycle has no reason to show
+
+
+def test_marker_kinds_lead_with_their_glyph_and_a_revoked_master_never_reads_until_unknown():
+    data = cycle()
+    page = render_page(data)
+    assert '\u2705 success' in page
+    rows = dict(('%s/%s' % (m['worker'], m['master']), m) for m in fleet(data['configured'], data['masters'], data['survey'], data['now']))
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import _master_row
+    assert 'until unknown' not in _master_row(dict(rows['w2/agent1'], source='revoked', reset_at=None, reset_in_s=None))
+
+
+def test_the_fleet_text_says_dark_masters_with_source_and_reset_and_never_calls_unprobed_usable():
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet_text
+    data = cycle()
+    lines = fleet_text(data).splitlines()
+    dark = [x for x in lines if x.startswith('w1/agent2')][0]
+    assert 'dark: rate_limit' in dark and 'until %s' % RESET in dark, dark
+    assert 'until a human clears it' in [x for x in lines if x.startswith('w2/agent1')][0]
+    data.update(masters=None, survey=None, previous_fleet_text='')
+    assert all(' unknown ' in x for x in fleet_text(data).splitlines()[2:])

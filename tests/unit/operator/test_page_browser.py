@@ -90,7 +90,7 @@ def test_chromium_loads_the_page_every_item_the_dark_masters_and_the_reset_shown
     assert dark == ['w1/agent2', 'w2/agent1']
     reset = dict((k, [c['text'] for c in r['cells'] if c['class'] == 'reset'][0]) for k, r in masters.items())
     assert reset['w1/agent2'].startswith(RESET) and 'in 2h' in reset['w1/agent2']
-    assert reset['w2/agent1'] == 'unknown'
+    assert reset['w2/agent1'] == 'until a human clears it (fleet.dispatch.clear_capacity)'   # revoked: no time
     state = [c['text'] for c in masters['w2/agent1']['cells'] if c['class'] == 'state'][0]
     assert state == 'dark: revoked'
 

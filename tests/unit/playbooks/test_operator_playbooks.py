@@ -73,6 +73,9 @@ def test_status_and_sweep_write_the_page_and_the_metrics_beside_status_json(tmp_
     assert 'data-master="localhost/agent1"' in page and 'not probed' in page
     prom = (state / 'fleet-dispatch.prom').read_text(encoding='utf-8')
     assert 'fleet_dispatch_items{reason="blocked"} 1' in prom and 'fleet_dispatch_items{reason="eligible"} 1' in prom
+    # the page's path is the last thing either says
+    said = [line for line in res.stdout.splitlines() if '"msg"' in line]
+    assert said and said[-1].strip().rstrip(',') == '"msg": "status page: %s"' % (state / 'status.html'), said[-3:]
 
 
 def test_stop_refuses_an_item_with_no_open_run_and_changes_nothing(tmp_path, board):
@@ -84,6 +87,21 @@ def test_stop_refuses_an_item_with_no_open_run_and_changes_nothing(tmp_path, boa
         assert ([(c.body, c.author) for c in b.get(1).comments], b.get(1).status) == before
     res = playbook('stop.yml', tmp_path, board)
     assert res.returncode != 0 and 'name the item whose run to stop' in res.stdout
+
+
+def test_stop_changes_nothing_when_no_inventory_worker_answers_as_the_runs_host(tmp_path, board):
+    """The start marker names the worker's own host name; no inventory worker answers as it (the probe's
+    hostname) nor runs the unit, so the stop refuses before it writes to the board."""
+    with open_board(board) as b:
+        b.upsert_item(number=3, title='running elsewhere', status='Ready')
+        b.comment(3, format_marker('start', {'unit': 'task-3', 'host': 'nc-w9', 'master': 'agent1'}), author='fleet-bot')
+        before = [(c.body, c.author) for c in b.get(3).comments], b.get(3).status
+    res = playbook('stop.yml', tmp_path, board, '-e', 'issue=3')
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert 'cannot reach the run of #3' in res.stdout and 'no inventory worker answers as nc-w9' in res.stdout, res.stdout
+    assert 'Nothing was changed' in res.stdout
+    with open_board(board) as b:
+        assert ([(c.body, c.author) for c in b.get(3).comments], b.get(3).status) == before
 
 
 def test_clear_capacity_needs_an_inventory_worker(tmp_path, board):
@@ -111,6 +129,9 @@ def test_a_cycle_that_probes_nothing_keeps_the_last_sweep_fleet_on_the_page(tmp_
     page = (state.parent / 'status.html').read_text(encoding='utf-8')
     assert 'class="master dark" data-master="localhost/agent1"' in page and '2099-01-01T00:00:00Z' in page
     assert 'not probed now; at 2026-11-30T12:00:00Z' in page
+    if book == 'status.yml':   # status says the dark masters of the last sweep, with the source and the reset
+        line, = [x for x in res.stdout.splitlines() if 'localhost/agent1' in x and 'dark: rate_limit' in x]
+        assert 'until 2099-01-01T00:00:00Z' in line, line
     assert json.loads(fleet_json.read_text(encoding='utf-8')) == record
     prom = (state.parent / 'fleet-dispatch.prom').read_text(encoding='utf-8')
     assert 'fleet_dispatch_dark_masters{source="rate_limit"} 1' in prom and 'fleet_dispatch_live_runs{' not in prom

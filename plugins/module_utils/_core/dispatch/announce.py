@@ -65,7 +65,8 @@ def _key(worker, master):
 
 
 def account_of(master: Dict[str, Any]) -> str:
-    """The capacity account of a master: its ``account`` (``worker_agent_account``), else the
+    """The capacity account of a master: its ``account`` (``worker_agent_account``, else the fingerprint of its
+    agent credentials, ``credential_account``), else the
     master itself (``worker/master``: a master with no declared account shares it with nobody)."""
     return str(master.get('account') or '') or _key(master.get('worker'), master.get('master'))
 

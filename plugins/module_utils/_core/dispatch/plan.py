@@ -294,6 +294,16 @@ def repairs(surveyed, owner='', now=None) -> List[Dict[str, Any]]:
     return out
 
 
+def dark_until(source, reset_at) -> str:
+    """How long a dark master stays dark, short, for a table row (the long words are ``dark_why``): the stated
+    reset; ``revoked`` never clears by itself; the others without a stated reset clear after their cooldown."""
+    if reset_at not in (None, '', 'unknown'):
+        return 'until %s' % reset_at
+    if source == 'revoked':
+        return 'until a human clears it (fleet.dispatch.clear_capacity)'
+    return 'no reset stated: looked at again after the cooldown'
+
+
 def dark_why(source, reset_at) -> str:
     """The words for a dark master (two kinds of dark, opposite remedies)."""
     if source == 'revoked':

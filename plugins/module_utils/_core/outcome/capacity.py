@@ -13,6 +13,7 @@ The rules in full, with their reasons: ``docs/internals.md``, section ``_core/ou
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 from typing import Any, Dict, Optional, Tuple
 
@@ -237,6 +238,16 @@ ACCOUNT_SOURCES = ('revoked', 'rate_limit')
 account is dark with it. ``update_failed`` is the master's own runner and stays the master's."""
 
 _ACCOUNT_RANK = {'revoked': 2, 'rate_limit': 1}
+
+
+def credential_account(credentials: Any) -> str:
+    """The default capacity account of a master: a short fingerprint of its agent credentials (D8), so one key on
+    two masters is one account whatever the masters are called. ``key-`` and the first 12 hex digits of the
+    SHA-256 of the sorted ``NAME=value`` lines: it names the credential, it cannot give it back. '' for none."""
+    if not isinstance(credentials, dict) or not credentials:
+        return ''
+    text = ''.join('%s=%s\n' % (name, credentials[name]) for name in sorted(credentials))
+    return 'key-' + hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]
 
 
 def share_by_account(masters: Any) -> list:

@@ -39,7 +39,16 @@ def test_plan_table_says_where_and_why_not():
     assert '#1    launch    w1/a' in text
     assert 'blocked by #1, #2' in text
     assert 'retry_wait until 2026-11-30T12:30:00Z' in text
-    assert 'revoked until unknown' in text
+    assert 'revoked until a human clears it (fleet.dispatch.clear_capacity)' in text and 'unknown' not in text
+
+
+def test_status_table_leads_the_last_marker_with_its_glyph_and_keeps_the_columns_aligned():
+    items = [dict(ITEMS[0], last_marker={'kind': 'success', 'age_s': 60}), dict(ITEMS[2], title='rr')]
+    lines = filt('status_table')(items).splitlines()
+    assert '\u2705 success' in lines[2] and '\U0001F501 retry' in lines[3]
+    # the age column starts at the same terminal column on every row (a glyph is two columns wide)
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import text_width as _width
+    assert _width(lines[2][:lines[2].index('1m')]) == _width(lines[3][:lines[3].index('30s')])
 
 
 @pytest.mark.parametrize('name,arg', [('status_table', 'nope'), ('plan_table', [])])
@@ -79,3 +88,11 @@ def test_a_hand_dispatch_whose_run_failed_to_start_is_not_ok():
     ok = dispatch_outcome([], 5, launched=[dict(row, start='started', start_text='started')])
     assert ok['ok'] is True and ok['text'].endswith(': started')
     assert start_line(row) == 'task-5 on w1/d1: failed to start: the runner on w1/d1 cannot open the board'
+
+
+def test_credential_account_shares_one_key_and_sets_no_account_without_one():
+    same = filt('credential_account')({'KEY': 'k1'})
+    assert same == filt('credential_account')({'KEY': 'k1'}) != filt('credential_account')({'KEY': 'k2'})
+    assert filt('credential_account')({}) == '' and filt('credential_account')(None) == ''
+    with pytest.raises(AnsibleFilterError):
+        filt('credential_account')('KEY=k1')

@@ -62,6 +62,9 @@ def test_probe_without_capacity_reads_only_units(run_module):
     r = ScriptedRunner([{'argv': SHOW_ALL, 'out': ''}])
     kind, res, _w = run_module(worker_probe, {'masters': [ME], 'capacity': False}, runner=r)
     assert kind == 'exit' and res['masters'][0]['live_runs'] == 0 and 'dark' not in res['masters'][0]
+    # the name the worker's runners write in their start markers, whatever the inventory calls it
+    import socket
+    assert res['hostname'] == socket.gethostname()
 
 
 def item(number, **kw):

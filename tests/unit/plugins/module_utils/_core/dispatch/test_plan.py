@@ -180,6 +180,17 @@ def test_dark_words_name_the_kind_and_never_invent_a_time(source, reset_at, word
     assert words in dark_why(source, reset_at)
 
 
+@pytest.mark.parametrize('source,reset_at,words', [
+    ('rate_limit', '2026-11-30T17:00:00Z', 'until 2026-11-30T17:00:00Z'),
+    ('revoked', None, 'until a human clears it'),
+    ('rate_limit', None, 'no reset stated'),
+    ('agent_missing', 'unknown', 'no reset stated'),
+])
+def test_dark_until_is_short_and_never_reads_until_unknown(source, reset_at, words):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until
+    assert words in dark_until(source, reset_at) and 'unknown' not in dark_until(source, reset_at)
+
+
 def test_place_skips_dark_masters_and_uses_the_probed_counts():
     s = survey([probe('w1', 'a'), probe('w2', 'b', unit(9, 1, 1, 'z')), probe('w3', 'c')])
     capacity = [probe('w1', 'a', dark=True, source='rate_limit', reset_at='2026-11-30T17:00:00Z', headroom={'live_runs': 0}),

@@ -324,3 +324,15 @@ def test_a_clean_run_clears_only_a_state_written_before_it_started():
     assert not clears_after_clean_run(during, start)
     assert clears_after_clean_run({'source': 'rate_limit', 'written_at': None}, start)
     assert clears_after_clean_run(None, start)
+
+
+def test_the_default_account_is_a_fingerprint_of_the_credential_never_the_credential():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account
+    key = {'ANTHROPIC_API_KEY': 'sk-ant-secret-1'}
+    one = credential_account(key)
+    assert one.startswith('key-') and len(one) == 16 and 'secret' not in one
+    # one key on two masters is one account, in whatever order the names come; another key is another
+    assert credential_account(dict(key)) == one
+    assert credential_account({'B': '2', 'A': '1'}) == credential_account({'A': '1', 'B': '2'})
+    assert credential_account({'ANTHROPIC_API_KEY': 'sk-ant-secret-2'}) != one
+    assert credential_account({}) == '' and credential_account(None) == ''
