@@ -17,8 +17,8 @@ description:
     other runner reads the holder and gets RV(won=false) and RV(holder); its RV(why) is the line to log, C(already claimed by <host>).
     Asking again gives the same answer; the row is never changed or removed.
   - The same O(host) asking again still holds its claim - RV(won=true), C(changed=false).
-  - The winner's workspace (RV(workspace)) drops the C(any-) tag and takes the host's name - C(any-docs) claimed by C(desk-2) runs in
-    C(desk-2-docs).
+  - The winner's workspace (RV(workspace)) drops the C(any-) tag and takes the host's name, then the digest of the successor's session
+    id - C(any-docs) of C(s-1842) claimed by C(desk-2) runs in C(desk-2-docs-fe87daf4), the name the successor's session row carries.
   - Fails B(closed), unlike the guards and the lease - when the ledger cannot be reached, read or written the module fails and
     says that no launch will happen. A claim that cannot be proven is not a claim - failing open would let every runner that lost the
     ledger start the same successor. The successor waits for the next tick instead.
@@ -108,10 +108,11 @@ claimed_at:
   type: str
   sample: '2026-11-30T09:27:00.000000Z'
 workspace:
-  description: The holder's workspace name - the C(any-) tag dropped, the holder's host name taken.
+  description: The holder's workspace name - the C(any-) tag dropped, the holder's host name taken, the successor session id's digest
+    added (the same name as the successor's session row).
   returned: always
   type: str
-  sample: desk-1-docs
+  sample: desk-1-docs-fe87daf4
 why:
   description: One sentence for a human; a loser's reads C(already claimed by <holder> ...).
   returned: always

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 module: session_handoff
-short_description: Close a session with a dispatched (any-) handoff and stop - asking for work without carrying it
+short_description: Close a session with its handoff and stop - asking for work without carrying it
 version_added: 0.1.0
 description:
   - The dispatch from a machine that should not carry the work (the laptop). Validates the handoff - the successor's
-    topic and the five brief fields - turns an untagged successor into C(any-<topic>), and closes the session's ledger row with
-    it, in one transaction. It opens no worktree and starts nothing; the first chain runner with room claims the successor.
+    topic and the five brief fields - applies O(dispatch_by_default), and closes the session's ledger row with it, in one
+    transaction. It opens no worktree and starts nothing.
+  - The successor is recorded by the chains' one rule for names (C(docs/chains.md), "Successor names") - C(any-<topic>) is
+    claimed by the first chain runner with room; C(<topic>@<host>) is kept and runs on that host, unclaimed; an untagged
+    C(<topic>) becomes C(any-<topic>) when O(dispatch_by_default) is true, and otherwise is kept and follows the session's host.
   - A session the ledger does not know yet is recorded first (as the chain's first session, hop 0, on O(host)).
   - A session already closed is not closed again - the task fails and says so.
   - The same rules as the C(handoff.json) a run's agent writes (C(fleet-runner handoff) does the same from a shell).
@@ -68,6 +71,13 @@ options:
   master:
     description: The user the session ran as, when the ledger has no row for it yet. Defaults to the user running the module.
     type: str
+  dispatch_by_default:
+    description:
+      - Turn an untagged successor (C(<topic>)) into C(any-<topic>). Addressed and C(any-) names are never changed.
+      - The playbook C(fleet.dispatch.handoff) passes the host variable C(chain_dispatch_by_default), the same switch the
+        worker's chain runner reads for its own sessions.
+    type: bool
+    default: false
 seealso:
   - module: fleet.dispatch.sessions_info
   - module: fleet.dispatch.handoff_claim
@@ -79,6 +89,7 @@ EXAMPLES = r'''
     dsn: "{{ fleet_ledger_dsn }}"
     session: lap-7
     successor: docs
+    dispatch_by_default: true   # docs is recorded as any-docs
     brief:
       asked: Document the chain runner
       done_when: docs/chains.md is merged
@@ -93,7 +104,9 @@ session:
   returned: always
   type: str
 handoff:
-  description: The successor's name as recorded - always C(any-<topic>).
+  description:
+    - The successor's name as recorded - C(any-<topic>) and C(<topic>@<host>) as given; an untagged C(<topic>) as C(any-<topic>)
+      when O(dispatch_by_default) is true, else as given.
   returned: always
   type: str
   sample: any-docs
@@ -123,6 +136,7 @@ def main():
                                                             if_landed=text)),
         host=dict(type='str'),
         master=dict(type='str'),
+        dispatch_by_default=dict(type='bool', default=False),
     )
     module = AnsibleModule(supports_check_mode=True, **spec)
     p = module.params
@@ -130,7 +144,7 @@ def main():
         found = parse_handoff({'successor': p['successor'], 'brief': p['brief']})
     except HandoffInvalid as exc:
         module.fail_json(msg='the handoff is not valid, nothing written: %s' % exc)
-    found['successor'] = dispatch_by_default(found['successor'], True)
+    found['successor'] = dispatch_by_default(found['successor'], p['dispatch_by_default'])
     path = None if p['dsn'] else (p['path'] or default_ledger_path())
     create = {'name': p['session'], 'host': p['host'] or socket.gethostname(), 'master': p['master'] or getpass.getuser()}
     try:

@@ -79,7 +79,8 @@ chains:
 losses:
   description:
     - With O(source=local) only - each claim this master's chain runner lost, as C(parent), C(successor), C(holder) (the winner,
-      "already claimed by" it) and C(at); empty otherwise.
+      "already claimed by" it), C(at) (the claim time, as the runner's C(lost) line gives it) and C(workspace) (the winner's
+      worktree name; null in a record written without it); empty otherwise.
   returned: always
   type: list
   elements: dict
@@ -113,8 +114,9 @@ def main():
         losses = []
         for key in sorted(found):
             entry = found[key] if isinstance(found[key], dict) else {}
-            parent, _sep, successor = key.partition('/')
-            losses.append({'parent': parent, 'successor': successor, 'holder': entry.get('holder'), 'at': entry.get('at')})
+            parent, _sep, successor = key.rpartition('/')
+            losses.append({'parent': parent, 'successor': successor, 'holder': entry.get('holder'), 'at': entry.get('at'),
+                           'workspace': entry.get('workspace')})
         module.exit_json(changed=False, chains=[], waiting=[], losses=losses)
     path = None if p['dsn'] else (p['path'] or default_ledger_path())
     try:

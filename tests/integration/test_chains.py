@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Seed 003's chain runner on real systemd: 3 test-bed hosts x 2 masters, each with the worker
+"""The chain runner on real systemd: 3 test-bed hosts x 2 masters, each with the worker
 role's ``fleet-chain.timer`` ticking every 2 s against one PostgreSQL ledger (the host's, through
 the bridge forwarder; the DSN only in each master's credentials file).
 
@@ -17,6 +17,11 @@ the bridge forwarder; the DSN only in each master's credentials file).
   candidate, ``chained``) while the successor waits, the chain tick of the item's host launches
   the successor, and the successor's close-out marker lands on the same item (then it is a
   candidate again: the chain ended);
+* a runner that missed an ``any-`` handoff names the winner once: a staggered pair (the loser's
+  tick 3 s after the winner's, timers held, ticks started through the service unit) and a
+  same-instant pair (both ticks started at one wall-clock time) each give exactly one loss line
+  naming the winner with the claim row's time and workspace; then, timers running again, every
+  other master names it once too, whether or not it raced;
 * the ledger stopped (forwarder closed) → nobody launches, and every tick says why (exit 8).
 """
 from __future__ import annotations
@@ -104,7 +109,7 @@ def fleet(bed_factory, tmp_path_factory, fresh_database):
         'worker_runner_self_update': False,
         'worker_runner_source': '/srv/fleet-dispatch.git',
         # the chain reads its ledger (FLEET_LEDGER_DSN); these masters serve no board, so the provision-time
-        # board check (issue 18) has nothing to open
+        # board check has nothing to open
         'worker_runner_check_board': False,
         # ... but an item run hands off too: the runner's board is the ledger board in the same database
         'worker_runner_board': {'kind': 'ledger'},
@@ -190,12 +195,16 @@ def test_twenty_any_handoffs_each_launched_once_and_the_ledger_stopped_launches_
     for row in successors:
         assert row['workspace'].startswith(row['host'] + '-r'), row
         assert holders[row['parent']] == row['host']
-    # every loser logged the winner
+    # every loser logged the winner, and no master named one loss twice
     losses = [line for lines in logs.values() for line in lines if ': lost: ' in line and ' r-' in line]
     for line in losses:
         parent = line.split(': ', 2)[1].split(' -> ')[0].split()[-1]
         winner = [r for r in successors if r['parent'] == parent][0]
         assert 'already claimed by %s' % winner['host'] in line, (line, winner)
+    named = [(who, line.split(': ', 2)[1]) for who, lines in logs.items() for line in lines if ': lost: ' in line and ' r-' in line]
+    assert len(named) == len(set(named)), 'a master named one loss twice'
+    for (host, master), lines in logs.items():
+        assert lines, '%s/%s wrote no tick line' % (host, master)
     # a dark master claims nothing, and says why
     assert not [r for r in successors if (r['host'], r['master']) == (dark_host, dark_master)]
     assert any('no room: dark (revoked)' in line for line in logs[(dark_host, dark_master)])
@@ -338,6 +347,77 @@ def test_an_item_run_hands_off_and_its_successor_reports_on_the_item(fleet):
     assert fleet.worker_dsn not in json.dumps(mine), 'the ledger DSN never reaches an agent'
     item, candidates = _board_info(fleet, host)
     assert ITEM in candidates and item['reason'] == 'eligible' and item['attempts'] == 1, item
+
+
+def _tick(bed, host, master, at=None):
+    """One tick through the chain service unit (oneshot: returns when the tick ended); ``at``, a wall-clock time to
+    start it at (the bed hosts share the CI machine's clock)."""
+    wait = '' if at is None else 'python3 -c "import time; time.sleep(max(0, %.3f - time.time()))" && ' % at
+    res = bed.ssh(host, wait + 'systemctl --user start fleet-chain.service', user=master, check=False)
+    assert res.returncode == 0, (host, master, res.stdout, res.stderr)
+
+
+def _losses(lines, parent):
+    """The loss lines about ``parent``, without their time and runner prefix."""
+    return [line.split(': ', 1)[1] for line in lines if ': %s -> ' % parent in line and ': lost: ' in line]
+
+
+def _expected_loss(claim, row, host):
+    """The one loss line's text: the claim row's holder (the winning master, too, on the winner's own host), time
+    and workspace."""
+    holder = claim['holder'] if host != claim['holder'] else '%s (master %s)' % (row['host'], row['master'])
+    return '%s -> %s: lost: already claimed by %s at %s (workspace %s)' % (
+        claim['parent'], claim['successor'], holder, claim['claimed_at'], claim['workspace'])
+
+
+def test_a_runner_that_missed_an_any_handoff_names_the_winner_once(fleet):
+    bed = fleet.bed
+    pair = [(bed.hosts[1], MASTERS[1]), (bed.hosts[2], MASTERS[1])]
+    for host in bed.hosts:
+        _timers(bed, host, 'stop')
+    try:
+        # staggered: the second tick starts 3 s after the first one ended, when nothing is waiting any more
+        seed(fleet.local_dsn, 'stag', 1)
+        _tick(bed, *pair[0])
+        time.sleep(3)
+        _tick(bed, *pair[1])
+        # same instant: both ticks start at one wall-clock time
+        seed(fleet.local_dsn, 'inst', 1)
+        at = time.time() + 3
+        _parallel(lambda who: _tick(bed, who[0], who[1], at=at), pair)
+    finally:
+        for host in bed.hosts:
+            _timers(bed, host, 'start')
+    with SessionStore(dsn=fleet.local_dsn) as store:
+        claims = dict((c['parent'], c) for c in store.claims() if c['parent'] in ('stag-0', 'inst-0'))
+        rows = dict((r['parent'], r) for r in store.all() if r['parent'] in ('stag-0', 'inst-0'))
+    assert sorted(claims) == sorted(rows) == ['inst-0', 'stag-0'], (claims, rows)
+    assert claims['stag-0']['holder'] == pair[0][0], 'the first tick alone claimed it'
+    for parent, claim in claims.items():
+        row = rows[parent]
+        assert claim['workspace'] == row['workspace'] and (row['host'], row['master']) in pair, (claim, row)
+        loser = [who for who in pair if who != (row['host'], row['master'])][0]
+        assert _losses(tick_log(bed, *loser), parent) == [_expected_loss(claim, row, loser[0])]
+        assert _losses(tick_log(bed, row['host'], row['master']), parent) == [], 'the winner names nobody'
+        recorded = json.loads(bed.ssh(loser[0], 'cat ~/.local/state/fleet-dispatch/chain/losses.json', user=loser[1]).stdout)
+        assert (recorded['%s/%s' % (parent, claim['successor'])]['at'],
+                recorded['%s/%s' % (parent, claim['successor'])]['workspace']) == (claim['claimed_at'], claim['workspace'])
+    # every other master, ticking on its timer again, names each winner once (polling bound, not a speed claim)
+    others = [(h, m) for h in bed.hosts for m in MASTERS if (h, m) not in pair]
+    deadline = time.monotonic() + WAIT
+    while True:
+        logs = dict((who, tick_log(bed, *who)) for who in others)
+        if all(_losses(lines, p) for lines in logs.values() for p in claims):
+            break
+        assert time.monotonic() < deadline, dict((who, lines[-3:]) for who, lines in logs.items())
+        time.sleep(PERIOD)
+    time.sleep(PERIOD * 2)   # two more ticks each: still once
+    for host, master in others + pair:
+        lines = tick_log(bed, host, master)
+        for parent, claim in claims.items():
+            row = rows[parent]
+            want = [] if (host, master) == (row['host'], row['master']) else [_expected_loss(claim, row, host)]
+            assert _losses(lines, parent) == want, (host, master, _losses(lines, parent))
 
 
 def test_the_ledger_stopped_launches_nothing_and_every_tick_says_why(fleet):

@@ -17,7 +17,8 @@ import re
 import sqlite3
 
 from .._core.board.model import UTC, format_time, parse_time
-from .._core.board.naming import DISPATCH_TAG, claimed_name, is_dispatch_name
+from .._core.board.naming import DISPATCH_TAG, is_dispatch_name
+from .._core.chains.chain import successor_workspace
 from .sql import DEFAULT_TIMEOUT, SqlError, SqlStore
 
 COMPONENT = 'handoff'
@@ -30,8 +31,9 @@ MIGRATIONS = [
     ]),
 ]
 """``id`` is ``claim_id(parent, successor)``: its PRIMARY KEY is the lock. ``holder`` is the winning
-host; ``workspace`` its ``claimed_name`` (stored so a loser's status line can say where the work
-runs without recomputing it under another naming rule); ``claimed_at`` is the winner's ``now``,
+host; ``workspace`` the successor's worktree name (``_core.chains.chain.successor_workspace``, the
+same text as the successor's session row, so a loser's line says where the work runs without
+recomputing it under another naming rule); ``claimed_at`` is the winner's ``now``,
 ``_core.board.model.format_time`` text. ``parent`` and ``successor`` are kept as columns so a human can query
 them without parsing ids."""
 
@@ -201,7 +203,7 @@ class HandoffStore(object):
         """
         ident = claim_id(parent, successor)
         check_host(host)
-        workspace = claimed_name(successor, host)
+        workspace = successor_workspace(parent, successor, host)
         stamp = format_time(_now(now))
         params = (ident, parent, successor, host, workspace, stamp)
 
@@ -221,7 +223,7 @@ class HandoffStore(object):
         claim is free (a real claim would insert it for ``host``)."""
         ident = claim_id(parent, successor)
         check_host(host)
-        workspace = claimed_name(successor, host)
+        workspace = successor_workspace(parent, successor, host)
         stamp = format_time(_now(now))
         try:
             versions = self._store.schema_versions(COMPONENT)

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The laptop's dispatch (``playbooks/handoff.yml``) and status showing chains, through ansible-playbook.
 
-handoff.yml closes the session with an any- handoff and starts nothing; status (with
+handoff.yml closes the session with its handoff and starts nothing: with chain_dispatch_by_default an
+untagged successor is recorded as any-, an addressed one as written; status (with
 ``dispatch_chains_status``) then shows the chain and the handoff waiting for room.
 """
 from __future__ import annotations
@@ -30,7 +31,8 @@ def board(tmp_path):
 
 def test_handoff_then_status_shows_the_waiting_chain(tmp_path, board):
     ledger = {'path': board['path']}
-    args = json.dumps({'session': 'lap-7', 'successor': 'docs', 'brief': BRIEF, 'handoff_ledger': ledger})
+    args = json.dumps({'session': 'lap-7', 'successor': 'docs', 'brief': BRIEF, 'handoff_ledger': ledger,
+                       'chain_dispatch_by_default': True})
     res = playbook('handoff.yml', tmp_path, board, '-e', args)
     assert res.returncode == 0, res.stdout + res.stderr
     assert 'with the handoff any-docs' in res.stdout and 'nothing was started here' in res.stdout
@@ -39,6 +41,12 @@ def test_handoff_then_status_shows_the_waiting_chain(tmp_path, board):
     assert (row['state'], row['handoff'], row['brief']) == ('closed', 'any-docs', BRIEF)
     again = playbook('handoff.yml', tmp_path, board, '-e', args)
     assert again.returncode != 0 and 'already closed' in again.stdout
+    addressed = json.dumps({'session': 'lap-8', 'successor': 'dsp@ch-w1', 'brief': BRIEF, 'handoff_ledger': ledger,
+                            'chain_dispatch_by_default': True})
+    res = playbook('handoff.yml', tmp_path, board, '-e', addressed)
+    assert res.returncode == 0 and 'with the handoff dsp@ch-w1: the chain runners of ch-w1 start it' in res.stdout, res.stdout
+    with SessionStore(path=board['path']) as store:
+        assert store.get('lap-8')['handoff'] == 'dsp@ch-w1', 'addressed: recorded as written, never any-'
     status = playbook('status.yml', tmp_path, board, '-e', 'dispatch_chains_status=true')
     assert status.returncode == 0, status.stdout + status.stderr
     shown = status.stdout.split('Show the chains, one line per hop')[1].split('TASK [')[0]
@@ -46,4 +54,4 @@ def test_handoff_then_status_shows_the_waiting_chain(tmp_path, board):
     assert 'waiting: lap-7 -> any-docs since ' in shown
     written, = (tmp_path / 'state' / 'fleet-dispatch').glob('*/chains.json')    # beside status.json, in the board's directory
     chains = json.loads(written.read_text())
-    assert chains['waiting'][0]['successor'] == 'any-docs'
+    assert sorted(w['successor'] for w in chains['waiting']) == ['any-docs', 'dsp@ch-w1']

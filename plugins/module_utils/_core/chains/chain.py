@@ -20,7 +20,7 @@ import re
 from typing import Any, Dict, Optional, Tuple
 
 from ..outcome.capacity import is_dark
-from ..board.naming import DISPATCH_TAG, dispatch_topic
+from ..board.naming import DISPATCH_TAG, claimed_name, dispatch_topic
 
 HANDOFF_FILE = 'handoff.json'
 """The file the agent writes in its output directory to hand off (named in the chain brief)."""
@@ -136,6 +136,18 @@ def successor_session_id(parent: str, successor: str) -> str:
     _kind, topic, _host = successor_kind(successor)
     digest = hashlib.sha256(('%s/%s' % (parent, successor)).encode('utf-8')).hexdigest()[:8]
     return '%s-%s' % (topic, digest)
+
+
+def successor_workspace(parent: str, successor: str, host: str) -> str:
+    """The successor's worktree directory: ``<host>-<topic>-<8 hex>``, e.g. ``desk-2-docs-1a2b3c4d``.
+
+    ``claimed_name`` of its topic on the host that runs it (the directory says where the work ran)
+    and the digest of ``successor_session_id`` (two chains handing off to one topic on one host get
+    two worktrees). One name for every kind of successor; the claim row and the session row store it.
+    """
+    ident = successor_session_id(parent, successor)
+    _kind, topic, _host = successor_kind(successor)
+    return '%s-%s' % (claimed_name(DISPATCH_TAG + topic, host), ident.rsplit('-', 1)[1])
 
 
 def session_unit(session_id: str) -> str:

@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``fleet-runner handoff --session ID --file F``: close a session with an ``any-`` handoff and stop.
+"""``fleet-runner handoff --session ID --file F``: close a session with its handoff and stop.
 
-The seed's laptop: asking and carrying are different jobs. The handoff is validated, made a
-dispatched one (``any-``), and recorded with the session's close in one transaction.
+The seed's laptop: asking and carrying are different jobs. The handoff is validated, its
+successor named by the chains' one rule (an untagged one becomes ``any-<topic>`` when this
+host's ``chain_dispatch_by_default`` is on, the ``dispatch_by_default`` of ``chain.json``), and
+recorded with the session's close in one transaction.
 
 The rules in full, with their reasons: ``docs/chains.md``.
 """
@@ -21,8 +23,8 @@ from .config import EXIT_LEDGER_UNREACHABLE, EXIT_OK, EXIT_USAGE, log_line, pars
 
 
 def main(words, environ=None, *, clock=None) -> int:
-    """``fleet-runner handoff --session ID --file F [--name NAME]``: validate, make it a dispatched one,
-    close the session with it, and stop."""
+    """``fleet-runner handoff --session ID --file F [--name NAME]``: validate, apply this host's
+    ``dispatch_by_default``, close the session with it, and stop."""
     environ = os.environ if environ is None else environ
     p = parser('handoff')
     p.add_argument('--session', default=None, help='the session id (default $FLEET_SESSION)')
@@ -37,14 +39,13 @@ def main(words, environ=None, *, clock=None) -> int:
     ident = session_id('handoff', args, environ)
     if not ident:
         return EXIT_USAGE
-    # handoff: validate, make it a dispatched one, close the session with it, and stop
     try:
         with open(args.file, encoding='utf-8') as handle:
             found = parse_handoff(json.load(handle))
     except (OSError, ValueError) as exc:
         log_line('fleet-runner handoff: the handoff %s is not valid, nothing written: %s' % (args.file, exc))
         return EXIT_USAGE
-    found['successor'] = dispatch_by_default(found['successor'], True)
+    found['successor'] = dispatch_by_default(found['successor'], bool((conf.get('chain') or {}).get('dispatch_by_default')))
     try:
         with SessionStore(**ledger) as store:
             row = store.close(ident, found, reason='handed off to %s and stopped' % found['successor'],

@@ -11,6 +11,11 @@ successor's session row (one master wins it), make its worktree (``_host.git.Wor
 ledger launches nothing and exits ``EXIT_LEDGER_UNREACHABLE`` (D20: "no work" is exit 0, "could not
 read" is not).
 
+A runner that lost an ``any-`` handoff -- by racing for it, or by ticking after the winner's claim
+when nothing is waiting any more -- names the winner on its first tick after the claim, once:
+``lost: already claimed by <host> at <claim time> (workspace <name>)``, the claim time and
+workspace being the claim row's, and the same three in ``losses.json`` and status.
+
 The rules in full, with their reasons: ``docs/chains.md``.
 """
 
@@ -23,10 +28,9 @@ import sys
 
 from ..._core.chains.chain import (
     DEFAULT_DEPTH_LIMIT, DEFAULT_MAX_LOAD_PER_CPU, DEFAULT_MIN_MEM_AVAILABLE_KB, HandoffInvalid, decide, room, session_unit,
-    successor_kind, successor_session_id,
+    successor_session_id, successor_workspace,
 )
-from ..._core.board.model import format_time
-from ..._core.board.naming import DISPATCH_TAG, claimed_name
+from ..._core.board.model import format_time, parse_time
 from ..._host.cmd import SubprocessRunner
 from ..._host.files import CAPACITY_FILE, CHAIN_LOSSES, read_capacity_file, read_chain_losses
 from ..._host.git import Git, GitError, Workspace
@@ -39,9 +43,12 @@ from ..._store.sessions import LedgerUnreachable, SessionStore
 from .config import EXIT_LEDGER_UNREACHABLE, EXIT_OK, EXIT_START_FAILED, EXIT_USAGE, expand, log_line, parser, start, utcnow
 
 MISSED_LOOKBACK = 600
-"""Seconds of claims a chain runner's first tick reads to name the winners it lost to (guess: ten of the
-default 60 s periods; later ticks read since their previous one). The experiment: the longest gap between
-a runner's install and its first tick seen on provisioned workers."""
+"""Seconds before its previous tick (before now, on its first) from which a tick reads the claims it may
+have lost. A claim's time is the winner's tick start on the winner's clock, and its row commits later
+(after the winner's earlier launches in that tick), so a window starting at this runner's previous tick
+would miss a claim stamped before it and committed after; the overlap costs nothing else (a loss already
+in ``losses.json`` is not logged again). Guess: ten of the default 60 s periods. The experiment: the
+longest (claim time, commit) gap plus clock skew between workers seen on the bed."""
 
 
 # --- the local record: losses and the tick log ------------------------------------------------------
@@ -58,9 +65,10 @@ class LocalRecord(object):
     def losses(self):
         return read_chain_losses(self.state_dir)
 
-    def lose(self, parent, successor, holder, when):
+    def lose(self, parent, successor, holder, when, workspace):
+        """Record a loss: ``{"<parent>/<successor>": {holder, at (the claim time), workspace}}``."""
         data = self.losses()
-        data['%s/%s' % (parent, successor)] = {'holder': holder, 'at': when}
+        data['%s/%s' % (parent, successor)] = {'holder': holder, 'at': when, 'workspace': workspace}
         os.makedirs(self.dir, exist_ok=True)
         tmp = '%s.%d.tmp' % (self.losses_path, os.getpid())
         with open(tmp, 'w', encoding='utf-8') as handle:
@@ -141,14 +149,16 @@ class Tick(object):
             except LedgerUnreachable as exc:
                 self.log('LEDGER UNREADABLE, nothing launched: %s' % exc)
                 return EXIT_LEDGER_UNREACHABLE
-            self._missed(now)
+            self._missed(store, now)
             self.record.ticked(format_time(now))
             losses = self.record.losses()
             mine = [p for p in waiting if '%s/%s' % (p['id'], p['handoff']) not in losses]
+            lost = len(waiting) - len(mine)
             if not mine:
-                lost = len(waiting) - len(mine)
                 self.log('no handoff waiting' + (' for this host (%d lost to another earlier)' % lost if lost else ''))
                 return EXIT_OK
+            if lost:
+                self.log('%d waiting handoff(s) lost to another earlier, not asked again' % lost)
             verdict = self._room(now)
             code = EXIT_OK
             for parent in mine:
@@ -162,28 +172,38 @@ class Tick(object):
         finally:
             store.close_store()
 
-    def _missed(self, now):
-        """The chains' proof: a runner that lost an ``any-`` handoff names the winner. Claims made since this
-        runner's previous tick (``MISSED_LOOKBACK`` on its first) by another host are logged once each,
-        ``lost: already claimed by <host> at <claim time> (workspace ...)``, and recorded as losses (never
-        asked again) -- whether this runner raced for them or ticked after the winner's claim. Never fatal."""
-        since = self.record.last_tick() or format_time(now - _dt.timedelta(seconds=MISSED_LOOKBACK))
+    def _lost(self, parent, successor, holder, claimed_at, workspace):
+        """The one loss line and record: ``lost: already claimed by <holder> at <claim time> (workspace <name>)``."""
+        self.log('%s -> %s: lost: already claimed by %s at %s (workspace %s)' % (parent, successor, holder, claimed_at, workspace))
+        self.record.lose(parent, successor, holder, claimed_at, workspace)
+        self.results.append({'parent': parent, 'action': 'lost', 'holder': holder, 'at': claimed_at})
+
+    def _missed(self, store, now):
+        """Every runner that lost an ``any-`` handoff names the winner once, whether it raced for it or ticked
+        after the claim (when the handoff is no longer waiting). Reads the claims made since ``MISSED_LOOKBACK``
+        before the previous tick; a claim of another host, or of this host that another master's session row
+        holds, not yet in ``losses.json`` is logged and recorded (``_lost``). Never fatal: it is a report."""
+        last = parse_time(self.record.last_tick() or '') or now
+        since = format_time(min(last, now) - _dt.timedelta(seconds=MISSED_LOOKBACK))
         try:
             with self.claims() as claims:
                 recent = claims.since(since)
+            losses = self.record.losses()
+            for claim in recent:
+                parent, successor = claim['parent'], claim['successor']
+                if '%s/%s' % (parent, successor) in losses:
+                    continue
+                holder, workspace = claim['holder'], claim['workspace']
+                if holder == self.host:
+                    # this host's claim: lost only when another master's session row holds it
+                    row = store.get(successor_session_id(parent, successor))
+                    if row is None or row['master'] == self.master:
+                        continue
+                    holder, workspace = '%s (master %s)' % (row['host'], row['master']), row['workspace']
+                self._lost(parent, successor, holder, claim['claimed_at'], workspace)
+                losses['%s/%s' % (parent, successor)] = True
         except Exception as exc:  # noqa: BLE001 - naming the winner is a report; the tick goes on
             self.log('WARNING: the claims made since %s could not be read: %s' % (since, exc))
-            return
-        losses = self.record.losses()
-        for claim in recent:
-            key = '%s/%s' % (claim['parent'], claim['successor'])
-            if claim['holder'] == self.host or key in losses:
-                continue
-            self.log('%s -> %s: lost: already claimed by %s at %s (workspace %s)'
-                     % (claim['parent'], claim['successor'], claim['holder'], claim['claimed_at'], claim['workspace']))
-            self.record.lose(claim['parent'], claim['successor'], claim['holder'], claim['claimed_at'])
-            losses[key] = True
-            self.results.append({'parent': claim['parent'], 'action': 'lost', 'holder': claim['holder']})
 
     def _one(self, store, parent, verdict, now):
         successor = parent['handoff']
@@ -205,22 +225,21 @@ class Tick(object):
             self.log('%s: STOPPED: %s' % (key, why) if inserted else '%s: already stopped by another runner' % key)
             self.results.append({'parent': parent['id'], 'action': 'refuse', 'why': why})
             return EXIT_OK
+        claimed_at = None
         if action == 'claim':
             with self.claims() as claims:
                 found = claims.claim(parent['id'], successor, self.host, now=now)
             if not found['won']:
-                self.log('%s: lost: %s' % (key, found['why']))
-                self.record.lose(parent['id'], successor, found['holder'], found.get('claimed_at') or format_time(now))
-                self.results.append({'parent': parent['id'], 'action': 'lost', 'holder': found['holder']})
+                self._lost(parent['id'], successor, found['holder'], found['claimed_at'], found['workspace'])
                 return EXIT_OK
-        _kind, topic, _addr = successor_kind(successor)
-        workspace = '%s-%s' % (claimed_name(DISPATCH_TAG + topic, self.host), ident.rsplit('-', 1)[1])
+            claimed_at = found['claimed_at']
+        workspace = successor_workspace(parent['id'], successor, self.host)
         inserted, row = store.start_successor(parent, ident, self.host, self.master, unit, workspace, now=now)
         if not inserted:
-            holder = '%s (master %s)' % (row['host'], row['master'])
-            self.log('%s: lost: already claimed by %s; not launching here' % (key, holder))
-            self.record.lose(parent['id'], successor, holder, format_time(now))
-            self.results.append({'parent': parent['id'], 'action': 'lost', 'holder': holder})
+            # another master of this host holds it: the claim row's time, else (no claim: an untagged or
+            # addressed successor) its row's start, which is its tick's now as a claim's time is
+            self._lost(parent['id'], successor, '%s (master %s)' % (row['host'], row['master']), claimed_at or row['started_at'],
+                       row['workspace'])
             return EXIT_OK
         self.log('%s: claimed as session %s (%s); starting %s' % (key, ident, why, unit))
         return self._start(store, ident, unit, workspace, now)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""handoff_claim on the real ledger (SQLite and PostgreSQL): seed 003's story through main().
+"""handoff_claim on the real ledger (SQLite and PostgreSQL): two hosts claim one any- successor, through main().
 
 Check mode, real, check mode again, real again (STYLE.md's quartet); the loser; refusals;
 fail CLOSED on an unreachable ledger with nothing written and no password in the message.
@@ -54,7 +54,7 @@ def test_seed_story_check_real_check_real(run_module, ledger):
     kind, res, warns = claim(run_module, ledger, host='desk-1')
     assert kind == 'exit', res
     assert (res['changed'], res['won'], res['holder'], res['id'], res['workspace']) == (
-        True, True, 'desk-1', 's-1842/any-docs', 'desk-1-docs')
+        True, True, 'desk-1', 's-1842/any-docs', 'desk-1-docs-fe87daf4')
     assert res['claimed_at'] == '2026-11-29T09:27:00.000000Z'
 
     kind, res, warns = claim(run_module, ledger, check=True, host='desk-1')
@@ -66,11 +66,11 @@ def test_seed_story_check_real_check_real(run_module, ledger):
     # the other desk machine, twenty seconds later: "already claimed", and it is not an error
     kind, res, warns = claim(run_module, ledger, host='desk-2', now=LATER)
     assert kind == 'exit' and res['changed'] is False and res['won'] is False, res
-    assert res['holder'] == 'desk-1' and res['workspace'] == 'desk-1-docs'
+    assert res['holder'] == 'desk-1' and res['workspace'] == 'desk-1-docs-fe87daf4'
     assert res['why'].startswith('already claimed by desk-1')
     kind, res, warns = claim(run_module, ledger, check=True, host='desk-2')
     assert (res['changed'], res['won'], res['holder']) == (False, False, 'desk-1')
-    assert stored(ledger) == [('s-1842/any-docs', 'desk-1', 'desk-1-docs')]
+    assert stored(ledger) == [('s-1842/any-docs', 'desk-1', 'desk-1-docs-fe87daf4')]
 
 
 def test_host_defaults_to_this_machine(run_module, ledger):
@@ -78,7 +78,7 @@ def test_host_defaults_to_this_machine(run_module, ledger):
     assert kind == 'exit' and res['won'] and res['holder'] == socket.gethostname()
 
 
-@pytest.mark.parametrize('successor', ['docs', 'desk-1-docs', 'any-', 'any-a/b'])
+@pytest.mark.parametrize('successor', ['docs', 'desk-1-docs-fe87daf4', 'any-', 'any-a/b'])
 def test_untagged_successor_is_refused(run_module, ledger, successor):
     kind, res, warns = claim(run_module, ledger, successor=successor, host='desk-1')
     assert kind == 'fail' and 'not a dispatched handoff' in res['msg'], res
@@ -121,4 +121,4 @@ def test_module_and_store_agree(run_module, ledger):
     with HandoffStore(**ledger) as store:
         store.claim('s-9', 'any-tests', 'desk-3')
     kind, res, warns = claim(run_module, ledger, parent='s-9', successor='any-tests', host='desk-1')
-    assert (res['won'], res['holder'], res['workspace']) == (False, 'desk-3', 'desk-3-tests')
+    assert (res['won'], res['holder'], res['workspace']) == (False, 'desk-3', 'desk-3-tests-b3b1501e')

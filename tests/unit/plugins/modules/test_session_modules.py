@@ -3,11 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """session_handoff and sessions_info on the real ledger (SQLite and PostgreSQL), through main().
 
-The laptop's dispatch: check mode writes nothing, the real run closes the session with an any-
-handoff, a second run refuses (a closed session is not closed again); sessions_info shows the
+The laptop's dispatch: check mode writes nothing, the real run closes the session with its handoff
+named by the one rule (an untagged successor becomes any- only with dispatch_by_default; addressed
+and any- names are kept), a second run refuses (a closed session is not closed again); sessions_info shows the
 chain hop by hop with the claim's holder and the handoffs still waiting, with how long.
 """
 from __future__ import annotations
+
+import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.chains.chain import parse_handoff, successor_session_id
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.handoff import HandoffStore
@@ -27,7 +30,7 @@ def ledger_of(ledger_url):
 
 def test_laptop_handoff_check_real_refused(run_module, ledger_url):
     ledger = ledger_of(ledger_url)
-    args = dict(ledger, session='lap-7', successor='docs', brief=BRIEF, host='laptop', master='stijn')
+    args = dict(ledger, session='lap-7', successor='docs', brief=BRIEF, host='laptop', master='stijn', dispatch_by_default=True)
     kind, res, _w = run_module(session_handoff, args, check=True)
     assert kind == 'exit' and res['changed'] and res['state'] == 'absent' and res['handoff'] == 'any-docs'
     kind, res, _w = run_module(sessions_info, dict(ledger))
@@ -38,6 +41,22 @@ def test_laptop_handoff_check_real_refused(run_module, ledger_url):
     assert kind == 'fail' and 'already closed' in res['msg']
     kind, res, _w = run_module(session_handoff, dict(args, session='lap-8', brief=dict(BRIEF, verify='')))
     assert kind == 'fail' and 'brief.verify' in res['msg']
+
+
+@pytest.mark.parametrize('successor, switch, recorded', [
+    ('docs', False, 'docs'),                # untagged, switch off: it follows the session's host
+    ('docs@ch-w1', True, 'docs@ch-w1'),     # addressed: kept whatever the switch
+    ('any-docs', False, 'any-docs'),        # dispatched: kept whatever the switch
+])
+def test_laptop_handoff_names_the_successor_by_the_one_rule(run_module, ledger_url, successor, switch, recorded):
+    ledger = ledger_of(ledger_url)
+    args = dict(ledger, session='lap-7', successor=successor, brief=BRIEF, host='laptop', master='stijn')
+    if switch:
+        args['dispatch_by_default'] = True
+    kind, res, _w = run_module(session_handoff, args)
+    assert kind == 'exit' and res['handoff'] == recorded
+    with SessionStore(**ledger) as store:
+        assert store.get('lap-7')['handoff'] == recorded
 
 
 def test_sessions_info_shows_hops_claims_and_waits(run_module, ledger_url):
@@ -63,13 +82,15 @@ def test_sessions_info_shows_hops_claims_and_waits(run_module, ledger_url):
 def test_sessions_info_local_reads_this_masters_losses_and_no_ledger(run_module, tmp_path):
     from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain.tick import LocalRecord
     record = LocalRecord(str(tmp_path))
-    record.lose('lap-7', 'any-docs', 'desk-2', '2026-12-01T09:01:00.000000Z')
-    record.lose('lap-9', 'any-web', 'desk-3 (master fleet2)', '2026-12-01T09:02:00.000000Z')
+    record.lose('lap-7', 'any-docs', 'desk-2', '2026-12-01T09:01:00.000000Z', 'desk-2-docs-1a2b3c4d')
+    record.lose('a/lap-9', 'any-web', 'desk-3 (master fleet2)', '2026-12-01T09:02:00.000000Z', 'desk-3-web-5e6f7a8b')
     kind, res, _w = run_module(sessions_info, {'source': 'local', 'state_dir': str(tmp_path), 'path': str(tmp_path / 'none.db')})
     assert kind == 'exit' and not res['changed'] and res['chains'] == [] and res['waiting'] == []
     assert res['losses'] == [
-        {'parent': 'lap-7', 'successor': 'any-docs', 'holder': 'desk-2', 'at': '2026-12-01T09:01:00.000000Z'},
-        {'parent': 'lap-9', 'successor': 'any-web', 'holder': 'desk-3 (master fleet2)', 'at': '2026-12-01T09:02:00.000000Z'}]
+        {'parent': 'a/lap-9', 'successor': 'any-web', 'holder': 'desk-3 (master fleet2)', 'at': '2026-12-01T09:02:00.000000Z',
+         'workspace': 'desk-3-web-5e6f7a8b'},
+        {'parent': 'lap-7', 'successor': 'any-docs', 'holder': 'desk-2', 'at': '2026-12-01T09:01:00.000000Z',
+         'workspace': 'desk-2-docs-1a2b3c4d'}]
     assert not (tmp_path / 'none.db').exists(), 'source=local touches no ledger'
     kind, res, _w = run_module(sessions_info, {'source': 'local', 'state_dir': str(tmp_path / 'empty')})
     assert kind == 'exit' and res['losses'] == []

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Seed 003's claim (``_handoff``), on SQLite and a real PostgreSQL (``ledger_url``).
+"""The any- successor's claim (``_handoff``), on SQLite and a real PostgreSQL (``ledger_url``).
 
 * the pure parts: the claim id (zero entropy, D4), the dispatch tag, the winner's workspace name;
-* the seed's story: two hosts, the second gets ``won: false, holder: <first>``; the same host
+* two hosts, the second gets ``won: false, holder: <first>``; the same host
   re-claims idempotently; ``peek`` (check mode) writes nothing;
 * fail CLOSED: an unreachable ledger raises ``ClaimUnproven`` and no row is written anywhere;
 * a race that COUNTS: PROCS processes x SUCCESSORS successors, all released at once per successor
@@ -103,11 +103,11 @@ def test_seed_story_first_runner_takes_it(ledger_url):
         won = first.claim('s-1842', 'any-docs', 'desk-1', now=T0)
         lost = second.claim('s-1842', 'any-docs', 'desk-2', now=T0 + dt.timedelta(seconds=20))
     assert won == dict(won=True, holder='desk-1', id='s-1842/any-docs', claimed_at='2026-11-29T09:27:00.000000Z',
-                       workspace='desk-1-docs', inserted=True, why=won['why'])
+                       workspace='desk-1-docs-fe87daf4', inserted=True, why=won['why'])
     assert lost['won'] is False and lost['inserted'] is False
-    assert lost['holder'] == 'desk-1' and lost['claimed_at'] == won['claimed_at'] and lost['workspace'] == 'desk-1-docs'
+    assert lost['holder'] == 'desk-1' and lost['claimed_at'] == won['claimed_at'] and lost['workspace'] == 'desk-1-docs-fe87daf4'
     assert lost['why'].startswith('already claimed by desk-1')
-    assert rows(ledger_url) == [('s-1842/any-docs', 'desk-1', 'desk-1-docs', '2026-11-29T09:27:00.000000Z')]
+    assert rows(ledger_url) == [('s-1842/any-docs', 'desk-1', 'desk-1-docs-fe87daf4', '2026-11-29T09:27:00.000000Z')]
 
 
 def test_same_host_reclaim_is_idempotent(ledger_url):

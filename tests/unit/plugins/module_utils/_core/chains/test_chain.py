@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Seed 003's session chains: the handoff file, the sessions ledger, the chain tick.
+"""Session chains: the handoff file, the sessions ledger, the chain tick.
 
 The ledger is real SQLite and real PostgreSQL (``ledger_url``); worktrees are real git. systemd is
 not here (the bed test covers it): the tick's ``launch`` goes to a recorder with the same methods
 ``_host.systemd.launch`` calls, so these tests count what the tick *asked* to start.
 The race COUNTS: 3 hosts x 2 masters in 6 processes tick over 20 ``any-`` handoffs; exactly one
-launch and one claim row per handoff, and every loser names the winner.
+launch and one claim row per handoff, and every loser names the winner. A runner that lost an
+``any-`` handoff names the winner once, whether it raced or ticked after the claim, with the claim
+row's time and workspace in its line and its record.
 """
 from __future__ import annotations
 
@@ -84,6 +86,13 @@ def test_successor_session_id_has_zero_entropy():
     assert one.startswith('docs-') and len(one) == len('docs-') + 8
     assert one != successor_session_id('s-1843', 'any-docs')
     assert core.session_unit(one) == 'chain-' + one
+
+
+def test_successor_workspace_is_the_runners_host_topic_and_session_digest():
+    digest = successor_session_id('s-1842', 'any-docs').rsplit('-', 1)[1]
+    assert core.successor_workspace('s-1842', 'any-docs', 'desk-2') == 'desk-2-docs-' + digest
+    assert core.successor_workspace('s-1842', 'docs@desk-1', 'desk-1').startswith('desk-1-docs-')
+    assert core.successor_workspace('s-1843', 'any-docs', 'desk-2') != core.successor_workspace('s-1842', 'any-docs', 'desk-2')
 
 
 def test_room_is_measured_and_dark_claims_nothing():
@@ -238,12 +247,15 @@ def test_tick_claims_starts_and_a_second_tick_launches_nothing(ledger_url, tmp_p
     code, _t = tick(conf, 'desk-2', 'fleet1', ledger_url, launches)
     assert code == 0 and len(read_launches(launches)) == 1, 'idempotent: nothing launched twice'
     with sessions(ledger_url) as store:
-        assert [c['holder'] for c in store.claims()] == ['desk-2']
+        claims = store.claims()
+        row = store.get(ident)
+    assert [c['holder'] for c in claims] == ['desk-2']
+    assert claims[0]['workspace'] == row['workspace'] == os.path.basename(got[0]['workdir']), 'one workspace name, both rows'
 
 
 def test_a_runner_ticking_after_the_winner_names_it_once(ledger_url, tmp_path):
-    """The chains' proof, staggered: desk-1 claims ``any-docs``; desk-2 ticks 7 s later, when nothing is waiting any
-    more. It still logs the loss once, naming the winner and the claim time, records it with that time, and a
+    """Staggered: desk-1 claims ``any-docs``; desk-2 ticks 7 s later, when nothing is waiting any more. It still
+    logs the loss once, naming the winner, the claim time and the workspace, records the same three, and a
     later tick says nothing of it again."""
     import datetime
     origin = make_origin(tmp_path)
@@ -256,14 +268,95 @@ def test_a_runner_ticking_after_the_winner_names_it_once(ledger_url, tmp_path):
     lines = []
     code, t = tick(loser, 'desk-2', 'fleet1', ledger_url, launches, now=later, log=lines.append)
     assert code == 0 and len(read_launches(launches)) == 1
-    lost = [line for line in lines if 'lost: already claimed by desk-1' in line]
-    assert len(lost) == 1 and 'at %s' % chain_tick.format_time(T0) in lost[0] and '(workspace desk-1-docs' in lost[0], lines
+    with sessions(ledger_url) as store:
+        claim, = store.claims()
+        row = store.get(successor_session_id('p-0', 'any-docs'))
+    assert claim['workspace'] == row['workspace'] and claim['claimed_at'] == chain_tick.format_time(T0)
+    lost = [line for line in lines if ': lost: ' in line]
+    assert lost == ['fleet-runner chain[desk-2/fleet1]: p-0 -> any-docs: lost: already claimed by desk-1 at %s (workspace %s)'
+                    % (claim['claimed_at'], claim['workspace'])], lines
     assert [r['action'] for r in t.results] == ['lost']
     record = chain_tick.read_chain_losses(loser['state_dir'])
-    assert [(v['holder'], v['at']) for v in record.values()] == [('desk-1', chain_tick.format_time(T0))]
+    assert record == {'p-0/any-docs': {'holder': 'desk-1', 'at': claim['claimed_at'], 'workspace': claim['workspace']}}
     lines = []
     tick(loser, 'desk-2', 'fleet1', ledger_url, launches, now=later + datetime.timedelta(seconds=60), log=lines.append)
     assert not any('lost' in line for line in lines) and lines == ['fleet-runner chain[desk-2/fleet1]: no handoff waiting'], lines
+
+
+def test_a_claim_stamped_before_the_losers_previous_tick_is_still_named(ledger_url, tmp_path):
+    """A claim's time is the winner's tick start, and its row commits later: desk-2 ticks at T0+1 without room (it
+    cannot claim), desk-1's tick that started at T0 commits its claim after that, and desk-2's next tick still
+    names desk-1 once -- the window reaches back ``MISSED_LOOKBACK`` before the previous tick."""
+    origin = make_origin(tmp_path)
+    seed_handoffs(ledger_url, ['any-docs'])
+    launches = str(tmp_path / 'launches.jsonl')
+    winner = master_conf(tmp_path, origin, ledger_url, 'w')
+    loser = master_conf(tmp_path, origin, ledger_url, 'l')
+    busy = dict(ROOMY, load1=100.0)
+    lines = []
+    assert tick(loser, 'desk-2', 'fleet1', ledger_url, launches, headroom=busy, now=T0 + dt.timedelta(seconds=1),
+                log=lines.append)[0] == 0
+    assert len(lines) == 1 and 'not here: no room' in lines[0], lines
+    assert tick(winner, 'desk-1', 'fleet1', ledger_url, launches, now=T0)[0] == 0
+    for seconds in (11, 21):
+        lines = []
+        tick(loser, 'desk-2', 'fleet1', ledger_url, launches, now=T0 + dt.timedelta(seconds=seconds), log=lines.append)
+        named = [line for line in lines if 'lost: already claimed by desk-1 at %s' % chain_tick.format_time(T0) in line]
+        assert len(named) == (1 if seconds == 11 else 0) and lines, lines
+    assert len(read_launches(launches)) == 1
+
+
+def test_a_runner_that_raced_names_the_winner_once_and_a_skipping_tick_says_so(ledger_url, tmp_path):
+    """Same instant: desk-1's claim commits after desk-2 read the claims (``since`` sees none) and before desk-2's
+    own insert, its session row not yet in, so desk-2 still sees the handoff waiting, claims, and loses: one line
+    naming desk-1 at its claim time, the same record; its next tick, which skips the handoff still waiting, writes
+    a line saying so and names nobody again."""
+    origin = make_origin(tmp_path)
+    seed_handoffs(ledger_url, ['any-docs'])
+    launches = str(tmp_path / 'launches.jsonl')
+    loser = master_conf(tmp_path, origin, ledger_url, 'l')
+    with HandoffStore(**ledger_url) as claims:
+        won = claims.claim('p-0', 'any-docs', 'desk-1', now=T0)
+
+    class ReadBeforeTheWinnersCommit(HandoffStore):
+        def since(self, when):
+            return []
+    lines = []
+    t = chain_tick.Tick(loser, 'desk-2', 'fleet1', lambda: SessionStore(**ledger_url),
+                        lambda: ReadBeforeTheWinnersCommit(**ledger_url), RecordingSystemd(launches, 'desk-2/fleet1'),
+                        Git(SubprocessRunner()), headroom=lambda: dict(ROOMY), clock=lambda: T0, log=lines.append)
+    assert t.run() == 0 and read_launches(launches) == []
+    assert lines == ['fleet-runner chain[desk-2/fleet1]: p-0 -> any-docs: lost: already claimed by desk-1 at %s (workspace %s)'
+                     % (won['claimed_at'], won['workspace'])], lines
+    assert chain_tick.read_chain_losses(loser['state_dir']) == {
+        'p-0/any-docs': {'holder': 'desk-1', 'at': won['claimed_at'], 'workspace': won['workspace']}}
+    lines = []
+    tick(loser, 'desk-2', 'fleet1', ledger_url, launches, now=T0 + dt.timedelta(seconds=10), log=lines.append)
+    assert lines == ['fleet-runner chain[desk-2/fleet1]: no handoff waiting for this host (1 lost to another earlier)'], lines
+
+
+def test_another_master_of_the_winning_host_names_the_winner_once(ledger_url, tmp_path):
+    """The claim is the host's; the session row is the master's. desk-1/fleet2 ticking after desk-1/fleet1 launched
+    names it once (``desk-1 (master fleet1)``, the claim's time and workspace); the winner never names itself."""
+    origin = make_origin(tmp_path)
+    seed_handoffs(ledger_url, ['any-docs'])
+    launches = str(tmp_path / 'launches.jsonl')
+    first = master_conf(tmp_path, origin, ledger_url, 'f1')
+    second = master_conf(tmp_path, origin, ledger_url, 'f2')
+    assert tick(first, 'desk-1', 'fleet1', ledger_url, launches)[0] == 0
+    with sessions(ledger_url) as store:
+        claim, = store.claims()
+    for seconds in (5, 15):
+        lines = []
+        tick(second, 'desk-1', 'fleet2', ledger_url, launches, now=T0 + dt.timedelta(seconds=seconds), log=lines.append)
+        named = [line for line in lines if ': lost: ' in line]
+        assert named == ([] if seconds == 15 else [
+            'fleet-runner chain[desk-1/fleet2]: p-0 -> any-docs: lost: already claimed by desk-1 (master fleet1) at %s '
+            '(workspace %s)' % (claim['claimed_at'], claim['workspace'])]), lines
+        lines = []
+        tick(first, 'desk-1', 'fleet1', ledger_url, launches, now=T0 + dt.timedelta(seconds=seconds), log=lines.append)
+        assert lines == ['fleet-runner chain[desk-1/fleet1]: no handoff waiting'], lines
+    assert len(read_launches(launches)) == 1
 
 
 def test_dark_master_claims_nothing(ledger_url, tmp_path):
@@ -411,21 +504,24 @@ def test_session_with_a_malformed_handoff_chains_nothing_and_says_why(ledger_url
         assert store.waiting() == []
 
 
-def test_handoff_subcommand_closes_with_an_any_handoff(ledger_url, tmp_path, capsys):
+@pytest.mark.parametrize('switch, successor, recorded', [
+    (True, 'docs', 'any-docs'), (False, 'docs', 'docs'), (True, 'dsp@ch-w1', 'dsp@ch-w1'), (False, 'any-docs', 'any-docs'),
+])
+def test_handoff_subcommand_names_the_successor_by_the_hosts_switch(ledger_url, tmp_path, capsys, switch, successor, recorded):
     if 'path' in ledger_url:
         SessionStore(create=True, **ledger_url).close_store()
-    (tmp_path / 'chain.json').write_text(json.dumps({'ledger': ledger_url}))
+    (tmp_path / 'chain.json').write_text(json.dumps({'ledger': ledger_url, 'dispatch_by_default': switch}))
     (tmp_path / 'runner.json').write_text('{}')
-    (tmp_path / 'h.json').write_text(json.dumps(handoff('docs')))
+    (tmp_path / 'h.json').write_text(json.dumps(handoff(successor)))
     argv = ['fleet-runner', '--config', str(tmp_path / 'runner.json'), 'handoff', '--session', 'lap-1', '--file', str(tmp_path / 'h.json')]
     assert cli.main(argv, environ={}) == 0
-    assert json.loads(capsys.readouterr().out)['handoff'] == 'any-docs'
+    assert json.loads(capsys.readouterr().out)['handoff'] == recorded
     assert cli.main(argv, environ={}) == chain_config.EXIT_USAGE, 'a closed session is not closed again'
 
 
 def test_a_session_agent_gets_its_own_credentials_and_no_ledger_secret(ledger_url, tmp_path, monkeypatch):
-    """issue 14 item 3 for the chain runner's sessions too: the agent credentials file (its own key, D18)
-    reaches the session's agent, the ledger DSN does not; a file others can read starts no agent."""
+    """A chain session's agent gets its own credentials as an item run's does: the agent credentials file (its own
+    key, D18) reaches the session's agent, the ledger DSN does not; a file others can read starts no agent."""
     ident, runner_conf, log = session_setup(ledger_url, tmp_path, 'plain work')
     creds = tmp_path / 'agent-credentials.env'
     creds.write_text('AGENT_OWN_KEY="sk-session-key-42"\n')

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Seed 003 on the board: an item's run opens and closes a session and can hand off; the handoff
+"""Session chains on the board: an item's run opens and closes a session and can hand off; the handoff
 marker holds the item while its chain lives; the successor posts its own markers on the item.
 
 The pure rules (``_core/chains/chain.py`` ``item_chain``, ``_core/dispatch/eligibility.py`` ``chain_hold``) are
