@@ -272,6 +272,8 @@ def main():
         supports_check_mode=True,
     )
     spec = board_spec(module.params['board'])
+    if module.params['numbers']:
+        spec.pop('read_memory', None)  # a hand dispatch reads its items in full, never deferred
     now = module_now(module)
     result = dict(changed=False, readable=True, error='', board='', now=format_time(now),
                   cost=None, board_items=[], candidates=[], board_id=board_id(*board_identity(spec)))

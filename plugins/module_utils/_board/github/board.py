@@ -14,10 +14,12 @@ The rules in full, with their reasons: ``docs/internals.md``, section "The GitHu
 from __future__ import annotations
 
 import datetime as _dt
+import email.utils
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import tokens
+from .memory import DEFAULT_FULL_READ_EVERY, ReadMemory, fingerprint, settled
 from .documents import BLOCKER_BATCH, DETAIL_BATCH, DOCUMENTS, project_query
 from .nodes import (comment_of, comment_time, commit_artifacts_into, detail_into, login_of, lower_text, nodes_of,
                     provenance_into, split_ref, summary_open_blockers, type_of)
@@ -45,7 +47,9 @@ class GitHubBoard(Board):
     Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
     (``Ready``), ``token`` (else the first of ``tokens.TOKEN_ENV`` set), ``api_url``
     (``https://api.github.com``), ``owner_type`` (``organization``/``user``/``auto``), ``repo``
-    (optional ``owner/name`` for bare item numbers). For tests and the runner: ``session`` (a
+    (optional ``owner/name`` for bare item numbers), ``read_memory`` (a file path: skip re-reading
+    items whose page row has not moved, ``memory.py``) and ``full_read_every`` (cycles, default
+    ``memory.DEFAULT_FULL_READ_EVERY``). For tests and the runner: ``session`` (a
     ``requests.Session``-like object), ``sleep`` (callable), ``clock`` (callable -> aware datetime),
     ``rate_limit_max_wait`` (seconds).
     """
@@ -76,6 +80,11 @@ class GitHubBoard(Board):
         self.marker_authors = [str(a) for a in spec.get('marker_authors') or []]
         api_url = spec.get('api_url') or 'https://api.github.com'
         self.location = '%s %s/projects/%s' % (api_url.rstrip('/'), self.owner, self.project)
+        self.read_memory = spec.get('read_memory') or ''
+        every = spec.get('full_read_every')
+        self.full_read_every = DEFAULT_FULL_READ_EVERY if every is None else every
+        if isinstance(self.full_read_every, bool) or not isinstance(self.full_read_every, int) or self.full_read_every < 1:
+            raise BoardError('full_read_every must be a positive number of cycles, got %r' % (every,))
         token = spec.get('token') or next((os.environ[n] for n in tokens.TOKEN_ENV if os.environ.get(n)), '')
         if not token:
             raise BoardUnreadable('no GitHub token: set the board option "token" (no_log) or one of the '
@@ -241,12 +250,19 @@ class GitHubBoard(Board):
         self.preflight()
         is_org = self._owner_is_org()
         query = project_query(self.status_field, self.ready)
+        memory = None
+        if self.read_memory:
+            memory = ReadMemory(self.read_memory, '%s %s=%s' % (self.location, self.status_field, self.ready),
+                                self.full_read_every).load()
         pages, page_errors = self._pages(is_org, query)
+        answered_at = self._answered_at()
         items = []  # type: List[Item]
         issues = {}  # type: Dict[str, Item]
         candidates = []  # type: List[str]
         blocked = []  # type: List[str]
         unreadable = []  # type: List[Dict[str, Any]]
+        prints = {}  # type: Dict[str, str]
+        deferred = 0
         for index, node in enumerate(pages):
             content = node.get('content')
             errs = page_errors.get(index)
@@ -269,6 +285,14 @@ class GitHubBoard(Board):
                 continue
             if item.state != 'open' or item.status.casefold() != self.ready.casefold():
                 continue  # cheap filter: the server filter should already have done this
+            prints[item.id] = fingerprint(content)
+            if memory is not None and memory.due(item.id, prints[item.id]) is None:
+                # D1: the memory only skips work; the item is held, never judged on its page row
+                item.deferred = ('unchanged since its last read (page row %s); read in full at least every %d cycles'
+                                 % (prints[item.id], self.full_read_every))
+                memory.keep(item.id)
+                deferred += 1
+                continue
             if summary_open_blockers(content) > 0:
                 blocked.append(item.id)
             else:
@@ -278,6 +302,16 @@ class GitHubBoard(Board):
         cost = cost_of(self._rate_limits)
         cost['items'] = len(items)
         cost['candidates'] = len(candidates) + len(promoted)
+        cost['deferred'] = deferred
+        if memory is not None:
+            for item_id in blocked + candidates:
+                # an unreadable item, or one updated too close to this read, is read again next cycle
+                if not issues[item_id].unreadable and settled(issues[item_id].updated_at, answered_at):
+                    memory.record(item_id, prints[item_id])
+            error = memory.save()
+            cost['read_memory'] = {'cycle': memory.cycle, 'full_read_every': self.full_read_every,
+                                   'read': len(blocked) + len(candidates), 'deferred': deferred,
+                                   'note': '; '.join(t for t in (memory.note, error) if t)}
         cost['rate_limit_waits'] = list(self._http.waits)
         unreadable.extend({'item': '%s#%s' % (i.repo, i.number), 'cause': i.unreadable} for i in items if i.unreadable)
         cost['unreadable'] = unreadable
@@ -285,6 +319,18 @@ class GitHubBoard(Board):
             self._refused.update(p for p in ('Pull requests: read', 'Issues: read') if p in entry['cause'])
         cost['token'] = self.preflight()
         return BoardRead(items=items, cost=cost)
+
+    def _answered_at(self) -> _dt.datetime:
+        """GitHub's time of the last answer (its ``Date`` header), else this machine's clock."""
+        text = (self._http.last_headers or {}).get('date')
+        if text:
+            try:
+                when = email.utils.parsedate_to_datetime(text)
+                if when is not None and when.tzinfo is not None:
+                    return when
+            except (TypeError, ValueError, IndexError):
+                pass
+        return self._http.clock()
 
     def _pages(self, is_org: bool, query: str) -> Tuple[List[Dict[str, Any]], Dict[int, List[Dict[str, Any]]]]:
         """Every item node of the project (filtered by ``query``), and the placed errors by node index.
