@@ -335,45 +335,87 @@ class GitHubBoard(Board):
     def _pages(self, is_org: bool, query: str) -> Tuple[List[Dict[str, Any]], Dict[int, List[Dict[str, Any]]]]:
         """Every item node of the project (filtered by ``query``), and the placed errors by node index.
 
-        An error under one item node (``...items.nodes[i]``) is that item's; any other error (the
-        project, its field, the page itself) means the queue was not read: ``BoardUnreadable``.
+        The first call reads a page from the front; each later call the next page from the front and
+        the next from the back (``tail``: 1 point for both, ``documents.PAGE_SIZE``), until the front
+        has no next page, the back no previous one, or the two have met (a node id read from both
+        ends). Nodes come in board order, each once. An error under one item node
+        (``...items.nodes[i]``, ``...tail.nodes[i]``) is that item's; any other error (the project,
+        its field, the page itself) means the queue was not read: ``BoardUnreadable``.
         """
-        nodes = []  # type: List[Dict[str, Any]]
-        by_index = {}  # type: Dict[int, List[Dict[str, Any]]]
-        after = None
-        seen = set()
+        owner = 'organization' if is_org else 'user'
+        front = []  # type: List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]
+        back = []  # type: List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]
+        after = before = None
+        tail = False
+        seen_after, seen_before = set(), set()
         while True:
             data, errors = self._graphql('BoardPage', {'owner': self.owner, 'isOrg': is_org, 'number': self.project,
                                                        'query': query, 'statusField': self.status_field,
-                                                       'after': after}, reading=True, partial=True)
-            mine, rest = errors_by_index(errors, ['organization' if is_org else 'user', 'projectV2', 'items', 'nodes'])
+                                                       'after': after, 'before': before, 'tail': tail},
+                                         reading=True, partial=True)
+            mine, rest = errors_by_index(errors, [owner, 'projectV2', 'items', 'nodes'])
+            mine_tail, rest = errors_by_index(rest, [owner, 'projectV2', 'tail', 'nodes'])
             if rest:
                 raise BoardUnreadable('GitHub GraphQL BoardPage answered with errors: %s'
                                       % '; '.join(one_error(e) for e in rest))
             project = self._project_of(data)
-            if after is None:
+            if after is None and not tail:
                 self._remember_field(project)
                 if self.ready not in self._field['options']:
                     raise BoardUnreadable('the status field %r of project %s has no option %r (options: %s): '
                                           'fix the board option "ready"'
                                           % (self.status_field, self.project, self.ready,
                                              ', '.join(sorted(str(k) for k in self._field['options']))))
-            conn = project.get('items')
-            if not isinstance(conn, dict) or not isinstance(conn.get('nodes'), list):
-                raise BoardUnreadable('GitHub answered the board page without an items list')
-            for i, node in enumerate(conn['nodes']):
-                if i in mine:
-                    by_index[len(nodes)] = mine[i]
-                    nodes.append(node if isinstance(node, dict) else {})
-                elif isinstance(node, dict):
-                    nodes.append(node)
-            info = conn.get('pageInfo') if isinstance(conn.get('pageInfo'), dict) else {}
-            if info.get('hasNextPage') is not True:
-                return nodes, by_index
-            after = info.get('endCursor')
-            if not after or after in seen:
+            head_page, head_info = self._page_nodes(project.get('items'), mine)
+            front.extend(head_page)
+            if not tail:
+                met = False
+                tail_info = {'hasPreviousPage': True}
+            else:
+                tail_page, tail_info = self._page_nodes(project.get('tail'), mine_tail)
+                back[:0] = tail_page
+                back_ids = set(n.get('id') for n, _e in back)
+                met = any(n.get('id') in back_ids for n, _e in head_page) or \
+                    any(n.get('id') in set(m.get('id') for m, _e in front) for n, _e in tail_page)
+            if met or head_info.get('hasNextPage') is not True or tail_info.get('hasPreviousPage') is not True:
+                break
+            after = head_info.get('endCursor')
+            if not after or after in seen_after:
                 raise BoardUnreadable('GitHub paginated the board without a new cursor (%r): the read is incomplete' % (after,))
-            seen.add(after)
+            seen_after.add(after)
+            if tail:
+                before = tail_info.get('startCursor')
+                if not before or before in seen_before:
+                    raise BoardUnreadable('GitHub paginated the board from its end without a new cursor (%r): the read '
+                                          'is incomplete' % (before,))
+                seen_before.add(before)
+            tail = True
+        nodes = []  # type: List[Dict[str, Any]]
+        by_index = {}  # type: Dict[int, List[Dict[str, Any]]]
+        ids = set()
+        for node, errs in front + back:
+            key = node.get('id')
+            if key and key in ids:
+                continue  # read from both ends where they met
+            ids.add(key)
+            if errs:
+                by_index[len(nodes)] = errs
+            nodes.append(node)
+        return nodes, by_index
+
+    @staticmethod
+    def _page_nodes(conn, mine) -> Tuple[List[Tuple[Dict[str, Any], List[Dict[str, Any]]]], Dict[str, Any]]:
+        """One page's ``(node, its placed errors)`` pairs and its ``pageInfo``, type-checked."""
+        if not isinstance(conn, dict) or not isinstance(conn.get('nodes'), list):
+            raise BoardUnreadable('GitHub answered the board page without an items list')
+        out = []
+        for i, node in enumerate(conn['nodes']):
+            if i in mine:
+                out.append((node if isinstance(node, dict) else {}, mine[i]))
+            elif isinstance(node, dict):
+                out.append((node, []))
+        info = conn.get('pageInfo') if isinstance(conn.get('pageInfo'), dict) else {}
+        return out, info
 
     def _item_of(self, content: Dict[str, Any], node: Optional[Dict[str, Any]]) -> Item:
         repo = (content.get('repository') or {}).get('nameWithOwner', '') if isinstance(content.get('repository'), dict) else ''
