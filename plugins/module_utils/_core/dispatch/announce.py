@@ -106,6 +106,14 @@ def agent_missing_title(key):
     return defang(TITLE_PREFIX + 'agent CLI missing: %s' % key)
 
 
+def item_titles(item) -> List[str]:
+    """The titles a stall of this board item would carry (tombstone, capacity deaths, an orphan not reaped)."""
+    ref = _ref(item)
+    return [defang(TITLE_PREFIX + 'tombstone: %s' % ref),
+            defang(TITLE_PREFIX + 'capacity deaths on %d accounts: %s' % (DEFAULT_CAPACITY_ACCOUNTS, ref)),
+            defang(TITLE_PREFIX + 'orphan not reaped (worker blind): %s' % ref)]
+
+
 def _stall(kind, subject, title, lines, since=None):
     return {'kind': kind, 'subject': subject, 'title': defang(TITLE_PREFIX + title),
             'body': defang('\n'.join(lines + ['', 'Filed by the fleet.dispatch announcer (D14). It is closed with a comment '
@@ -275,6 +283,10 @@ def cycle(items, *, masters, capacity, surveyed, previous=None, unreaped=None, n
     # A master whose capacity was not read this cycle (blind, or the read failed) is unknown, and
     # unknown neither files nor clears: its reports stay as they are (D5: no evidence, no change).
     unsure = []
+    # An item this read deferred (its details not read: _board/github/memory.py) is unknown too.
+    for item in items or []:
+        if item.get('reason') == 'deferred':
+            unsure.extend(item_titles(item))
     for m in masters or []:
         key = _key(m.get('worker'), m.get('master'))
         if key not in readings:
