@@ -34,7 +34,8 @@ DEFAULT_FULL_READ_EVERY = 10
 at least every 5 minutes: the longest an unchanged eligible item waits for dispatch, a retry wait
 outlasts its ``not_before`` or the reaper sees an orphan (guess; the webhook is the fast path for a
 changed item). Its price, read off ``benchmarks/github_cost.py``: on a 10,000-item board with 500
-Ready, the detail pass falls from 20 points a poll to 2 (500 / 10 items at 25 per point)."""
+Ready, the detail pass falls from 20 points a poll to 2.6 (500 / 10 items, plus the 5 commented on
+between two polls, at 25 per point)."""
 
 
 def fingerprint(content: Dict[str, Any]) -> str:
