@@ -374,9 +374,10 @@ class GitHubBoard(Board):
             else:
                 tail_page, tail_info = self._page_nodes(project.get('tail'), mine_tail)
                 back[:0] = tail_page
-                back_ids = set(n.get('id') for n, _e in back)
-                met = any(n.get('id') in back_ids for n, _e in head_page) or \
-                    any(n.get('id') in set(m.get('id') for m, _e in front) for n, _e in tail_page)
+                # met: one project item id read from both ends (a node without an id, e.g. one
+                # GitHub answered with an error, proves nothing)
+                front_ids = set(n.get('id') for n, _e in front if n.get('id'))
+                met = any(n.get('id') in front_ids for n, _e in back if n.get('id'))
             if met or head_info.get('hasNextPage') is not True or tail_info.get('hasPreviousPage') is not True:
                 break
             after = head_info.get('endCursor')
