@@ -101,4 +101,19 @@ options:
             eligibility by reopening it or with M(fleet.dispatch.board_marker).
         type: list
         elements: str
+      read_memory:
+        description:
+          - For C(kind=github), a file where the board remembers, between cycles, which Ready items it read and the page row
+            (C(updatedAt) and dependency counts) it read them under. A cycle then skips the details of an item whose page row has
+            not moved since; that item is reported with reason C(deferred) and never dispatched until a cycle reads it.
+          - It holds no status, marker or decision, only what to skip; a missing or unreadable file means a full read.
+            A read that names items (O(fleet.dispatch.board_info#module:numbers), a hand dispatch) never uses it.
+          - Unset (the default), every cycle reads every Ready item in full.
+        type: path
+      full_read_every:
+        description:
+          - For C(kind=github) with O(board.read_memory), every item is read in full at least once in this many cycles, changed
+            or not (the longest a deferred item waits).
+        type: int
+        default: 10
 '''

@@ -37,6 +37,8 @@ def board_argspec() -> Dict[str, Any]:
             mentions=dict(type='str', default='comments', choices=['comments', 'notifications']),
             mention_handles=dict(type='list', elements='str'),
             marker_authors=dict(type='list', elements='str'),
+            read_memory=dict(type='path'),
+            full_read_every=dict(type='int', default=10),
         ),
         mutually_exclusive=[('path', 'dsn')],
         required_if=[('kind', 'github', ('owner', 'project'))],

@@ -59,6 +59,8 @@ notes:
   - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone), C(parked)
     and C(unreadable) (the board could not read part of the item, for example a repository the token may not read; the item's C(unreadable)
     says why; never dispatched).
+  - A GitHub board with O(board.read_memory) adds C(deferred) (this cycle did not read the item's details, because its page row
+    has not moved since its last read; never dispatched until a cycle reads it, at most O(board.full_read_every) cycles later).
   - Session chains add C(chained) (the last marker is a handoff and the item's session chain is alive, or its ledger rows are not known) and
     C(chain_stopped) (its chain's last hop was refused at the depth limit; a reopen releases it). See docs/chains.md.
     A reopen counts only when one of the fleet's identities or an account with write access to the repository made it.
@@ -272,6 +274,8 @@ def main():
         supports_check_mode=True,
     )
     spec = board_spec(module.params['board'])
+    if module.params['numbers']:
+        spec.pop('read_memory', None)  # a hand dispatch reads its items in full, never deferred
     now = module_now(module)
     result = dict(changed=False, readable=True, error='', board='', now=format_time(now),
                   cost=None, board_items=[], candidates=[], board_id=board_id(*board_identity(spec)))

@@ -14,10 +14,12 @@ The rules in full, with their reasons: ``docs/internals.md``, section "The GitHu
 from __future__ import annotations
 
 import datetime as _dt
+import email.utils
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import tokens
+from .memory import DEFAULT_FULL_READ_EVERY, ReadMemory, fingerprint, settled
 from .documents import BLOCKER_BATCH, DETAIL_BATCH, DOCUMENTS, project_query
 from .nodes import (comment_of, comment_time, commit_artifacts_into, detail_into, login_of, lower_text, nodes_of,
                     provenance_into, split_ref, summary_open_blockers, type_of)
@@ -45,7 +47,9 @@ class GitHubBoard(Board):
     Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
     (``Ready``), ``token`` (else the first of ``tokens.TOKEN_ENV`` set), ``api_url``
     (``https://api.github.com``), ``owner_type`` (``organization``/``user``/``auto``), ``repo``
-    (optional ``owner/name`` for bare item numbers). For tests and the runner: ``session`` (a
+    (optional ``owner/name`` for bare item numbers), ``read_memory`` (a file path: skip re-reading
+    items whose page row has not moved, ``memory.py``) and ``full_read_every`` (cycles, default
+    ``memory.DEFAULT_FULL_READ_EVERY``). For tests and the runner: ``session`` (a
     ``requests.Session``-like object), ``sleep`` (callable), ``clock`` (callable -> aware datetime),
     ``rate_limit_max_wait`` (seconds).
     """
@@ -76,6 +80,11 @@ class GitHubBoard(Board):
         self.marker_authors = [str(a) for a in spec.get('marker_authors') or []]
         api_url = spec.get('api_url') or 'https://api.github.com'
         self.location = '%s %s/projects/%s' % (api_url.rstrip('/'), self.owner, self.project)
+        self.read_memory = spec.get('read_memory') or ''
+        every = spec.get('full_read_every')
+        self.full_read_every = DEFAULT_FULL_READ_EVERY if every is None else every
+        if isinstance(self.full_read_every, bool) or not isinstance(self.full_read_every, int) or self.full_read_every < 1:
+            raise BoardError('full_read_every must be a positive number of cycles, got %r' % (every,))
         token = spec.get('token') or next((os.environ[n] for n in tokens.TOKEN_ENV if os.environ.get(n)), '')
         if not token:
             raise BoardUnreadable('no GitHub token: set the board option "token" (no_log) or one of the '
@@ -241,12 +250,19 @@ class GitHubBoard(Board):
         self.preflight()
         is_org = self._owner_is_org()
         query = project_query(self.status_field, self.ready)
+        memory = None
+        if self.read_memory:
+            memory = ReadMemory(self.read_memory, '%s %s=%s' % (self.location, self.status_field, self.ready),
+                                self.full_read_every).load()
         pages, page_errors = self._pages(is_org, query)
+        answered_at = self._answered_at()
         items = []  # type: List[Item]
         issues = {}  # type: Dict[str, Item]
         candidates = []  # type: List[str]
         blocked = []  # type: List[str]
         unreadable = []  # type: List[Dict[str, Any]]
+        prints = {}  # type: Dict[str, str]
+        deferred = 0
         for index, node in enumerate(pages):
             content = node.get('content')
             errs = page_errors.get(index)
@@ -269,6 +285,14 @@ class GitHubBoard(Board):
                 continue
             if item.state != 'open' or item.status.casefold() != self.ready.casefold():
                 continue  # cheap filter: the server filter should already have done this
+            prints[item.id] = fingerprint(content)
+            if memory is not None and memory.due(item.id, prints[item.id]) is None:
+                # D1: the memory only skips work; the item is held, never judged on its page row
+                item.deferred = ('unchanged since its last read (page row %s); read in full at least every %d cycles'
+                                 % (prints[item.id], self.full_read_every))
+                memory.keep(item.id)
+                deferred += 1
+                continue
             if summary_open_blockers(content) > 0:
                 blocked.append(item.id)
             else:
@@ -278,6 +302,16 @@ class GitHubBoard(Board):
         cost = cost_of(self._rate_limits)
         cost['items'] = len(items)
         cost['candidates'] = len(candidates) + len(promoted)
+        cost['deferred'] = deferred
+        if memory is not None:
+            for item_id in blocked + candidates:
+                # an unreadable item, or one updated too close to this read, is read again next cycle
+                if not issues[item_id].unreadable and settled(issues[item_id].updated_at, answered_at):
+                    memory.record(item_id, prints[item_id])
+            error = memory.save()
+            cost['read_memory'] = {'cycle': memory.cycle, 'full_read_every': self.full_read_every,
+                                   'read': len(blocked) + len(candidates), 'deferred': deferred,
+                                   'note': '; '.join(t for t in (memory.note, error) if t)}
         cost['rate_limit_waits'] = list(self._http.waits)
         unreadable.extend({'item': '%s#%s' % (i.repo, i.number), 'cause': i.unreadable} for i in items if i.unreadable)
         cost['unreadable'] = unreadable
@@ -286,48 +320,103 @@ class GitHubBoard(Board):
         cost['token'] = self.preflight()
         return BoardRead(items=items, cost=cost)
 
+    def _answered_at(self) -> _dt.datetime:
+        """GitHub's time of the last answer (its ``Date`` header), else this machine's clock."""
+        text = (self._http.last_headers or {}).get('date')
+        if text:
+            try:
+                when = email.utils.parsedate_to_datetime(text)
+                if when is not None and when.tzinfo is not None:
+                    return when
+            except (TypeError, ValueError, IndexError):
+                pass
+        return self._http.clock()
+
     def _pages(self, is_org: bool, query: str) -> Tuple[List[Dict[str, Any]], Dict[int, List[Dict[str, Any]]]]:
         """Every item node of the project (filtered by ``query``), and the placed errors by node index.
 
-        An error under one item node (``...items.nodes[i]``) is that item's; any other error (the
-        project, its field, the page itself) means the queue was not read: ``BoardUnreadable``.
+        The first call reads a page from the front; each later call the next page from the front and
+        the next from the back (``tail``: 1 point for both, ``documents.PAGE_SIZE``), until the front
+        has no next page, the back no previous one, or the two have met (a node id read from both
+        ends). Nodes come in board order, each once. An error under one item node
+        (``...items.nodes[i]``, ``...tail.nodes[i]``) is that item's; any other error (the project,
+        its field, the page itself) means the queue was not read: ``BoardUnreadable``.
         """
-        nodes = []  # type: List[Dict[str, Any]]
-        by_index = {}  # type: Dict[int, List[Dict[str, Any]]]
-        after = None
-        seen = set()
+        owner = 'organization' if is_org else 'user'
+        front = []  # type: List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]
+        back = []  # type: List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]
+        after = before = None
+        tail = False
+        seen_after, seen_before = set(), set()
         while True:
             data, errors = self._graphql('BoardPage', {'owner': self.owner, 'isOrg': is_org, 'number': self.project,
                                                        'query': query, 'statusField': self.status_field,
-                                                       'after': after}, reading=True, partial=True)
-            mine, rest = errors_by_index(errors, ['organization' if is_org else 'user', 'projectV2', 'items', 'nodes'])
+                                                       'after': after, 'before': before, 'tail': tail},
+                                         reading=True, partial=True)
+            mine, rest = errors_by_index(errors, [owner, 'projectV2', 'items', 'nodes'])
+            mine_tail, rest = errors_by_index(rest, [owner, 'projectV2', 'tail', 'nodes'])
             if rest:
                 raise BoardUnreadable('GitHub GraphQL BoardPage answered with errors: %s'
                                       % '; '.join(one_error(e) for e in rest))
             project = self._project_of(data)
-            if after is None:
+            if after is None and not tail:
                 self._remember_field(project)
                 if self.ready not in self._field['options']:
                     raise BoardUnreadable('the status field %r of project %s has no option %r (options: %s): '
                                           'fix the board option "ready"'
                                           % (self.status_field, self.project, self.ready,
                                              ', '.join(sorted(str(k) for k in self._field['options']))))
-            conn = project.get('items')
-            if not isinstance(conn, dict) or not isinstance(conn.get('nodes'), list):
-                raise BoardUnreadable('GitHub answered the board page without an items list')
-            for i, node in enumerate(conn['nodes']):
-                if i in mine:
-                    by_index[len(nodes)] = mine[i]
-                    nodes.append(node if isinstance(node, dict) else {})
-                elif isinstance(node, dict):
-                    nodes.append(node)
-            info = conn.get('pageInfo') if isinstance(conn.get('pageInfo'), dict) else {}
-            if info.get('hasNextPage') is not True:
-                return nodes, by_index
-            after = info.get('endCursor')
-            if not after or after in seen:
+            head_page, head_info = self._page_nodes(project.get('items'), mine)
+            front.extend(head_page)
+            if not tail:
+                met = False
+                tail_info = {'hasPreviousPage': True}
+            else:
+                tail_page, tail_info = self._page_nodes(project.get('tail'), mine_tail)
+                back[:0] = tail_page
+                # met: one project item id read from both ends (a node without an id, e.g. one
+                # GitHub answered with an error, proves nothing)
+                front_ids = set(n.get('id') for n, _e in front if n.get('id'))
+                met = any(n.get('id') in front_ids for n, _e in back if n.get('id'))
+            if met or head_info.get('hasNextPage') is not True or tail_info.get('hasPreviousPage') is not True:
+                break
+            after = head_info.get('endCursor')
+            if not after or after in seen_after:
                 raise BoardUnreadable('GitHub paginated the board without a new cursor (%r): the read is incomplete' % (after,))
-            seen.add(after)
+            seen_after.add(after)
+            if tail:
+                before = tail_info.get('startCursor')
+                if not before or before in seen_before:
+                    raise BoardUnreadable('GitHub paginated the board from its end without a new cursor (%r): the read '
+                                          'is incomplete' % (before,))
+                seen_before.add(before)
+            tail = True
+        nodes = []  # type: List[Dict[str, Any]]
+        by_index = {}  # type: Dict[int, List[Dict[str, Any]]]
+        ids = set()
+        for node, errs in front + back:
+            key = node.get('id')
+            if key and key in ids:
+                continue  # read from both ends where they met
+            ids.add(key)
+            if errs:
+                by_index[len(nodes)] = errs
+            nodes.append(node)
+        return nodes, by_index
+
+    @staticmethod
+    def _page_nodes(conn, mine) -> Tuple[List[Tuple[Dict[str, Any], List[Dict[str, Any]]]], Dict[str, Any]]:
+        """One page's ``(node, its placed errors)`` pairs and its ``pageInfo``, type-checked."""
+        if not isinstance(conn, dict) or not isinstance(conn.get('nodes'), list):
+            raise BoardUnreadable('GitHub answered the board page without an items list')
+        out = []
+        for i, node in enumerate(conn['nodes']):
+            if i in mine:
+                out.append((node if isinstance(node, dict) else {}, mine[i]))
+            elif isinstance(node, dict):
+                out.append((node, []))
+        info = conn.get('pageInfo') if isinstance(conn.get('pageInfo'), dict) else {}
+        return out, info
 
     def _item_of(self, content: Dict[str, Any], node: Optional[Dict[str, Any]]) -> Item:
         repo = (content.get('repository') or {}).get('nameWithOwner', '') if isinstance(content.get('repository'), dict) else ''

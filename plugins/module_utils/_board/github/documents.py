@@ -17,9 +17,13 @@ from __future__ import annotations
 # is the maximum GitHub allows (100) unless the batch's nested connections push it past 1 point.
 
 PAGE_SIZE = 100
-"""Items per page pass call. Derived from GitHub's published cost formula: the page has no nested connection, so a page of 100 is 1 request =
+"""Items per page. Derived from GitHub's published cost formula: the page has no nested connection, so a page of 100 is 1 request =
 1 point, the same as a page of 10: 100 is GitHub's maximum and the cheapest per item
-(0.01 point/item; 5,000 items = 50 points, printed by benchmarks/github_cost.py)."""
+(0.01 point/item). A call after the first also reads a page from the back (``tail`` in ``BOARD_PAGE``):
+two connections are 2 requests, still 1 point, so 200 items a point (10,000 Ready items = 1 + 50
+calls, printed by benchmarks/github_cost.py). Only two ends exist (``ProjectV2ItemOrderField`` has
+only ``POSITION``) and a cursor is only ever one GitHub returned, so two pages is the most one call
+can read."""
 
 DETAIL_BATCH = 25
 """Issues per ``DETAILS`` call. Each issue carries 4 nested connections (comments, timeline,
@@ -114,7 +118,7 @@ query OwnerType($owner: String!) {
 
 BOARD_PAGE = '''
 query BoardPage($owner: String!, $isOrg: Boolean!, $number: Int!, $query: String!,
-                $statusField: String!, $after: String) {
+                $statusField: String!, $after: String, $before: String, $tail: Boolean!) {
   %s
   organization(login: $owner) @include(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
   user(login: $owner) @skip(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
@@ -127,26 +131,31 @@ fragment ProjectPage on ProjectV2 {
     __typename
     ... on ProjectV2SingleSelectField { id name options { id name } }
   }
-  items(first: 100, after: $after, query: $query) {
-    totalCount
-    pageInfo { hasNextPage endCursor }
-    nodes {
-      id
-      type
-      isArchived%s
-      content {
-        __typename
-        ... on Issue {
-          id number title state url createdAt updatedAt
-          repository { nameWithOwner }
-          issueDependenciesSummary { blockedBy totalBlockedBy }
-        }
+  items(first: 100, after: $after, query: $query) { ...ItemPage }
+  tail: items(last: 100, before: $before, query: $query) @include(if: $tail) { ...ItemPage }
+}
+
+fragment ItemPage on ProjectV2ItemConnection {
+  totalCount
+  pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+  nodes {
+    id
+    type
+    isArchived%s
+    content {
+      __typename
+      ... on Issue {
+        id number title state url createdAt updatedAt
+        repository { nameWithOwner }
+        issueDependenciesSummary { blockedBy totalBlockedBy }
       }
     }
   }
 }
 ''' % (RATE_LIMIT_FIELDS, _STATUS_VALUE)
-"""The page pass: server-side status filter, cheap fields only; 1 point per 100 items."""
+"""The page pass: server-side status filter, cheap fields only. After a first page from the front,
+each call reads the next page from the front (``items``) and the next from the back (``tail``) until
+they meet: two connections are 2 requests, still 1 point, so 200 items a point (``PAGE_SIZE``)."""
 
 DETAILS = '''
 query Details($ids: [ID!]!) {

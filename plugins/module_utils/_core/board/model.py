@@ -181,6 +181,11 @@ class Item:
     unreadable: str = ''
     """Why part of this item could not be read (the board's own words), ``''`` when it was read whole:
     such an item is shown, never dispatched (eligibility reason ``unreadable``)."""
+    deferred: str = ''
+    """Why this read did not read the item's details, ``''`` when it did: a GitHub board with a read
+    memory skips items whose page row has not moved since their last read, for at most a bounded
+    number of cycles (``_board/github/memory.py``). Such an item carries its page fields only and is
+    shown, never dispatched (eligibility reason ``deferred``)."""
 
 
 def to_jsonable(obj: Any) -> Any:

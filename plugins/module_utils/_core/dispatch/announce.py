@@ -36,7 +36,8 @@ REPORT_STATUS = 'Report'
 
 SILENCED_STATUS = 'Silenced'
 
-NEVER = ('eligible', 'not_ready', 'blocked', 'running', 'retry_wait', 'parked', 'closed', 'done', 'unreadable')
+NEVER = ('eligible', 'not_ready', 'blocked', 'running', 'retry_wait', 'parked', 'closed', 'done', 'unreadable',
+         'deferred')
 """Reason codes that are the mechanism working (or a fact about the item): never announced (D14).
 A rate limit with a stated reset, a refusal, a held lease are never inputs at all."""
 
@@ -104,6 +105,14 @@ def update_failed_title(key):
 
 def agent_missing_title(key):
     return defang(TITLE_PREFIX + 'agent CLI missing: %s' % key)
+
+
+def item_titles(item) -> List[str]:
+    """The titles a stall of this board item would carry (tombstone, capacity deaths, an orphan not reaped)."""
+    ref = _ref(item)
+    return [defang(TITLE_PREFIX + 'tombstone: %s' % ref),
+            defang(TITLE_PREFIX + 'capacity deaths on %d accounts: %s' % (DEFAULT_CAPACITY_ACCOUNTS, ref)),
+            defang(TITLE_PREFIX + 'orphan not reaped (worker blind): %s' % ref)]
 
 
 def _stall(kind, subject, title, lines, since=None):
@@ -275,6 +284,10 @@ def cycle(items, *, masters, capacity, surveyed, previous=None, unreaped=None, n
     # A master whose capacity was not read this cycle (blind, or the read failed) is unknown, and
     # unknown neither files nor clears: its reports stay as they are (D5: no evidence, no change).
     unsure = []
+    # An item this read deferred (its details not read: _board/github/memory.py) is unknown too.
+    for item in items or []:
+        if item.get('reason') == 'deferred':
+            unsure.extend(item_titles(item))
     for m in masters or []:
         key = _key(m.get('worker'), m.get('master'))
         if key not in readings:

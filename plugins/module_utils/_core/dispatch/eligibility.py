@@ -22,10 +22,10 @@ from ..board.markers import Marker, is_marker_author, markers_of
 from ..board.model import parse_time
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
-           'unreadable', 'chained', 'chain_stopped')
+           'unreadable', 'deferred', 'chained', 'chain_stopped')
 
 # Precedence, highest first (see module docstring); 'eligible' is what is left.
-PRECEDENCE = ('unreadable', 'done', 'closed', 'running', 'chained', 'chain_stopped', 'tombstone', 'retry_wait', 'parked',
+PRECEDENCE = ('unreadable', 'deferred', 'done', 'closed', 'running', 'chained', 'chain_stopped', 'tombstone', 'retry_wait', 'parked',
               'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
@@ -217,6 +217,10 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     # every other reason would be judged on partial data, so none is trusted and it never runs.
     if str(_get(item, 'unreadable', '') or '').strip():
         holds.append('unreadable')
+    # This read skipped the item's details (unchanged since its last read): same rule, no judgement
+    # on the page fields alone; a later cycle reads it (at most the board's full_read_every).
+    if str(_get(item, 'deferred', '') or '').strip():
+        holds.append('deferred')
     if state == 'closed':
         holds.append('done' if kind == 'success' else 'closed')
     if kind == 'start':

@@ -77,6 +77,9 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
     if hold == 'unreadable':
         return 'the board could not read all of it (%s): every other reason would be judged on partial data' % (
             _get(item, 'unreadable', '') or 'no detail')
+    if hold == 'deferred':
+        return 'this read did not read its details (%s): it is judged on the cycle that does' % (
+            _get(item, 'deferred', '') or 'no detail')
     if hold == 'done':
         return 'closed, and its last marker is a success'
     if hold == 'closed':

@@ -123,7 +123,8 @@ def test_a_call_costs_at_least_one_point(schema):
 
 def _vars(name):
     return {
-        'BoardPage': {'owner': 'o', 'isOrg': True, 'number': 1, 'query': 'q', 'statusField': 'Status', 'after': None},
+        'BoardPage': {'owner': 'o', 'isOrg': True, 'number': 1, 'query': 'q', 'statusField': 'Status', 'after': 'a',
+                      'before': 'b', 'tail': True},
         'Details': {'ids': ['x'] * _documents.DETAIL_BATCH},
         'Blockers': {'ids': ['x'] * _documents.BLOCKER_BATCH},
     }[name]
@@ -138,9 +139,10 @@ def test_each_full_batch_costs_the_figure_written_next_to_its_size(schema, name,
 
 def test_page_carries_no_expensive_connection(schema):
     """D1's failure story: one field cost 143 points against 9 for the page. The page pass has
-    exactly one connection (the items), so nothing per item is priced on it."""
+    no connection but the items (one page from the front, one from the back), so nothing per item
+    is priced on it: 2 requests, 1 point for 200 items."""
     a = analyse(schema, _documents.DOCUMENTS['BoardPage'], _vars('BoardPage'), 'BoardPage')
-    assert [c.split('.')[-1] for c in a.connections] == ['items']
+    assert [c.split('.')[-1] for c in a.connections] == ['items', 'tail'] and a.requests == 2
     for expensive in ('comments', 'timelineItems', 'closedByPullRequestsReferences', 'blockedBy('):
         assert expensive not in _documents.DOCUMENTS['BoardPage']
 
@@ -155,3 +157,4 @@ def test_the_comment_page_size_constant_is_the_one_in_the_documents():
     for name in ('Details', 'Issue', 'MoreComments'):
         assert 'comments(last: %d' % _documents.COMMENTS_PER_PAGE in _documents.DOCUMENTS[name]
     assert 'items(first: %d,' % _documents.PAGE_SIZE in _documents.DOCUMENTS['BoardPage']
+    assert 'tail: items(last: %d,' % _documents.PAGE_SIZE in _documents.DOCUMENTS['BoardPage']

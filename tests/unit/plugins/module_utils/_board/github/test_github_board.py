@@ -89,16 +89,35 @@ def test_empty_queue_is_an_empty_read_not_an_error(gh):
     assert read.items == [] and read.cost['calls'] >= 1
 
 
-def test_one_page_pass_per_100_items_and_each_costs_one_point(gh):
+def test_the_page_pass_reads_from_both_ends_and_each_call_costs_one_point(gh):
     for n in range(250):
         ready(gh, 'item %d' % n)
     with board_for(gh, owner_type='organization') as board:
         read = board.read()
-    assert len(read.items) == 250
-    pages = gh.graphql_calls('BoardPage')
-    assert len(pages) == 3
-    assert read.cost['by_document']['BoardPage'] == 3
+    assert [i.title for i in read.items] == ['item %d' % n for n in range(250)], 'board order, each once'
+    # 100 from the front, then 100 more from the front and 100 from the back (they meet): 2 calls
+    assert len(gh.graphql_calls('BoardPage')) == 2
+    assert read.cost['by_document']['BoardPage'] == 2
     assert read.cost['by_document']['Details'] == 10  # 250 candidates / 25 per 1-point batch
+
+
+def _calls_for(n):
+    """Calls of the two-ended page pass over ``n`` items: the first reads 100 from the front; call k
+    (k >= 2) has read 100 k from the front and 100 (k - 1) from the back."""
+    k = 1
+    while not (n <= 100 * k or (k > 1 and 100 * k + 100 * (k - 1) > n)):
+        k += 1
+    return k
+
+
+@pytest.mark.parametrize('size', [0, 1, 100, 101, 200, 201, 300, 301, 700])
+def test_every_item_once_in_board_order_at_any_size(gh, size):
+    for n in range(size):
+        ready(gh, 'item %d' % n)
+    with board_for(gh, owner_type='organization') as board:
+        read = board.read()
+    assert [i.title for i in read.items] == ['item %d' % n for n in range(size)]
+    assert len(gh.graphql_calls('BoardPage')) == _calls_for(size)
 
 
 def test_expensive_fields_only_for_items_passing_the_cheap_filter(gh):

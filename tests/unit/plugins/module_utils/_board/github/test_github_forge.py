@@ -183,6 +183,23 @@ def test_one_forbidden_repository_leaves_the_other_items_dispatchable(fake_githu
     assert ('acme/secret', hidden['number']) not in [(i.repo, i.number) for i in read.items]
 
 
+def test_a_forbidden_item_read_from_the_back_is_pinned_on_it_alone(fake_github):
+    """Past the first page the page pass also reads from the back (``tail``): an error GitHub places
+    under ``...tail.nodes[i]`` is that project item's, and every other item reads on."""
+    gh = fake_github('ghs_installation_token', forbidden_repos=['acme/secret'])
+    for n in range(240):
+        ready(gh, 'item %d' % n)
+    hidden = ready(gh, 'private', repo='acme/secret')
+    for n in range(240, 250):
+        ready(gh, 'item %d' % n)
+    with board_for(gh) as board:
+        read = board.read()
+    assert [i.title for i in read.items] == ['item %d' % n for n in range(250)]
+    [only] = read.cost['unreadable']
+    assert '.tail.nodes.' in only['cause'] and 'Issues: read' in only['cause']
+    assert ('acme/secret', hidden['number']) not in [(i.repo, i.number) for i in read.items]
+
+
 def test_an_app_without_pull_requests_read_makes_its_items_unreadable_not_the_board(fake_github):
     """The Details batch answers data plus FORBIDDEN at nodes[i].closedByPullRequestsReferences: that item
     is unreadable with its cause and the fix; a repository the app may read stays dispatchable."""

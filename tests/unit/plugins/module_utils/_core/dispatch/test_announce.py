@@ -206,3 +206,21 @@ def test_a_master_whose_capacity_was_not_read_neither_files_nor_clears_its_repor
     assert [c['number'] for c in announce.reconcile(out['stalls'], [report], now=NOW)['close']] == [7]
     # the record counts the blind master, one cycle so far
     assert out['record']['blind'] == {'w1/a': {'cycles': 1, 'since': format_time(NOW), 'why': 'probe failed: unreachable'}}
+
+
+def test_an_item_the_read_deferred_neither_files_nor_clears_its_reports():
+    """A deferred item's details were not read this cycle: its tombstone report stays open until a
+    cycle reads it (D5: no evidence, no change), and closes only when a read finds it cleared."""
+    deferred = {'number': 4, 'repo': 'acme/app', 'reason': 'deferred', 'state': 'open', 'last_marker': None}
+    out = announce.cycle([deferred], masters=[], capacity=[], surveyed=None, now=NOW)
+    title = announce.item_titles(deferred)[0]
+    assert title == announce.defang(announce.TITLE_PREFIX + 'tombstone: acme/app#4') and title in out['unsure']
+    report = {'number': 9, 'title': title, 'state': 'open'}
+    assert announce.reconcile(out['stalls'], [report], now=NOW, unsure=out['unsure'])['close'] == []
+    read = dict(deferred, reason='eligible')
+    out = announce.cycle([read], masters=[], capacity=[], surveyed=None, now=NOW)
+    assert [c['number'] for c in announce.reconcile(out['stalls'], [report], now=NOW, unsure=out['unsure'])['close']] == [9]
+    # the titles item_titles names are the ones stalls() files
+    tomb = dict(deferred, reason='tombstone', last_marker={'at': format_time(NOW)})
+    [stall] = announce.stalls([tomb], now=NOW)
+    assert stall['title'] in announce.item_titles(tomb)

@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""board_info with a GitHub board's ``read_memory``: a sweep defers unchanged items, a hand dispatch
+(``numbers``) reads its items in full and leaves the memory alone."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+
+import pytest
+
+from fakes.github import FakeGitHub
+from ansible_collections.fleet.dispatch.plugins.modules import board_info
+
+TOKEN = 'ghp_test_secret_token_value'
+PAST = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=_dt.timezone.utc)
+
+
+@pytest.fixture
+def gh(shared_dir):
+    path = shared_dir / 'github-schema' / 'schema.graphql'
+    if not path.is_file():
+        pytest.skip('%s is absent: the fake GitHub executes that schema' % path)
+    with FakeGitHub(token=TOKEN, schema_path=str(path), clock=lambda: PAST) as fake:
+        fake.store.add_project('acme', 1)
+        yield fake
+
+
+def test_a_hand_dispatch_reads_in_full_and_a_sweep_defers(run_module, gh, tmp_path):
+    numbers = []
+    for k in range(12):
+        issue = gh.store.add_issue('acme/app', 'item %d' % k, project=('acme', 1), status='Ready')
+        numbers.append(issue['number'])
+    memory = tmp_path / 'read-memory.json'
+    board = dict(kind='github', owner='acme', owner_type='organization', project=1, token=TOKEN, api_url=gh.url,
+                 read_memory=str(memory), full_read_every=50)
+
+    kind, first, _warns = run_module(board_info, dict(board=board))
+    assert kind == 'exit' and len(first['candidates']) == 12, 'no memory yet: a full read'
+    written = memory.read_text()
+
+    kind, second, _warns = run_module(board_info, dict(board=board))
+    reasons = [entry['reason'] for entry in second['board_items']]
+    assert kind == 'exit' and reasons.count('deferred') >= 10, reasons
+    assert second['cost']['deferred'] == reasons.count('deferred')
+
+    kind, hand, warns = run_module(board_info, dict(board=board, numbers=numbers))
+    assert kind == 'exit'
+    assert [entry['reason'] for entry in hand['board_items']] == ['eligible'] * 12, 'a hand dispatch never defers'
+    assert not any('deferred' in w for w in warns)
+    assert 'read_memory' not in hand['cost'], 'a hand dispatch neither reads nor writes the memory'
+    assert json.loads(memory.read_text())['cycle'] == json.loads(written)['cycle'] + 1
