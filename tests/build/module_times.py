@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Print each test module's summed time from a pytest JUnit XML file, longest first.

@@ -253,7 +253,9 @@ REFUSED = ('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json',
 def test_real_claude_running_the_escapes_as_tool_calls_reaches_nothing_of_the_fleet(fleet):
     """Claude Code's own Bash tool runs every escape of the hostile agent inside a real run under the role's
     default profile: each is refused, the user manager saw none of it, and the run still closes out."""
-    ssh = lambda cmd: fleet.bed.ssh(fleet.host, cmd, user=MASTER, check=False).stdout   # noqa: E731
+    def ssh(cmd):
+        return fleet.bed.ssh(fleet.host, cmd, user=MASTER, check=False).stdout
+
     own = ' '.join(HOME + p for p in ('/.local/bin/fleet-runner', '/.config/fleet-dispatch/runner.json',
                                       '/.config/fleet-dispatch/sandbox.json', '/.config/fleet-dispatch/board.json'))
     before = ssh('sha256sum %s' % own)
