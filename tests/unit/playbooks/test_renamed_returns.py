@@ -31,6 +31,10 @@ PLAY = """
                       'dot_is_the_method': board.items is callable, 'has_items': 'items' in board} | to_json }}"
 """
 
+# Ansible's own notice; a library's Python DeprecationWarning (cryptography's DSA notice under
+# ansible-core 2.21) is not the collection's doing
+DEPRECATION = '[DEPRECATION WARNING]'
+
 
 def _run(tmp_path):
     ledger = tmp_path / 'ledger.sqlite3'
@@ -52,7 +56,7 @@ def _run(tmp_path):
 def test_the_items_read_with_dot_notation_and_no_items_key_shadows_the_method(tmp_path):
     got, output = _run(tmp_path)
     assert got == {'new': [7, 8], 'dot_is_the_method': True, 'has_items': False}
-    assert 'deprecat' not in output.lower(), output
+    assert DEPRECATION not in output, output
 
 
 def test_the_shipped_dispatch_path_runs_without_a_deprecation(tmp_path):
@@ -69,4 +73,4 @@ def test_the_shipped_dispatch_path_runs_without_a_deprecation(tmp_path):
                              env=env, capture_output=True, text=True, check=False, timeout=300, stdin=subprocess.DEVNULL)
         assert res.returncode == 0, res.stdout + res.stderr
         assert 'seven' in res.stdout or '#7' in res.stdout or ' 7 ' in res.stdout, res.stdout
-        assert 'deprecat' not in (res.stdout + res.stderr).lower(), book
+        assert DEPRECATION not in res.stdout + res.stderr, book
