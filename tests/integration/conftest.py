@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Integration fixtures: real systemd hosts from the test bed (``tests/testbed/bed``).
 
-* ``bed`` (session): two hosts booted for the session, always torn down (finalizer and
+* ``bed`` (session): two ready hosts (below) booted for the session, always torn down (finalizer and
   ``atexit``, by this session's run label so nothing is lost if the name list is).
 * ``bed_factory(n, block='10.88.210', ready=False)`` (session): more hosts on request, e.g. the
   race harness asks for three in its own block ``10.88.220``. Each call is its own ``Bed``; the
@@ -227,8 +227,8 @@ class Bed:
                 results.update(task.get('hosts', {}))
         return results
 
-    def playbook(self, path, extra_vars=None, limit=None, check=False, args=()):
-        """``ansible-playbook -i INVENTORY PATH``; returns the CompletedProcess (never raises)."""
+    def playbook(self, path, extra_vars=None, limit=None, check=False, args=(), timeout=None):
+        """``ansible-playbook -i INVENTORY PATH``; returns the CompletedProcess (never raises but on ``timeout``)."""
         argv = [_tool('ansible-playbook'), '-i', self.inventory, str(path)]
         if extra_vars:
             argv += ['-e', json.dumps(extra_vars)]
@@ -237,7 +237,7 @@ class Bed:
         if check:
             argv.append('--check')
         argv += list(args)
-        return _run(argv, check=False, env=self.env)
+        return _run(argv, check=False, env=self.env, timeout=timeout or CALL_TIMEOUT)
 
     def down(self):
         """Remove this bed's hosts (by name: other beds of the session stay up). Once: again is a no-op."""
@@ -337,7 +337,7 @@ def bed_factory():
 @pytest.fixture(scope='session')
 def bed(bed_factory):
     """Two hosts for the whole session (see the module docstring)."""
-    return bed_factory(2, session=True)
+    return bed_factory(2, session=True, ready=True)
 
 
 @pytest.fixture(scope='module', autouse=True)

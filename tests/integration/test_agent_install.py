@@ -132,7 +132,9 @@ def fleet(bed_factory, tmp_path_factory):
 
     f = Fleet()
     f.bed, f.host, f.endpoint = bed, host, endpoint
-    f.provision = lambda: bed.playbook(playbook, limit=host, extra_vars=role_vars)
+    # a bound only: the first provision apt-installs Debian's npm and fetches the CLI and Node from the
+    # registry (292 s on a quiet machine, past 600 s with the whole suite beside it)
+    f.provision = lambda: bed.playbook(playbook, limit=host, extra_vars=role_vars, timeout=1800)
     t0 = time.monotonic()
     f.first = f.provision()
     f.provision_s = time.monotonic() - t0

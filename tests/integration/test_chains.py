@@ -82,7 +82,7 @@ def _parallel(fn, items):
 
 @pytest.fixture(scope='module')
 def fleet(bed_factory, tmp_path_factory, fresh_database):
-    bed = bed_factory(3)
+    bed = bed_factory(3, ready=True)      # psycopg on the workers: the ready host
     local_dsn, drop = fresh_database()
     from psycopg.conninfo import conninfo_to_dict
     params = conninfo_to_dict(local_dsn)
@@ -92,8 +92,6 @@ def fleet(bed_factory, tmp_path_factory, fresh_database):
     tarball, _head = _bare_repo_tarball()
 
     def prepare(host):
-        bed.ssh(host, 'python3 -c "import psycopg" 2>/dev/null || (sudo apt-get update -qq && '
-                      'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null)', timeout=900)
         bed.ssh(host, 'sudo mkdir -p /srv && base64 -d | sudo tar -C /srv -xzf - && sudo git config --system --add safe.directory "*"',
                 input=tarball)
         bed.ssh(host, 'sudo tee /usr/local/lib/fake_agent.py >/dev/null && sudo chmod 0644 /usr/local/lib/fake_agent.py',

@@ -70,8 +70,6 @@ def matrix(bed_factory, tmp_path_factory, fresh_database):
     tarball, _head = _bare_repo_tarball()
     for host in bed.hosts:
         bed.ssh(host, 'sudo sh -s', input=df.ORIGIN)
-        bed.ssh(host, 'python3 -c "import psycopg" 2>/dev/null || (sudo apt-get update -qq && '
-                      'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null)', timeout=600)
         bed.ssh(host, 'id %s >/dev/null 2>&1 || sudo useradd --create-home --shell /bin/bash %s' % (MASTER, MASTER))
         bed.ssh(host, 'sudo -u %s mkdir -p %s/src && base64 -d | sudo -u %s tar -C %s/src -xzf -' % (MASTER, HOME, MASTER, HOME),
                 input=tarball)

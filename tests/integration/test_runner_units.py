@@ -181,9 +181,6 @@ def worker(request, bed, tmp_path_factory, fresh_database):
         from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
         local_board = LedgerBoard(dsn=local_dsn)     # migrates the fresh database
         cleanup.insert(0, local_board.close)
-        # the worker's python needs psycopg for a PostgreSQL ledger (Debian's package)
-        bed.ssh(host, 'python3 -c "import psycopg" 2>/dev/null || (sudo apt-get update -qq && '
-                      'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null)', timeout=600)
         # the runner's DSN in its credentials file; the fake agent's forge half (its merge) its own (D18)
         extra = {'worker_credentials': {'FLEET_BOARD_DSN': worker_dsn}, 'worker_runner_board': {'kind': 'ledger'},
                  'worker_agent_credentials': {'FAKE_FORGE_DSN': worker_dsn}}

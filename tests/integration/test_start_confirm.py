@@ -39,7 +39,7 @@ WAIT = 120
 
 @pytest.fixture(scope='module')
 def world(bed_factory, fresh_database, tmp_path_factory):
-    bed = bed_factory(1)
+    bed = bed_factory(1, ready=True)      # psycopg: the ready host
     host = bed.hosts[0]
     tmp = tmp_path_factory.mktemp('start-confirm')
     local_dsn, drop = fresh_database()
@@ -50,8 +50,6 @@ def world(bed_factory, fresh_database, tmp_path_factory):
     board = LedgerBoard(dsn=local_dsn)
     for number, status in ((1, 'Ready'), (2, 'Ready'), (3, 'Backlog')):
         board.upsert_item(number=number, title='item %d' % number, body='Make item %d work' % number, status=status)
-    bed.ssh(host, 'python3 -c "import psycopg" 2>/dev/null || (sudo apt-get update -qq && '
-                  'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null)', timeout=600)
     bed.ssh(host, 'id %s >/dev/null 2>&1 || sudo useradd --create-home --shell /bin/bash %s' % (MASTER, MASTER))
     tarball, _head = _bare_repo_tarball()
     bed.ssh(host, 'sudo -u %s mkdir -p %s/src && base64 -d | sudo -u %s tar -C %s/src -xzf -' % (MASTER, HOME, MASTER, HOME),
