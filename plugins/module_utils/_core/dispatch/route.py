@@ -17,6 +17,7 @@ The field names, the priority words and the environment: ``docs/usage.md``, "Rou
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -65,7 +66,7 @@ def priority_rank(value: Any) -> Optional[float]:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value) if value == value else None
+        return float(value) if math.isfinite(value) else None
     text = str(value).strip().lower()
     if not text:
         return None
@@ -78,7 +79,7 @@ def priority_rank(value: Any) -> Optional[float]:
         number = float(text)
     except ValueError:
         return None
-    return number if number == number and number not in (float('inf'), float('-inf')) else None
+    return number if math.isfinite(number) else None
 
 
 def order_key(entry: Any):
