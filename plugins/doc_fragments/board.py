@@ -54,6 +54,26 @@ options:
         description: The status value that makes an item ready to run.
         type: str
         default: Ready
+      agent_field:
+        description:
+          - C(kind=github) only. The project field (single select or text) naming the agent profile an item must run with
+            (C(claude), C(codex), C(gemini), C(custom)). A project without it routes nothing. The ledger has columns instead.
+        type: str
+        default: Agent
+      model_field:
+        description: C(kind=github) only. The project field (single select or text) naming the model the item's agent is given.
+        type: str
+        default: Model
+      effort_field:
+        description: C(kind=github) only. The project field (single select or text) naming the effort the item's agent is given.
+        type: str
+        default: Effort
+      priority_field:
+        description:
+          - C(kind=github) only. The project field giving the item's priority - a single select (C(P0) first to C(P9), or
+            C(Urgent), C(High), C(Medium), C(Low)), a number (lower first) or a text of either. Candidates go by it, then age.
+        type: str
+        default: Priority
       token:
         description:
           - The GitHub token. When unset, the first of the environment variables E(FLEET_GITHUB_TOKEN), E(GITHUB_TOKEN) and

@@ -112,6 +112,8 @@ def why_held(item):
         return reason + ' after %s attempts' % item.get('attempts')
     if reason == 'unreadable':
         return '%s: %s' % (reason, item.get('unreadable') or 'the board could not read all of it')
+    if reason == 'unroutable':
+        return '%s: %s' % (reason, item.get('unroutable') or 'no configured master offers its agent profile')
     if reason == 'running' and marker.get('kind') == 'start':
         where = '%s/%s' % (fields['host'], fields['master']) if fields.get('host') and fields.get('master') else 'a worker'
         return '%s: %s on %s since %s (%s ago, by its start marker)' % (
@@ -164,7 +166,10 @@ def plan_table(plan, items=None):
         raise AnsibleFilterError('plan_table expects the result of fleet.dispatch.place')
     rows = []
     for a in plan.get('assignments', []):
-        rows.append(['#%s' % a['number'], 'launch', '%s/%s' % (a.get('worker'), a.get('master')), _cell(a.get('title'), 40)])
+        route = a.get('route') or {}
+        asked = ' '.join('%s=%s' % (k, route[k]) for k in ('agent', 'model', 'effort') if route.get(k))
+        rows.append(['#%s' % a['number'], 'launch', '%s/%s' % (a.get('worker'), a.get('master')) + (' (%s)' % asked if asked else ''),
+                     _cell(a.get('title'), 40)])
     for u in plan.get('unplaced', []):
         rows.append(['#%s' % u['number'], 'hold', '-', u.get('why', '')])
     for it in items or []:

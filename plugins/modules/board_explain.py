@@ -37,10 +37,18 @@ options:
   masters:
     description:
       - The masters placement may choose from, as the dispatch path builds them (C(worker), C(master), C(dark), C(source),
-        C(reset_at), C(headroom) with C(live_runs), C(load1), C(cpus), C(mem_available_kb)).
+        C(reset_at), C(agents) (the agent profiles it offers), C(headroom) with C(live_runs), C(load1), C(cpus),
+        C(mem_available_kb)).
       - Omitted, the placement is not computed and says so.
     type: list
     elements: dict
+  agents:
+    description:
+      - The agent profiles the fleet's masters offer (O(fleet.dispatch.board_info#module:agents)); an item whose route asks for
+        another is held with C(unroutable), and the explanation says which route holds it.
+    type: list
+    elements: str
+    version_added: 0.1.0
 seealso:
   - module: fleet.dispatch.board_info
 '''
@@ -107,6 +115,15 @@ explanation:
     placement:
       description: C(placed), C(worker), C(master), C(why) (and C(dark), the masters left out).
       type: dict
+    route:
+      description: What the item asks for - C(agent), C(model), C(effort) - each empty when not asked.
+      type: dict
+    priority:
+      description: The board's priority field value, or null.
+      type: raw
+    priority_rank:
+      description: Its rank, lower first; null for none.
+      type: float
     last_run:
       description: The last close-out marker (C(kind), C(at), C(author), C(fields)) and C(classify), the command that reads
         its capture on the worker; null when no run has closed.
@@ -135,6 +152,7 @@ def main():
             max_attempts=dict(type='int', default=3),
             now=dict(type='str'),
             masters=dict(type='list', elements='dict'),
+            agents=dict(type='list', elements='str'),
         ),
         supports_check_mode=True,
     )
@@ -151,7 +169,7 @@ def main():
     except BoardError as exc:
         module.fail_json(msg='#%s could not be read: %s' % (number, exc), **result)
     ex = explain(item, now=now, ready=spec.get('ready', 'Ready'), max_attempts=module.params['max_attempts'],
-                 masters=module.params['masters'])
+                 masters=module.params['masters'], agents=module.params['agents'])
     result.update(explanation=ex, lines=explain_lines(ex))
     module.exit_json(**result)
 

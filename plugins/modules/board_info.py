@@ -48,6 +48,14 @@ options:
         nothing is written to the board.
     type: list
     elements: int
+  agents:
+    description:
+      - The agent profiles the fleet's masters were provisioned with (C(claude), C(codex), C(gemini), C(custom)). An item whose
+        route asks for a profile not in this list is held with reason C(unroutable) (never launched on another agent).
+      - Omitted, routes are not judged here; placement still puts a routed item only on a master that offers its profile.
+    type: list
+    elements: str
+    version_added: 0.1.0
   warn_refusals:
     description:
       - Whether each item of O(numbers) that may not run is said on stderr. A read-back of items this cycle just launched
@@ -59,6 +67,8 @@ notes:
   - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone), C(parked)
     and C(unreadable) (the board could not read part of the item, for example a repository the token may not read; the item's C(unreadable)
     says why; never dispatched).
+  - C(unroutable) holds an item whose route asks for an agent profile none of O(agents) is (its C(unroutable) says which); the
+    route and priority fields of each board are in docs/usage.md, "Routing and priority".
   - A GitHub board with O(board.read_memory) adds C(deferred) (this cycle did not read the item's details, because its page row
     has not moved since its last read; never dispatched until a cycle reads it, at most O(board.full_read_every) cycles later).
   - Session chains add C(chained) (the last marker is a handoff and the item's session chain is alive, or its ledger rows are not known) and
@@ -217,6 +227,23 @@ board_items:
           the glyph would mean) and C(at).
       type: list
       elements: dict
+    route:
+      description:
+        - What the item asks for - C(agent) (an agent profile), C(model) and C(effort) - each empty when not asked.
+      type: dict
+      sample: {agent: claude, model: claude-sonnet-4-5, effort: high}
+    unroutable:
+      description: Why no configured master can serve the item's route (empty when one can, or O(agents) was omitted).
+      type: str
+    priority:
+      description: The board's priority field value as read (C(P1), C(high), a number), or null.
+      type: raw
+    priority_rank:
+      description: Its rank, lower first (C(P<n>) is n; urgent 0, high 1, medium 2, low 3), or null for none.
+      type: float
+    created_at:
+      description: When the item was created (its age orders candidates of equal priority).
+      type: str
     ignored_reopens:
       description:
         - Reopens that count for nothing because neither one of the fleet's identities nor an account with write access to the
@@ -225,7 +252,9 @@ board_items:
       type: list
       elements: dict
 candidates:
-  description: The eligible items, in board order (same entries as RV(board_items)).
+  description:
+    - The eligible items (same entries as RV(board_items)), by priority rank (an item without one after every item with one),
+      then age (oldest first), then board order.
   returned: always
   type: list
   elements: dict
@@ -258,6 +287,8 @@ def _warn_refusals(module, wanted, assessed):
                 detail = ' after %s attempts' % entry['attempts']
             elif entry['reason'] == 'unreadable':
                 detail = ': %s' % entry['unreadable']
+            elif entry['reason'] == 'unroutable':
+                detail = ': %s' % entry['unroutable']
             module.warn('#%s refused: %s%s' % (number, entry['reason'], detail))
 
 
@@ -270,6 +301,7 @@ def main():
             now=dict(type='str'),
             numbers=dict(type='list', elements='int'),
             warn_refusals=dict(type='bool', default=True),
+            agents=dict(type='list', elements='str'),
         ),
         supports_check_mode=True,
     )
@@ -295,7 +327,7 @@ def main():
     items = read.items
     wanted = module.params['numbers']
     assessed = assess(items, now=now, ready=spec.get('ready', 'Ready'),
-                      max_attempts=module.params['max_attempts'])
+                      max_attempts=module.params['max_attempts'], agents=module.params['agents'])
     if wanted:
         assessed = [entry for entry in assessed if entry['number'] in wanted]
         if module.params['warn_refusals']:

@@ -57,6 +57,29 @@ options:
         one edge, use O(add_blocked_by) or O(remove_blocked_by), which write each edge on its own.
     type: list
     elements: int
+  agent:
+    description:
+      - The agent profile the item must run with (C(claude), C(codex), C(gemini), C(custom)); the dispatcher places it only on
+        a master whose worker was provisioned with it, and holds it (C(unroutable)) when none is. An empty string clears it.
+      - Ledger board only (on GitHub it is the project's C(Agent) field, docs/usage.md).
+    type: str
+    version_added: 0.1.0
+  model:
+    description:
+      - The model the item's agent is given (for example C(claude-sonnet-4-5)); an empty string clears it. Ledger board only.
+    type: str
+    version_added: 0.1.0
+  effort:
+    description:
+      - The effort the item's agent is given (for example C(high)); an empty string clears it. Ledger board only.
+    type: str
+    version_added: 0.1.0
+  priority:
+    description:
+      - The item's priority, C(P0) (first) to C(P9), a word (C(urgent), C(high), C(medium), C(low)) or a number, lower first.
+        Candidates go by priority, then age. An empty string clears it. Ledger board only.
+    type: str
+    version_added: 0.1.0
   add_blocked_by:
     description:
       - Add these dependency edges (each number blocks this item), one atomic write per edge; other edges are left alone.
@@ -188,6 +211,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time, parse_time
 
 FIELDS = ('title', 'body', 'status', 'state', 'blocked_by')
+ROUTE = ('agent', 'model', 'effort', 'priority')
 
 
 def _summary(item):
@@ -195,11 +219,16 @@ def _summary(item):
         return {}
     return dict(title=item.title, body=item.body, status=item.status, state=item.state,
                 blocked_by=sorted(b.number for b in item.blockers),
-                artifacts=sorted(a.ref for a in item.artifacts))
+                artifacts=sorted(a.ref for a in item.artifacts),
+                **dict((k, '' if getattr(item, k, None) is None else str(getattr(item, k))) for k in ROUTE))
 
 
 def _desired(before, params):
-    after = dict(before) if before else dict(title=None, body='', status='', state='open', blocked_by=[], artifacts=[])
+    after = dict(before) if before else dict(title=None, body='', status='', state='open', blocked_by=[], artifacts=[],
+                                             **dict((k, '') for k in ROUTE))
+    for key in ROUTE:
+        if params[key] is not None:
+            after[key] = params[key].strip()
     for key in ('title', 'body', 'status'):
         if params[key] is not None:
             after[key] = params[key]
@@ -240,6 +269,10 @@ def main():
             blocked_by=dict(type='list', elements='int'),
             add_blocked_by=dict(type='list', elements='int'),
             remove_blocked_by=dict(type='list', elements='int'),
+            agent=dict(type='str'),
+            model=dict(type='str'),
+            effort=dict(type='str'),
+            priority=dict(type='str'),
             comment=dict(type='str'),
             comment_author=dict(type='str', default='operator'),
             artifact=dict(type='dict', options=dict(
@@ -306,16 +339,17 @@ def main():
 def _apply(module, board, current, p, artifact):
     """Write the change through the board's own methods; the ledger can do all of it."""
     upsert = getattr(board, 'upsert_item', None)
-    wants_ledger = (current is None or any(p[k] is not None for k in ('title', 'body', 'blocked_by')) or artifact
+    wants_ledger = (current is None or any(p[k] is not None for k in ('title', 'body', 'blocked_by') + ROUTE) or artifact
                     or p['add_blocked_by'] or p['remove_blocked_by'])
     if wants_ledger and upsert is None:
-        module.fail_json(msg='a %s board cannot create items, edit titles, bodies or dependency edges, or record artifacts '
-                             'through this module: do that on the board itself; this module can set status and state there'
+        module.fail_json(msg='a %s board cannot create items, edit titles, bodies, routes, priorities or dependency edges, or '
+                             'record artifacts through this module: do that on the board itself (routes and priority are '
+                             'project fields there, docs/usage.md); this module can set status and state there'
                              % board.kind)
     number = p['number']
     if upsert is not None:
         res = upsert(number=number, title=p['title'], body=p['body'], status=p['status'],
-                     state=None, blocked_by=p['blocked_by'])
+                     state=None, blocked_by=p['blocked_by'], **dict((k, p[k]) for k in ROUTE if p[k] is not None))
         number = res['number'] if isinstance(res, dict) else res
     elif p['status'] is not None:
         board.set_status(number, p['status'])

@@ -54,7 +54,15 @@ MIGRATIONS = [
     (3, 'markers carry their author', [
         "UPDATE comments SET author = 'fleet.dispatch' WHERE author = ''",
     ]),
-    # Room for later board migrations (version 4+). The handoff claims are NOT board
+    # An item's route and priority (_core/dispatch/route.py): an older controller or runner refuses a board
+    # at version 4 (it does not know it) rather than launch a routed item on the wrong agent.
+    (4, 'item routes and priorities', [
+        "ALTER TABLE items ADD COLUMN agent TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE items ADD COLUMN model TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE items ADD COLUMN effort TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE items ADD COLUMN priority TEXT NOT NULL DEFAULT ''",
+    ]),
+    # Room for later board migrations (version 5+). The handoff claims are NOT board
     # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
     # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
     # not board tables either (component 'lease', _store.lease.MIGRATIONS): do not add them here.
@@ -76,6 +84,9 @@ out of the queue, so it is never a dispatch candidate whatever its status says."
 STATES = ('open', 'closed')
 _STATE_ALIASES = {'open': 'open', 'opened': 'open', 'reopened': 'open', 'closed': 'closed'}
 _ITEM_FIELDS = ('number', 'title', 'body', 'status', 'state', 'repo')
+ROUTE_FIELDS = ('agent', 'model', 'effort', 'priority')
+"""The route and priority columns (board version 4): text, ``''`` when not asked."""
+ROUTE_VERSION = 4
 _SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations', 'marker_authors')
 
 
@@ -128,6 +139,8 @@ class LedgerBoard(Board):
         self._clock = clock or _utcnow
         self.marker_authors = [LEDGER_AUTHOR] + [str(a) for a in marker_authors or () if str(a).strip()]
         self._migrations = list(MIGRATIONS if migrations is None else migrations)
+        # a store migrated only part of the way (tests of forward migration) has no route columns
+        self._routes = any(m[0] == ROUTE_VERSION for m in self._migrations)
         try:
             self._store = SqlStore(path=path, dsn=dsn, timeout=timeout, create=create)
         except SqlError as exc:
@@ -231,7 +244,7 @@ class LedgerBoard(Board):
 
         ``now`` is accepted for the protocol and unused: the ledger has no time-dependent read.
         """
-        items = self._tx(lambda tx: self._load(tx, None, self._reports), unreadable=True)
+        items = self._tx(lambda tx: self._load(tx, None, self._reports, self._routes), unreadable=True)
         for item in items:
             item.marker_authors = list(self.marker_authors)
         self._attach_sessions(items, None)
@@ -264,7 +277,7 @@ class LedgerBoard(Board):
 
     def get(self, number):
         number = _number(number)
-        items = self._tx(lambda tx: self._load(tx, number), unreadable=True)
+        items = self._tx(lambda tx: self._load(tx, number, routes=self._routes), unreadable=True)
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
         items[0].marker_authors = list(self.marker_authors)
@@ -272,22 +285,30 @@ class LedgerBoard(Board):
         return items[0]
 
     @staticmethod
-    def _load(tx, number, reports=True):
+    def _load(tx, number, reports=True, routes=True):
         """Fetch each table once (filtered to one item when ``number`` is given) and join in Python."""
         if number is None:
             where, args = '', ()
         else:
             where, args = ' WHERE item = ?', (number,)
         # the announcer's reports are not work: the queue read leaves them out (a get by number does not)
-        rows = tx.all('SELECT number, title, body, status, state, repo, created_at, updated_at FROM items'
+        rows = tx.all('SELECT number, title, body, status, state, repo, created_at, updated_at%s FROM items'
+                      % ''.join(', ' + c for c in ROUTE_FIELDS if routes)
                       + (' WHERE number = ?' if number is not None
                          else (' WHERE number NOT IN (SELECT item FROM reports)' if reports else '')) + ' ORDER BY number', args)
         items = {}
-        for num, title, body, status, state, repo, created, updated in rows:
-            bad = _bad_columns(('title', title), ('body', body), ('status', status), ('state', state), ('repo', repo))
+        for row in rows:
+            num, title, body, status, state, repo, created, updated = row[:8]
+            route = dict(zip(ROUTE_FIELDS, row[8:]))
+            bad = _bad_columns(('title', title), ('body', body), ('status', status), ('state', state), ('repo', repo),
+                               *sorted(route.items()))
             created_at, updated_at = _row_time(created, bad, 'created_at'), _row_time(updated, bad, 'updated_at')
             items[num] = Item(number=num, title=title, state=state, status=status, body=body, id=str(num),
                               repo=repo, created_at=created_at, updated_at=updated_at)
+            if not bad:
+                for key in ('agent', 'model', 'effort'):
+                    setattr(items[num], key, route.get(key) or '')
+                items[num].priority = route.get('priority') or None
             if bad:
                 items[num].unreadable = 'its row in items: %s' % ', '.join(bad)
         for cid, item, author, body, created in tx.all(
@@ -449,8 +470,11 @@ class LedgerBoard(Board):
         return result
 
     def upsert_item(self, number=None, title=None, body=None, status=None, state=None, blocked_by=None,
-                    repo=None, *, at=None, actor='', dry_run=False):
+                    repo=None, *, at=None, actor='', dry_run=False, agent=None, model=None, effort=None, priority=None):
         """Create or update one item; ``None`` leaves a field as it is.
+
+        ``agent``, ``model``, ``effort`` and ``priority`` are the item's route and priority
+        (``_core.dispatch.route``), text, ``''`` clears one.
 
         ``number=None`` creates a new item with the next free number. ``state`` takes ``open``,
         ``closed`` or ``reopened`` (an alias of open: a closed item that opens records a
@@ -472,6 +496,11 @@ class LedgerBoard(Board):
             if number is not None and number in blockers:
                 raise BoardError('item #%d cannot block itself' % number)
         fixed = self._fixed(at)
+        route = dict((k, '' if v is None else str(v).strip()) for k, v in
+                     (('agent', agent), ('model', model), ('effort', effort), ('priority', priority)) if v is not None)
+        if route and not self._routes:
+            raise BoardError('this ledger has no route columns (board schema version %d): open it with this '
+                             'collection\'s migrations' % ROUTE_VERSION)
 
         def write(tx):
             num = number
@@ -508,13 +537,18 @@ class LedgerBoard(Board):
                        (num, title, body or '', status or '', 'open', repo or '', when, when))
                 current = {'number': num, 'title': title, 'body': body or '', 'status': status or '',
                            'state': 'open', 'repo': repo or '', 'blocked_by': []}
+                if self._routes:
+                    current.update((k, '') for k in ROUTE_FIELDS)
             else:
                 current = dict(zip(_ITEM_FIELDS, row))
                 current['blocked_by'] = [r[0] for r in tx.all(
                     'SELECT blocker FROM dependencies WHERE item = ? ORDER BY blocker', (num,))]
+                if self._routes:
+                    current.update(zip(ROUTE_FIELDS, tx.one('SELECT %s FROM items WHERE number = ?'
+                                                            % ', '.join(ROUTE_FIELDS), (num,))))
                 before = dict(current)
             fields = {}
-            for key, value in (('title', title), ('body', body), ('status', status), ('repo', repo)):
+            for key, value in (('title', title), ('body', body), ('status', status), ('repo', repo)) + tuple(sorted(route.items())):
                 if value is not None and value != current[key]:
                     fields[key] = value
             if fields:

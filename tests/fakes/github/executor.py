@@ -297,6 +297,14 @@ class Resolvers(object):
 
     def field_value_by_name(self, src, info, name):
         for f in src['project']['fields']:
+            if f['name'] == name and f.get('dataType', 'SINGLE_SELECT') != 'SINGLE_SELECT':
+                if f['id'] not in src['values']:
+                    return None
+                common = {'id': 'PVTFV_%s_%s' % (src['id'], f['id']), 'field': f, 'item': src,
+                          'createdAt': src['createdAt'], 'updatedAt': src['updatedAt']}
+                if f['dataType'] == 'NUMBER':
+                    return dict(common, __typename='ProjectV2ItemFieldNumberValue', number=float(src['values'][f['id']]))
+                return dict(common, __typename='ProjectV2ItemFieldTextValue', text=str(src['values'][f['id']]))
             if f['name'] == name:
                 value = _status_name(src, f)
                 if value is None:

@@ -99,6 +99,33 @@ class Store(object):
             owner_obj['projects'][number] = project
             return project
 
+    def add_field(self, project, name: str, data_type: str = 'SINGLE_SELECT', options=()) -> Dict[str, Any]:
+        """Add a project field: ``SINGLE_SELECT`` (with ``options``), ``TEXT`` or ``NUMBER``."""
+        with self.lock:
+            proj = self.project(*project) if isinstance(project, tuple) else project
+            if data_type == 'SINGLE_SELECT':
+                field = self._register('PVTSSF', {'__typename': 'ProjectV2SingleSelectField', 'name': name,
+                                                  'dataType': data_type, 'project': proj, 'options': []})
+                for option in options:
+                    field['options'].append({'id': 'opt_%s' % next(self._ids), 'name': option, 'nameHTML': option,
+                                             'color': 'GRAY', 'description': '', 'descriptionHTML': ''})
+            else:
+                field = self._register('PVTF', {'__typename': 'ProjectV2Field', 'name': name, 'dataType': data_type,
+                                                'project': proj})
+            proj['fields'].append(field)
+            return field
+
+    def set_item_field(self, item: Dict[str, Any], name: str, value, at=None) -> None:
+        """Set a project field of ``item`` by name: an option name, a text or a number (None clears it)."""
+        field = [f for f in item['project']['fields'] if f['name'] == name][0]
+        if value is None:
+            item['values'].pop(field['id'], None)
+        elif field['dataType'] == 'SINGLE_SELECT':
+            item['values'][field['id']] = [o for o in field['options'] if o['name'] == value][0]['id']
+        else:
+            item['values'][field['id']] = value
+        item['updatedAt'] = iso(at) or self.now()
+
     def project(self, owner: str, number: int) -> Dict[str, Any]:
         return self.owners[owner]['projects'][number]
 

@@ -60,6 +60,17 @@ def test_explain_places_an_eligible_item_and_refuses_a_missing_one(tmp_path, boa
     assert res.returncode != 0 and 'name the item to explain' in res.stdout
 
 
+def test_explain_says_which_route_holds_an_item(tmp_path, board):
+    """inventory.example provisions no agent profile (custom): an item asking for codex is held, and says so."""
+    with open_board(board) as b:
+        b.upsert_item(number=3, title='wants codex', status='Ready', agent='codex', model='gpt-5-codex', priority='P1')
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=3')
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "held: unroutable" in res.stdout
+    assert "unroutable: it asks for the agent profile 'codex', and no configured master offers it (offered: custom)" in res.stdout
+    assert 'route: agent codex, model gpt-5-codex' in res.stdout and 'priority: P1 (rank 1' in res.stdout
+
+
 @pytest.mark.parametrize('book', ['status.yml', 'sweep.yml'])
 def test_status_and_sweep_write_the_page_and_the_metrics_beside_status_json(tmp_path, board, book):
     res = playbook(book, tmp_path, board)

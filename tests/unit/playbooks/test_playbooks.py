@@ -361,3 +361,27 @@ def test_a_webhook_delivery_dispatches_once_and_its_replay_is_refused(tmp_path, 
     hostile = playbook('dispatch.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_mode=plan', '-e', 'delivery=../../x;id')
     assert hostile.returncode != 0 and 'delivery must be a webhook delivery id' in hostile.stdout
     assert sorted(p.name for p in (tmp_path / 'state' / 'fleet-dispatch' / 'deliveries').iterdir()) == ['72d3162e-cc78', '72d3162e-cc79']
+
+
+def test_a_plan_sweep_routes_by_profile_orders_by_priority_and_holds_what_nobody_serves(tmp_path):
+    """The inventory's worker_runner_agent is each master's profile: a routed item goes only there, with
+    its model; an item asking for a profile no worker has is held (unroutable); priority orders the plan."""
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=1, title='plain, oldest', status='Ready')
+        b.upsert_item(number=2, title='codex, P2', status='Ready', agent='codex', model='gpt-5-codex', priority='P2')
+        b.upsert_item(number=3, title='gemini: nobody', status='Ready', agent='gemini')
+        b.upsert_item(number=4, title='claude, P0', status='Ready', agent='claude', effort='high', priority='P0')
+    local = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}'}
+    inventory = tmp_path / 'inventory.yml'
+    inventory.write_text(json.dumps({'workers': {'hosts': {
+        'localhost': dict(local, worker_runner_agent='claude', worker_masters=[{'name': 'agent1'}]),
+        'w2': {'ansible_host': '192.0.2.10', 'worker_runner_agent': 'codex', 'worker_masters': [{'name': 'agent2'}]}}}}))
+    res = playbook('sweep.yml', tmp_path, spec, inventory=inventory)
+    assert res.returncode == 0, res.stdout + res.stderr
+    plan = json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())
+    assert [(a['number'], a['worker'], a['agent']) for a in plan['assignments']] == [
+        (4, 'localhost', 'claude'), (2, 'w2', 'codex'), (1, 'localhost', 'claude')]
+    assert plan['skipped'] == [3]
+    assert 'unroutable' in res.stdout and "agent profile 'gemini'" in res.stdout
+    assert 'model=gpt-5-codex' in res.stdout

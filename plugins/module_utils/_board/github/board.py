@@ -21,8 +21,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import tokens
 from .memory import DEFAULT_FULL_READ_EVERY, ReadMemory, fingerprint, settled
 from .documents import BLOCKER_BATCH, DETAIL_BATCH, DOCUMENTS, project_query
-from .nodes import (comment_of, comment_time, commit_artifacts_into, detail_into, login_of, lower_text, nodes_of,
-                    provenance_into, split_ref, summary_open_blockers, type_of)
+from .nodes import (ROUTE_FIELDS, comment_of, comment_time, commit_artifacts_into, detail_into, login_of, lower_text, nodes_of,
+                    provenance_into, route_into, split_ref, summary_open_blockers, type_of)
 from .transport import (RATE_LIMIT_MAX_WAIT, SECONDARY_MAX_TOTAL, HttpFailure, NotJson, RateLimited, Transport,
                         cost_of, error_text, errors_by_index, is_placed, one_error, unreadable_cause)
 from ..protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
@@ -45,7 +45,8 @@ class GitHubBoard(Board):
     """The GitHub Projects v2 board (see the module docstring for D1, D2, D5, D9, D12, D16, D19).
 
     Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
-    (``Ready``), ``token`` (else the first of ``tokens.TOKEN_ENV`` set), ``api_url``
+    (``Ready``), ``agent_field``/``model_field``/``effort_field``/``priority_field`` (the route and
+    priority fields, ``Agent``/``Model``/``Effort``/``Priority``), ``token`` (else the first of ``tokens.TOKEN_ENV`` set), ``api_url``
     (``https://api.github.com``), ``owner_type`` (``organization``/``user``/``auto``), ``repo``
     (optional ``owner/name`` for bare item numbers), ``read_memory`` (a file path: skip re-reading
     items whose page row has not moved, ``memory.py``) and ``full_read_every`` (cycles, default
@@ -67,6 +68,8 @@ class GitHubBoard(Board):
         if not self.owner:
             raise BoardError('a github board needs "owner": the organization or user that owns the project')
         self.status_field = spec.get('status_field') or 'Status'
+        # the route and priority fields (docs/usage.md "Routing and priority"); a project without one reads no route
+        self.route_fields = dict((key, str(spec.get(key + '_field') or default)) for key, default in ROUTE_FIELDS)
         self.ready = spec.get('ready') or 'Ready'
         self.owner_type = spec.get('owner_type') or 'auto'
         if self.owner_type not in ('auto', 'organization', 'user'):
@@ -351,7 +354,8 @@ class GitHubBoard(Board):
         while True:
             data, errors = self._graphql('BoardPage', {'owner': self.owner, 'isOrg': is_org, 'number': self.project,
                                                        'query': query, 'statusField': self.status_field,
-                                                       'after': after, 'before': before, 'tail': tail},
+                                                       'after': after, 'before': before, 'tail': tail,
+                                                       **self._route_variables()},
                                          reading=True, partial=True)
             mine, rest = errors_by_index(errors, [owner, 'projectV2', 'items', 'nodes'])
             mine_tail, rest = errors_by_index(rest, [owner, 'projectV2', 'tail', 'nodes'])
@@ -426,12 +430,19 @@ class GitHubBoard(Board):
             if isinstance(value, dict) and isinstance(value.get('name'), str):
                 status = value['name']
             self._project_items[(repo, content.get('number'))] = (node.get('id'), status)
-        return Item(number=int(content.get('number')), title=content.get('title') or '',
+        item = Item(number=int(content.get('number')), title=content.get('title') or '',
                     state=lower_text(content.get('state')), status=status, body=content.get('body') or '',
                     id=content.get('id') or '', repo=repo, url=content.get('url') or '',
                     created_at=parse_time(content.get('createdAt')),
                     updated_at=parse_time(content.get('updatedAt')),
                     marker_authors=self.marker_identities())
+        if node is not None:
+            route_into(item, node)
+        return item
+
+    def _route_variables(self) -> Dict[str, str]:
+        return {'agentField': self.route_fields['agent'], 'modelField': self.route_fields['model'],
+                'effortField': self.route_fields['effort'], 'priorityField': self.route_fields['priority']}
 
     def marker_identities(self) -> List[str]:
         """The fleet's identities on this board: the token's own login (``viewer { login }``, read once
@@ -591,7 +602,7 @@ class GitHubBoard(Board):
         repo, num = self._resolve(number)
         owner, _sep, name = repo.partition('/')
         data = self._graphql('Issue', {'owner': owner, 'name': name, 'number': num,
-                                       'statusField': self.status_field}, reading=False)
+                                       'statusField': self.status_field, **self._route_variables()}, reading=False)
         repository = data.get('repository')
         issue = repository.get('issue') if isinstance(repository, dict) else None
         if not isinstance(issue, dict):
@@ -607,6 +618,7 @@ class GitHubBoard(Board):
                 except (TypeError, ValueError):
                     item.status_set_at = None
                 self._project_items[(item.repo, item.number)] = (node.get('id'), item.status)
+                route_into(item, node)
                 break
         provenance_into(item, issue)
         commits = detail_into(item, issue, self.base_branch)

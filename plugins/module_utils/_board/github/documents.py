@@ -49,7 +49,25 @@ _STATUS_VALUE = '''
       fieldValueByName(name: $statusField) {
         __typename
         ... on ProjectV2ItemFieldSingleSelectValue { name optionId updatedAt }
-      }'''
+      }
+      agentValue: fieldValueByName(name: $agentField) { ...RouteValue }
+      modelValue: fieldValueByName(name: $modelField) { ...RouteValue }
+      effortValue: fieldValueByName(name: $effortField) { ...RouteValue }
+      priorityValue: fieldValueByName(name: $priorityField) { ...RouteValue }'''
+# The route and priority fields (_core/dispatch/route.py) ride on the status field's page: a field value
+# by name is not a connection, so they cost nothing (the page stays 1 request). A single select, a text
+# or a number field each reads as its value; a project without the field answers null (no route).
+
+_ROUTE_FRAGMENT = '''
+fragment RouteValue on ProjectV2ItemFieldValue {
+  __typename
+  ... on ProjectV2ItemFieldSingleSelectValue { name }
+  ... on ProjectV2ItemFieldTextValue { text }
+  ... on ProjectV2ItemFieldNumberValue { number }
+}
+'''
+
+ROUTE_FIELD_VARIABLES = '$agentField: String!, $modelField: String!, $effortField: String!, $priorityField: String!'
 
 # The nested connections below each cost one request per parent issue whatever their size, so
 # each asks for GitHub's maximum of 100: a Details batch of DETAIL_BATCH (25) issues is
@@ -118,7 +136,8 @@ query OwnerType($owner: String!) {
 
 BOARD_PAGE = '''
 query BoardPage($owner: String!, $isOrg: Boolean!, $number: Int!, $query: String!,
-                $statusField: String!, $after: String, $before: String, $tail: Boolean!) {
+                $statusField: String!, %s,
+                $after: String, $before: String, $tail: Boolean!) {
   %s
   organization(login: $owner) @include(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
   user(login: $owner) @skip(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
@@ -152,7 +171,7 @@ fragment ItemPage on ProjectV2ItemConnection {
     }
   }
 }
-''' % (RATE_LIMIT_FIELDS, _STATUS_VALUE)
+''' % (ROUTE_FIELD_VARIABLES, RATE_LIMIT_FIELDS, _STATUS_VALUE) + _ROUTE_FRAGMENT
 """The page pass: server-side status filter, cheap fields only. After a first page from the front,
 each call reads the next page from the front (``items``) and the next from the back (``tail``) until
 they meet: two connections are 2 requests, still 1 point, so 200 items a point (``PAGE_SIZE``)."""
@@ -197,7 +216,7 @@ query MoreComments($id: ID!, $before: String) {
 """Older comments of an issue with more than one page of them (markers are never truncated)."""
 
 ISSUE = '''
-query Issue($owner: String!, $name: String!, $number: Int!, $statusField: String!) {
+query Issue($owner: String!, $name: String!, $number: Int!, $statusField: String!, %s) {
   %s
   repository(owner: $owner, name: $name) {
     issue(number: $number) {
@@ -214,7 +233,8 @@ query Issue($owner: String!, $name: String!, $number: Int!, $statusField: String
     }
   }
 }
-''' % (RATE_LIMIT_FIELDS, _STATUS_VALUE) + _ISSUE_DETAIL_FRAGMENT + _PULL_FRAGMENT + _BLOCKER_FRAGMENT
+''' % (ROUTE_FIELD_VARIABLES, RATE_LIMIT_FIELDS, _STATUS_VALUE) + _ISSUE_DETAIL_FRAGMENT + _PULL_FRAGMENT + \
+    _BLOCKER_FRAGMENT + _ROUTE_FRAGMENT
 """One item in full (``get``), with its project item (for ``set_status``)."""
 
 PROJECT_FIELD = '''

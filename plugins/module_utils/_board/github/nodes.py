@@ -210,3 +210,31 @@ def summary_open_blockers(issue: Dict[str, Any]) -> int:
     if isinstance(summary, dict) and isinstance(summary.get('blockedBy'), int):
         return summary['blockedBy']
     return 0
+
+
+ROUTE_FIELDS = (('agent', 'Agent'), ('model', 'Model'), ('effort', 'Effort'), ('priority', 'Priority'))
+"""The project fields an item's route and priority are read from, with their default names (board
+options ``agent_field``, ``model_field``, ``effort_field``, ``priority_field``)."""
+
+
+def field_text(value: Any) -> Any:
+    """A project field value as read: a single select's option name, a text, or a number; None for none."""
+    if not isinstance(value, dict):
+        return None
+    for key in ('name', 'text'):
+        if isinstance(value.get(key), str) and value[key].strip():
+            return value[key].strip()
+    number = value.get('number')
+    if isinstance(number, (int, float)) and not isinstance(number, bool):
+        return int(number) if float(number).is_integer() else number
+    return None
+
+
+def route_into(item: Item, node: Dict[str, Any]) -> None:
+    """The project item's route and priority fields (``agentValue``... of the documents) into ``item``."""
+    for key, _default in ROUTE_FIELDS:
+        value = field_text(node.get(key + 'Value'))
+        if key == 'priority':
+            item.priority = value
+        else:
+            setattr(item, key, '' if value is None else str(value))

@@ -186,6 +186,14 @@ class Item:
     memory skips items whose page row has not moved since their last read, for at most a bounded
     number of cycles (``_board/github/memory.py``). Such an item carries its page fields only and is
     shown, never dispatched (eligibility reason ``deferred``)."""
+    agent: str = ''
+    model: str = ''
+    effort: str = ''
+    """The item's route, as the board's route fields give it (``''``: not asked): the agent profile it
+    must run with, and the model and effort its agent is given (``_core.dispatch.route``)."""
+    priority: Any = None
+    """The board's priority field value as read (``P1``, ``high``, a number); ``None``: none. Candidates
+    go by its rank, then age (``_core.dispatch.route.priority_rank``)."""
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -20,13 +20,14 @@ from typing import Any, List, Optional, Tuple
 from ..chains.chain import item_chain
 from ..board.markers import Marker, is_marker_author, markers_of
 from ..board.model import parse_time
+from .route import unroutable as route_hold
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
-           'unreadable', 'deferred', 'chained', 'chain_stopped')
+           'unreadable', 'deferred', 'chained', 'chain_stopped', 'unroutable')
 
 # Precedence, highest first (see module docstring); 'eligible' is what is left.
 PRECEDENCE = ('unreadable', 'deferred', 'done', 'closed', 'running', 'chained', 'chain_stopped', 'tombstone', 'retry_wait', 'parked',
-              'blocked', 'not_ready')
+              'unroutable', 'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
 # capacity: the seed's rule -- a worker going dark is not the work failing, and a fleet-wide
@@ -56,6 +57,7 @@ class Verdict:
     reopened: bool = False          # a reopen outranks the last marker
     holds: List[str] = field(default_factory=list)   # every reason that holds, in precedence order
     chain: Optional[dict] = None    # after a handoff marker: where its chain stands (``chain_hold``)
+    unroutable: str = ''            # why no configured master offers the agent profile the item asks for
 
 
 def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) -> int:
@@ -181,12 +183,13 @@ def chain_hold(item: Any, marker: Marker) -> Tuple[Optional[str], dict]:
 
 
 def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = DEFAULT_MAX_ATTEMPTS,
-             markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS) -> Verdict:
+             markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS, agents: Any = None) -> Verdict:
     """Decide whether ``item`` may be dispatched at ``now`` (see the module docstring for the rules).
 
     ``ready``: the status value that means "dispatch me"; ``None`` or ``''`` skips the status test
     (a board without a status field). ``max_attempts``: the attempt cap; ``None`` means no cap.
-    ``markers``: pre-parsed ``markers_of(item)`` if the caller has them.
+    ``markers``: pre-parsed ``markers_of(item)`` if the caller has them. ``agents``: the agent profiles
+    the fleet's masters offer; an item asking for another is ``unroutable`` (``None``: not judged here).
     """
     when = _time(now)
     if when is None:
@@ -237,6 +240,9 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
         holds.append('retry_wait')
     if max_attempts is not None and attempts >= max_attempts:
         holds.append('parked')
+    no_route = route_hold(item, agents)
+    if no_route:
+        holds.append('unroutable')
     if blockers:
         holds.append('blocked')
     if ready and status != str(ready).strip().lower():
@@ -244,7 +250,8 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     holds.sort(key=PRECEDENCE.index)
     reason = holds[0] if holds else 'eligible'
     return Verdict(eligible=(reason == 'eligible'), reason=reason, attempts=attempts, last_marker=last,
-                   open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds, chain=chain)
+                   open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds, chain=chain,
+                   unroutable=no_route)
 
 
 def run_durations(markers: List[Marker], exclude: Any = ()) -> List[float]:

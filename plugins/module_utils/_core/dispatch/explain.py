@@ -16,6 +16,7 @@ from .eligibility import UNCOUNTED_ENDINGS, evaluate, ignored_reopens, last_reop
 from ..board.markers import TERMINAL, authored_markers
 from ..board.model import format_time, parse_time, to_jsonable
 from .plan import place
+from .route import priority_rank, route_gaps, route_of
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -97,6 +98,8 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
     if hold == 'parked':
         return '%s attempts reached the cap of %s: reopen the item (a reopen starts the count again) or raise the cap' % (
             verdict.attempts, max_attempts)
+    if hold == 'unroutable':
+        return '%s: provision a worker with that profile (worker_runner_agent) or change the item\'s route' % verdict.unroutable
     if hold == 'blocked':
         return 'open blockers: %s' % ', '.join('#%s' % n for n in verdict.open_blockers)
     if hold == 'not_ready':
@@ -105,14 +108,17 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
 
 
 def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = 3,
-            masters: Optional[List[Dict[str, Any]]] = None, uncounted: Any = UNCOUNTED_ENDINGS) -> Dict[str, Any]:
+            masters: Optional[List[Dict[str, Any]]] = None, uncounted: Any = UNCOUNTED_ENDINGS,
+            agents: Any = None) -> Dict[str, Any]:
     """Everything the dispatch path decides about ``item`` at ``now``, with the facts behind it.
 
-    ``masters`` are the dicts ``place`` takes (``worker``, ``master``, ``dark``, ``headroom``); ``None``
-    means none were given, and the placement says so instead of guessing.
+    ``masters`` are the dicts ``place`` takes (``worker``, ``master``, ``dark``, ``agents``, ``headroom``);
+    ``None`` means none were given, and the placement says so instead of guessing. ``agents``: the
+    profiles the fleet offers (``evaluate``'s; ``None``: the route is judged by placement only).
     """
     when = parse_time(now)
-    verdict = evaluate(item, now=when, ready=ready, max_attempts=max_attempts, uncounted=uncounted)
+    verdict = evaluate(item, now=when, ready=ready, max_attempts=max_attempts, uncounted=uncounted, agents=agents)
+    route = route_of(item)
     markers = _markers_with_authors(item)
     reopen_at = last_reopen(item)
     holds = [{'reason': hold, 'why': _hold_text(hold, verdict, item, max_attempts)} for hold in verdict.holds]
@@ -130,10 +136,10 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         placement = {'placed': False, 'worker': None, 'master': None,
                      'why': 'eligible; no masters were given, so no placement was computed'}
     else:
-        plan = place([{'number': number, 'repo': repo, 'title': _get(item, 'title', '')}], masters)
+        plan = place([{'number': number, 'repo': repo, 'title': _get(item, 'title', ''), 'route': route}], masters)
         if plan['assignments']:
             got = plan['assignments'][0]
-            live = [m for m in masters if not m.get('dark')]
+            live = [m for m in masters if not m.get('dark') and (not route['agent'] or route['agent'] in (m.get('agents') or ()))]
             chosen = [m for m in live if m.get('worker') == got['worker'] and m.get('master') == got['master']]
             head = (chosen[0].get('headroom') if chosen else None) or {}
             placement = {'placed': True, 'worker': got['worker'], 'master': got['master'],
@@ -142,6 +148,13 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
                                     len(live), len(plan['dark']), head.get('live_runs', 'unknown'),
                                     head.get('load1', 'unknown'), head.get('cpus', 'unknown'),
                                     head.get('mem_available_kb', 'unknown'))}
+            if route['agent']:
+                placement['why'] += '; only masters offering the agent profile %r were considered' % route['agent']
+            gaps = route_gaps(route, got.get('agent') or '')
+            if gaps:
+                placement['why'] += ('; its %s reaches the %s agent only as %s (its CLI reads no such variable)'
+                                     % (' and '.join(gaps), got.get('agent') or 'unknown',
+                                        ' and '.join('AGENT_' + g.upper() for g in gaps)))
         else:
             placement = {'placed': False, 'worker': None, 'master': None, 'why': plan['unplaced'][0]['why']}
         placement['dark'] = plan['dark']
@@ -168,6 +181,9 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         'blockers': [{'number': _get(b, 'number'), 'repo': _get(b, 'repo', '') or '', 'state': _get(b, 'state'),
                       'blocks': _get(b, 'number') in verdict.open_blockers} for b in _get(item, 'blockers', None) or ()],
         'placement': placement,
+        'route': route,
+        'priority': to_jsonable(_get(item, 'priority', None)),
+        'priority_rank': priority_rank(_get(item, 'priority', None)),
         'last_run': last_run,
         'chain': verdict.chain,
     }
@@ -190,6 +206,11 @@ def explain_lines(ex: Dict[str, Any]) -> List[str]:
                  for s in ex['starts'])
     lines.append('blockers:' if ex['blockers'] else 'blockers: none')
     lines.extend('  #%s %s%s' % (b['number'], b['state'], ' (blocks)' if b['blocks'] else '') for b in ex['blockers'])
+    route = ex.get('route') or {}
+    asked = ', '.join('%s %s' % (k, route[k]) for k in ('agent', 'model', 'effort') if route.get(k))
+    lines.append('route: %s' % (asked or 'none asked (any master, the agent as provisioned)'))
+    lines.append('priority: %s' % ('none (after every item with one, then by age)' if ex.get('priority_rank') is None
+                                   else '%s (rank %g, lower first)' % (ex.get('priority'), ex['priority_rank'])))
     place_ = ex['placement']
     lines.append('placement now: %s -- %s' % ('%s/%s' % (place_['worker'], place_['master']) if place_['placed'] else 'none',
                                               place_['why']))

@@ -21,6 +21,7 @@ from .eligibility import evaluate, ignored_reopens, run_durations
 from ..board.markers import human_markers, markers_of
 from ..board.model import format_time, to_jsonable
 from ..board.naming import lease_name, oldest_wins, unit_name
+from .route import offers, ordered, priority_rank, route_env, route_of
 
 
 def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
@@ -38,11 +39,12 @@ def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
     }
 
 
-def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]:
-    """Every item with its verdict, as JSON-ready dicts (the ``items`` of ``board_info``)."""
+def assess(items, *, now, ready='Ready', max_attempts=3, agents=None) -> List[Dict[str, Any]]:
+    """Every item with its verdict, as JSON-ready dicts (the ``items`` of ``board_info``). ``agents``:
+    the agent profiles the fleet's masters offer (``_core.dispatch.route.unroutable``; None: not judged)."""
     out = []
     for item in items:
-        verdict = evaluate(item, now=now, ready=ready, max_attempts=max_attempts)
+        verdict = evaluate(item, now=now, ready=ready, max_attempts=max_attempts, agents=agents)
         out.append({
             'id': item.id,
             'number': item.number,
@@ -69,13 +71,18 @@ def assess(items, *, now, ready='Ready', max_attempts=3) -> List[Dict[str, Any]]
             'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.dispatch.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',
             'capacity_deaths': capacity_deaths(markers_of(item)),
+            'route': route_of(item),
+            'unroutable': verdict.unroutable,
+            'priority': to_jsonable(getattr(item, 'priority', None)),
+            'priority_rank': priority_rank(getattr(item, 'priority', None)),
+            'created_at': format_time(getattr(item, 'created_at', None)),
         })
     return out
 
 
 def candidates(assessed) -> List[Dict[str, Any]]:
-    """The eligible items, in board order."""
-    return [entry for entry in assessed if entry['eligible']]
+    """The eligible items, by priority, then age, then board order (``_core.dispatch.route.ordered``)."""
+    return ordered(entry for entry in assessed if entry['eligible'])
 
 
 def _headroom_key(master):
@@ -94,13 +101,24 @@ def _headroom_key(master):
     return (live, load, mem, master.get('worker', ''), master.get('master', ''))
 
 
+def _no_master_why(agent, usable, dark) -> str:
+    if not usable and not agent:
+        return 'no usable master: every master is dark or none is configured'
+    dark_ones = [m for m in dark if offers(m, agent)]
+    return ('no usable master offers the agent profile %r (%d dark one(s) do; a routed item runs on no other agent)'
+            % (agent, len(dark_ones)))
+
+
 def place(cands, masters) -> Dict[str, Any]:
     """Place candidates on masters; returns ``{'assignments': [...], 'unplaced': [...], 'dark': [...]}``.
 
-    ``masters`` are dicts ``{worker, master, dark, source, reset_at, headroom: {live_runs,
-    load1, cpus, mem_available_kb}}``. Each placement counts as one more live run on the
-    chosen master before the next candidate is placed, so a batch spreads across the fleet
-    by headroom instead of piling onto one box -- without any cap (D13).
+    ``masters`` are dicts ``{worker, master, dark, source, reset_at, agents, headroom: {live_runs,
+    load1, cpus, mem_available_kb}}``. Candidates go in priority order, then age
+    (``_core.dispatch.route.ordered``): when masters are short the highest are placed first, on the
+    emptiest. An item with a route goes only to a master whose ``agents`` offer its profile, with
+    the model and effort it asks for (``agent``, ``route``). Each placement counts as one more live
+    run on the chosen master before the next candidate is placed, so a batch spreads across the
+    fleet by headroom instead of piling onto one box -- without any cap (D13).
     """
     usable = []
     dark = []
@@ -110,7 +128,7 @@ def place(cands, masters) -> Dict[str, Any]:
                 'worker': m.get('worker'), 'master': m.get('master'),
                 'source': m.get('source'),
                 'reset_at': m.get('reset_at') or 'unknown',
-                'why': m.get('why', ''),
+                'why': m.get('why', ''), 'agents': list(m.get('agents') or []),
             })
             continue
         entry = dict(m)
@@ -118,15 +136,19 @@ def place(cands, masters) -> Dict[str, Any]:
         usable.append(entry)
     assignments = []
     unplaced = []
-    for cand in cands:
-        if not usable:
+    for cand in ordered(cands):
+        route = dict(cand.get('route') or {})
+        agent = str(route.get('agent') or '').strip().lower()
+        able = [m for m in usable if offers(m, agent)]
+        if not able:
             unplaced.append({'number': cand['number'], 'repo': cand.get('repo', ''),
-                             'why': 'no usable master: every master is dark or none is configured'})
+                             'why': _no_master_why(agent, usable, dark)})
             continue
-        best = min(usable, key=_headroom_key)
+        best = min(able, key=_headroom_key)
         assignments.append({'number': cand['number'], 'repo': cand.get('repo', ''),
                             'title': cand.get('title', ''),
-                            'worker': best.get('worker'), 'master': best.get('master')})
+                            'worker': best.get('worker'), 'master': best.get('master'),
+                            'agent': agent or (list(best.get('agents') or []) or [''])[0], 'route': route})
         head = best['headroom']
         head['live_runs'] = (head.get('live_runs') or 0) + 1
     return {'assignments': assignments, 'unplaced': unplaced, 'dark': dark}
@@ -351,6 +373,8 @@ def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
                  'source': res.get('source'), 'reset_at': res.get('reset_at'), 'headroom': head}
         if m.get('account'):
             entry['account'] = m['account']
+        if m.get('agents') is not None:
+            entry['agents'] = list(m['agents'])
         usable.append(entry)
     # D8: a provider limit belongs to the account, so every master sharing it is dark with it
     usable = share_by_account(usable)
@@ -375,7 +399,7 @@ def gate_place(cands, masters, capacity, surveyed=None) -> Dict[str, Any]:
     admitted, refused = [], []
     for a in plan['assignments']:
         cand = by_number[(a['number'], a.get('repo', '') or '')]
-        admitted.append(dict(cand, worker=a['worker'], master=a['master']))
+        admitted.append(dict(cand, worker=a['worker'], master=a['master'], agent=a['agent']))
     for u in plan['unplaced']:
         cand = by_number[(u['number'], u.get('repo', '') or '')]
         refused.append(_refusal(cand, 'place', u['why']))
@@ -411,7 +435,9 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     workspace failed is refused here and launched nowhere. ``command`` is the run's argv with
     ``{number}``, ``{repo}``, ``{unit}`` and ``{workdir}`` filled in per item. Each run also gets
     ``FLEET_ITEM``, ``FLEET_REPO``, ``FLEET_UNIT``, ``FLEET_DISPATCH_OWNER`` and the lease's fencing
-    token ``FLEET_LEASE_FENCE`` (empty without a lease) as non-secret environment.
+    token ``FLEET_LEASE_FENCE`` (empty without a lease) as non-secret environment, and an item with a
+    route the names its agent reads the model and effort from (``_core.dispatch.route.route_env``;
+    they win over ``setenv``: the item asked).
     """
     workdirs, broken = _workdirs(workspaces) if workspaces is not None else ({}, {})
     groups, index, refused = [], {}, []
@@ -431,6 +457,7 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
         env.update({'FLEET_ITEM': str(cand.get('number')), 'FLEET_REPO': cand.get('repo', '') or '', 'FLEET_UNIT': unit,
                     'FLEET_DISPATCH_OWNER': owner or '',
                     'FLEET_LEASE_FENCE': '' if lease.get('token') is None else str(lease.get('token'))})
+        env.update(route_env(cand.get('route') or {}, cand.get('agent') or ''))
         groups[index[key]]['items'].append(dict(cand, workdir=workdir))
         groups[index[key]]['launch'].append({
             'number': cand.get('number'), 'repo': cand.get('repo', '') or '',

@@ -64,7 +64,8 @@ def test_create_update_and_noop_with_diffable_before_after(board):
     assert made['number'] == 1 and made['created'] and made['changed']
     assert made['before'] is None
     assert made['after'] == {'number': 1, 'title': 'first', 'body': 'do it', 'status': 'Ready',
-                             'state': 'open', 'repo': '', 'blocked_by': []}
+                             'state': 'open', 'repo': '', 'blocked_by': [],
+                             'agent': '', 'model': '', 'effort': '', 'priority': ''}
     assert board.upsert_item(title='second')['number'] == 2
 
     changed = board.upsert_item(number=1, title='first, renamed')
