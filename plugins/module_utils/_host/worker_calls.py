@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from .._core.board.model import parse_time, UTC
 from .._core.board.naming import worktree_name
+from .._core.outcome.exits import NOT_UNIT_FAILURES
 from .files import home_dir
 from .git import Git, GitError, Workspace
 from .headroom import measure
@@ -56,7 +57,7 @@ LAUNCH_SPEC = dict(
     path=dict(type='str', default=''),
     environment_file=dict(type='str'),
     notifier=dict(type='str', default='fleet-notify@'),
-    success_exit_status=dict(type='list', elements='int', default=[12, 13]),
+    success_exit_status=dict(type='list', elements='int', default=list(NOT_UNIT_FAILURES)),
     runner_version=dict(type='str'),
     sandbox=dict(type='dict'),
     runner_dir=RUNNER_DIR_OPTION,

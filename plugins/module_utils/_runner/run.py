@@ -15,7 +15,6 @@ The rules in full, with their reasons: ``docs/internals.md``, section "The run".
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import os
@@ -34,6 +33,8 @@ from .._core.outcome.agents import DEFAULT_PROFILE, ENVELOPE_TYPE, agent_argv, p
 from .._core.outcome.capacity import (board_unreachable_state, clears_after_agent_found, clears_after_clean_run, clears_after_start,
                                       clears_after_update, update_failed_state)
 from .._core.outcome.closeout import Decision, agent_missing, decide
+# the exit codes (one table, _core.outcome.exits): the unit's ExecMainStatus
+from .._core.outcome.exits import EXIT_CLOSEOUT_LOST, EXIT_START_LOST, EXIT_UPDATE_FAILED, EXIT_USAGE  # noqa: F401
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.mentions import provenance
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
@@ -47,16 +48,12 @@ from .._host.stops import take_stop_note
 from .spawn import (DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, missing_agent, missing_agent_message,  # noqa: F401
                     note_agent, read_agent_credentials, stop_group, wait_agent)
 from .brief import BRIEF_VERSION, render
-from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, board_spec, expand, open_runner_board,
+from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, Parser, board_spec, expand, open_runner_board,
                      runner_conf, user)
 from .chain.items import ItemSession, item_chain_config, ledger_secrets
 from .classify import local_zone
 from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
 
-EXIT_USAGE = 2            # bad arguments or configuration; nothing was posted
-EXIT_UPDATE_FAILED = 3    # the self-update did not verify; nothing was posted
-EXIT_CLOSEOUT_LOST = 4    # the terminal marker could not be posted (retried once); logged loudly
-EXIT_START_LOST = 5       # the start marker could not be posted; the agent was not started
 ARGV_BRIEF_MAX = 131072 - 1
 """Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the NUL: one argv string longer than this makes
 execve fail with E2BIG, so a ``{brief}`` argv-mode brief over it is refused before the start marker."""
@@ -796,7 +793,7 @@ def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit
 # --- main --------------------------------------------------------------------------------------------
 
 def _parser():
-    p = argparse.ArgumentParser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.',
+    p = Parser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.',
                                 epilog='fleet-runner classify [--agent NAME] FILE|- : print what the runner reads in a '
                                        'capture (kind, signature, reset_at, usage, cost) and the close-out it would post, '
                                        'as one JSON object (fleet-runner classify --help; docs/classify.md). '

@@ -414,6 +414,10 @@ def test_usage_errors_post_nothing(world):
                            '--agent-command', '"claude -p"', '--no-self-update'], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == _runner.EXIT_USAGE and 'agent_command' in proc.stderr
+    # a command line argparse refuses: the runner's usage code too, not argparse's 2 (systemd's 2/INVALIDARGUMENT)
+    proc = subprocess.run([sys.executable, '-m', _update.MODULE, '--item', 'seven'], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == _runner.EXIT_USAGE != 2 and 'invalid int value' in proc.stderr
     assert world.kinds() == []
 
 
