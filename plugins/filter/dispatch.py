@@ -165,7 +165,8 @@ def plan_table(plan, items=None):
         raise AnsibleFilterError('plan_table expects the result of fleet.dispatch.place')
     rows = []
     for a in plan.get('assignments', []):
-        rows.append(['#%s' % a['number'], 'launch', '%s/%s' % (a.get('worker'), a.get('master')), _cell(a.get('title'), 40)])
+        where = '%s/%s%s' % (a.get('worker'), a.get('master'), ' (not probed)' if a.get('probed') is False else '')
+        rows.append(['#%s' % a['number'], 'launch', where, _cell(a.get('title'), 40)])
     for u in plan.get('unplaced', []):
         rows.append(['#%s' % u['number'], 'hold', '-', u.get('why', '')])
     for it in items or []:
@@ -174,6 +175,8 @@ def plan_table(plan, items=None):
     for d in plan.get('dark', []):
         rows.append(['', 'dark', '%s/%s' % (d.get('worker'), d.get('master')),
                      '%s %s' % (d.get('source'), dark_until(d.get('source'), d.get('reset_at')))])
+    for g in plan.get('unprobed', []):
+        rows.append(['', 'unprobed', '%s/%s' % (g.get('worker'), g.get('master')), _cell(g.get('why'), 80)])
     return _table(['item', 'decision', 'where', 'why'], rows)
 
 

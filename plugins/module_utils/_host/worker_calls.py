@@ -88,8 +88,10 @@ def code_digest(module_utils: str) -> str:
     return digest.hexdigest()
 
 
-def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Callable[[str], Any]) -> Dict[str, Any]:
-    """``worker_probe``'s answer: every master's live units and capacity state, the worker's headroom."""
+def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Callable[[str], Any],
+                 check: bool = False) -> Dict[str, Any]:
+    """``worker_probe``'s answer: every master's live units and capacity state, the worker's headroom.
+    ``check`` (check mode; a plan-mode probe): it writes nothing, not even a dead runner's spool claim given back."""
     try:
         now = parse_time(params['now']) if params['now'] else None
     except ValueError as exc:
@@ -106,7 +108,7 @@ def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Cal
     def one(_name, child_warn):
         # runs as the master (a child that switched to it, or this process when it already is that master)
         out = read_units(SystemdUser(runner, systemctl=bins['systemctl']), child_warn)
-        out.update(read_spool(child_warn))
+        out.update(read_spool(child_warn, check=check))
         if params['capacity']:
             out.update(read_capacity(now, child_warn))
         return out
