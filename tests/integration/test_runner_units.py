@@ -122,7 +122,21 @@ class Forwarder(object):
         self.srv.listen(64)
         self.port = self.srv.getsockname()[1]
         self.closed = False
+        self.paused = False
+        self.open = set()
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def pause(self):
+        '''The database down, as the workers see it: every open connection is cut and new ones are refused.'''
+        self.paused = True
+        for sock in list(self.open):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def resume(self):
+        self.paused = False
 
     def _accept(self):
         while not self.closed:
@@ -130,17 +144,21 @@ class Forwarder(object):
                 client, _addr = self.srv.accept()
             except OSError:
                 return
+            if self.paused:
+                client.close()
+                continue
             try:
                 upstream = socket.create_connection(self.target, timeout=10)
                 upstream.settimeout(None)
             except OSError:
                 client.close()
                 continue
+            self.open.update((client, upstream))
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+                threading.Thread(target=self._pump, args=(a, b, self.open), daemon=True).start()
 
     @staticmethod
-    def _pump(src, dst):
+    def _pump(src, dst, live=None):
         try:
             while True:
                 data = src.recv(65536)
@@ -151,6 +169,7 @@ class Forwarder(object):
             pass
         finally:
             for sock in (src, dst):
+                (live if live is not None else set()).discard(sock)
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:

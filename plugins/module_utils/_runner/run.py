@@ -34,7 +34,9 @@ from .._core.outcome.capacity import (board_unreachable_state, clears_after_agen
                                       clears_after_update, update_failed_state)
 from .._core.outcome.closeout import Decision, agent_missing, decide
 # the exit codes (one table, _core.outcome.exits): the unit's ExecMainStatus
-from .._core.outcome.exits import EXIT_CLOSEOUT_LOST, EXIT_START_LOST, EXIT_UPDATE_FAILED, EXIT_USAGE  # noqa: F401
+from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
+                                   EXIT_USAGE)
+from .._core.dispatch.eligibility import live_start
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.mentions import provenance
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
@@ -632,6 +634,24 @@ class Run(object):
                     result.get('name', '?'), op.get('needs', '?'), result.get('fix') or 'see docs/github-tokens.md')
         return ''
 
+    def _running_elsewhere(self) -> str:
+        """D4 at the resource: the board already shows a live start of this item (``live_start``) -- a dispatcher
+        whose lease was taken over while it stood still launched on its stale probe, after the taker's run
+        started -- so this run must not start: that run's words, else ''. An unreadable board says nothing here
+        (D5: the start marker's own post is the test). Two runners reading before either posts both start: the
+        lease and the probe keep that window to the launch of one dispatcher."""
+        try:
+            item = self.board.get(self.ref)
+        except Exception:  # noqa: BLE001 - fails open: the start marker's post decides
+            return ''
+        start = live_start(item)
+        if start is None:
+            return ''
+        f = start.fields
+        return ('the board shows run %s of this item live (%s on %s/%s, started %s)' % (
+            f.get('run') or '?', f.get('unit') or '?', f.get('host') or '?', f.get('master') or '?',
+            format_time(start.at) if start.at else f.get('started_at') or '?'))
+
     def _run(self) -> int:
         """Start marker, run directory, brief, agent, close-out. D19: the mentions are injected into
         the brief and marked read only after the agent was started with it (at-least-once)."""
@@ -650,6 +670,11 @@ class Run(object):
             self.log('ERROR: %s; the agent is NOT started and no start marker is posted (no attempt is spent)' % missing)
             self._start_record(False, 'agent_missing', missing, EXIT_START_LOST)
             return EXIT_START_LOST
+        running = self._running_elsewhere()
+        if running:
+            self.log('ERROR: %s; the agent is NOT started and no start marker is posted (D4: one run per item)' % running)
+            self._start_record(False, 'running_elsewhere', running, EXIT_RUNNING_ELSEWHERE)
+            return EXIT_RUNNING_ELSEWHERE
         # The start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
         try:

@@ -33,6 +33,7 @@ NOT_TUNABLES = {
     'EXIT_START_LOST': 'an exit code',
     'EXIT_START_FAILED': 'an exit code',
     'EXIT_CLOSE_LOST': 'an exit code',
+    'EXIT_RUNNING_ELSEWHERE': 'an exit code',
     'EXIT_LEDGER_UNREACHABLE': 'an exit code',
     'EXIT_OPENED': 'an exit code (fleet-runner check-board)',
     'EXIT_UNREADABLE': 'an exit code (fleet-runner check-board)',

@@ -27,6 +27,7 @@ EXIT_CLOSEOUT_LOST = 22     # the terminal marker could not be posted now; it is
 EXIT_START_LOST = 23        # the start marker could not be posted; the agent was not started
 EXIT_START_FAILED = 24      # the chain runner claimed a successor whose worktree or unit did not start
 EXIT_CLOSE_LOST = 25        # a chain session's close (and its handoff) could not be written
+EXIT_RUNNING_ELSEWHERE = 26     # the board shows another run of the item live: nothing was posted, no agent started
 
 # the close-out marker kind -> its exit code (_core.outcome.closeout.Decision.exit_code)
 BY_MARKER = {
@@ -53,6 +54,7 @@ NAMES = {
     EXIT_START_LOST: 'start_lost',
     EXIT_START_FAILED: 'start_failed',
     EXIT_CLOSE_LOST: 'close_lost',
+    EXIT_RUNNING_ELSEWHERE: 'running_elsewhere',
 }
 
 # the codes a task unit may end with that are not a failure of the unit (launch's success_exit_status):
