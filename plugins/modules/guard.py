@@ -273,8 +273,11 @@ repairs:
   type: list
   elements: dict
 plan:
-  description: O(stage=place) - C(assignments), C(unplaced) and C(dark) (as the C(fleet.dispatch.place) filter returns them).
-  returned: when O(stage=place)
+  description:
+    - O(stage=place) - C(assignments), C(unplaced) and C(dark) (as the C(fleet.dispatch.place) filter returns them).
+    - O(stage=decide) with O(plan) - the input of the C(fleet.dispatch.plan_table) filter - C(assignments) (each with
+      C(probed)), C(unplaced) (a candidate live elsewhere, or no usable master), C(dark) and C(unprobed).
+  returned: when O(stage=place), or O(stage=decide) with O(plan)
   type: dict
 masters:
   description: O(stage=place) - the usable masters with C(dark), C(source), C(reset_at), C(why) and C(headroom).
@@ -374,11 +377,6 @@ read_only:
   description: O(stage=lease) - O(plan) as given - the probe play probes in check mode, writing nothing on the workers.
   returned: when O(stage=lease)
   type: bool
-plan:
-  description: O(stage=decide) with O(plan) - the input of the C(fleet.dispatch.plan_table) filter - C(assignments) (each with
-    C(probed)), C(unplaced) (a candidate live elsewhere, or no usable master), C(dark) and C(unprobed).
-  returned: when O(stage=decide) and O(plan)
-  type: dict
 unprobed:
   description: O(stage=decide) with O(plan) - the masters the probe could not read, C(worker), C(master), C(why).
   returned: when O(stage=decide) and O(plan)

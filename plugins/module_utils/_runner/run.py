@@ -819,11 +819,11 @@ def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit
 
 def _parser():
     p = Parser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.',
-                                epilog='fleet-runner classify [--agent NAME] FILE|- : print what the runner reads in a '
-                                       'capture (kind, signature, reset_at, usage, cost) and the close-out it would post, '
-                                       'as one JSON object (fleet-runner classify --help; docs/classify.md). '
-                                       'fleet-runner check-board [--credentials FILE] : open and read the board as a run '
-                                       'would, print one JSON object with the fix when it cannot (exit 1).')
+               epilog='fleet-runner classify [--agent NAME] FILE|- : print what the runner reads in a '
+                      'capture (kind, signature, reset_at, usage, cost) and the close-out it would post, '
+                      'as one JSON object (fleet-runner classify --help; docs/classify.md). '
+                      'fleet-runner check-board [--credentials FILE] : open and read the board as a run '
+                      'would, print one JSON object with the fix when it cannot (exit 1).')
     p.add_argument('--item', type=int, help='the item number')
     p.add_argument('--repo', default=None, help='owner/name on a multi-repo board')
     p.add_argument('--config', default=None, help='runner config JSON (default %s)' % DEFAULT_CONFIG)

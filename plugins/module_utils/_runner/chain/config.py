@@ -21,6 +21,9 @@ from ..config import DEFAULT_CONFIG, Parser, expand, user
 from ..._core.outcome.exits import (EXIT_CLOSE_LOST, EXIT_FAILURE, EXIT_LEDGER_UNREACHABLE, EXIT_START_FAILED,  # noqa: F401
                                     EXIT_SUCCESS as EXIT_OK, EXIT_USAGE)
 
+# the chain programs (tick, session, handoff) take their exit codes from here
+__all__ = ['EXIT_CLOSE_LOST', 'EXIT_FAILURE', 'EXIT_LEDGER_UNREACHABLE', 'EXIT_OK', 'EXIT_START_FAILED', 'EXIT_USAGE']
+
 DEFAULT_CHAIN_CONFIG = 'chain.json'   # beside the runner config
 LEDGER_DSN_ENV = ('FLEET_LEDGER_DSN', 'FLEET_BOARD_DSN')
 
