@@ -13,6 +13,11 @@ become one answer per master (``_core.dispatch.fanout.probe_answers``), then the
 run in sequence exactly as their own stages do, and each worker with work gets its launch list
 (``_core.dispatch.fanout.launch_work``). One task instead of six forked task runs inside the lease; the same
 functions, so there is no second copy of any step (D15).
+
+``plan: true`` (plan mode) is the same path with nothing held and nothing launched: ``stage=lease`` takes no
+lease and names every worker to probe (a read-only, check-mode probe), and ``stage=decide`` reads a master that
+did not answer as configured (``_core.dispatch.fanout.plan_answers``), names it in ``unprobed``, gives no worker
+any work, and returns the table's input as ``plan``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent_env import secret_looking
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
-    clock_warnings, launch_answers, launch_work, probe_answers, probe_workers)
+    clock_warnings, launch_answers, launch_work, plan_answers, probe_answers, probe_workers)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import UTC, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, reaping
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.start import confirm
@@ -42,6 +47,8 @@ ARGUMENT_SPEC = dict(
     lease_enabled=dict(type='bool', default=True),
     # stage=lease: probe every worker even with no candidate (the sweep repairs duplicates, D4)
     probe_always=dict(type='bool', default=False),
+    # stage=lease and stage=decide: plan mode - no lease, a read-only probe of every worker, no work
+    plan=dict(type='bool', default=False),
     probes=dict(type='list', elements='dict', default=[]),
     owner=dict(type='str', default=''),
     masters=dict(type='list', elements='dict', default=[]),
@@ -124,8 +131,12 @@ class ActionModule(ActionBase):
         elif args['stage'] == 'lease':
             # the leases are held from here: stamped before the answers are read
             timing = dict(args['timing'] or {}, leased=time.time())
-            out = step('lease', args)
-            out.update(probe_workers(args['masters'], out['admitted'], always=args['probe_always']))
+            if args['plan']:
+                out = {'admitted': [dict(c, lease=None) for c in args['candidates']], 'refused': [], 'warnings': []}
+            else:
+                out = step('lease', args)
+            out.update(probe_workers(args['masters'], out['admitted'], always=args['probe_always'] or args['plan']))
+            out['read_only'] = args['plan']
             out['timing'] = timing
             outs = [out]
         elif args['stage'] == 'report' and args['worker_launches'] is not None:
@@ -189,6 +200,15 @@ def step(stage, args):
     return out
 
 
+def plan_view(plan, probe_refused, unprobed):
+    """The plan table's input (``fleet.dispatch.plan_table``): the placement, a candidate live elsewhere as a hold
+    with its reason, the dark masters, and the masters not probed (their assignments marked ``probed: false``)."""
+    gaps = set((g['worker'], g['master']) for g in unprobed)
+    return {'assignments': [dict(a, probed=(a.get('worker'), a.get('master')) not in gaps) for a in plan['assignments']],
+            'unplaced': [{'number': r['number'], 'repo': r['repo'], 'why': r['why']} for r in probe_refused] + list(plan['unplaced']),
+            'dark': list(plan['dark']), 'unprobed': list(unprobed)}
+
+
 def decide(args):
     """``stage=decide``: play 3 of the guarded path in one call - the per-worker probe answers read per master,
     then the probe, place and batch steps (each as its own stage returns it), the workers' launch lists, the
@@ -196,15 +216,25 @@ def decide(args):
     steps' answers, to warn in order; the combined answer)."""
     timing = dict(args['timing'] or {}, probed=time.time())
     results = probe_answers(args['masters'], args['worker_probes']) if args['probe_now'] else []
+    unprobed = []
+    if args['plan']:
+        results, unprobed = plan_answers(results)
     probed = step('probe', dict(args, probes=results))
+    for gap in unprobed:
+        probed['warnings'].append('%s/%s was not probed (%s): the plan places work there as configured; apply gives it '
+                                  'none until it answers' % (gap['worker'], gap['master'], gap['why']))
     probed['warnings'].extend(clock_warnings(args['worker_probes'] if args['probe_now'] else {}))
     placed = step('place', dict(args, candidates=probed['admitted'], capacity=results, survey=probed['survey']))
     batched = step('batch', dict(args, candidates=placed['admitted'], workspaces=None))
-    work = launch_work(batched['batches'], args['clones'], args['clone'], args['branch'])
+    # plan mode: no worker gets work (the launch play reads ``work``)
+    work = {} if args['plan'] else launch_work(batched['batches'], args['clones'], args['clone'], args['branch'])
     reaped = reaping(args['items'] or [], now=args['now'], floor=args['reap_floor']) if args['now'] else {'threshold': None, 'due': []}
     out = {'probe': {'results': results}, 'probed': probed, 'placed': placed, 'batched': batched, 'work': work,
            'reaping': reaped, 'admitted': placed['admitted'], 'launch_args': dict(args['launch_args'] or {}),
            'refused': probed['refused'] + placed['refused'] + batched['refused']}
+    if args['plan']:
+        out['plan'] = plan_view(placed['plan'], probed['refused'], unprobed)
+        out['unprobed'] = unprobed
     outs = [probed, placed, batched]
     timing['placed'] = time.time()
     out['timing'] = timing

@@ -15,6 +15,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until, place as _place
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account as _credential_account
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.exits import NAMES as _EXIT_NAMES
 from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import text_table
 
 
@@ -168,8 +169,8 @@ def plan_table(plan, items=None):
     for a in plan.get('assignments', []):
         route = a.get('route') or {}
         asked = ' '.join('%s=%s' % (k, route[k]) for k in ('agent', 'model', 'effort') if route.get(k))
-        rows.append(['#%s' % a['number'], 'launch', '%s/%s' % (a.get('worker'), a.get('master')) + (' (%s)' % asked if asked else ''),
-                     _cell(a.get('title'), 40)])
+        where = '%s/%s%s' % (a.get('worker'), a.get('master'), ' (not probed)' if a.get('probed') is False else '')
+        rows.append(['#%s' % a['number'], 'launch', where + (' (%s)' % asked if asked else ''), _cell(a.get('title'), 40)])
     for u in plan.get('unplaced', []):
         rows.append(['#%s' % u['number'], 'hold', '-', u.get('why', '')])
     for it in items or []:
@@ -178,6 +179,8 @@ def plan_table(plan, items=None):
     for d in plan.get('dark', []):
         rows.append(['', 'dark', '%s/%s' % (d.get('worker'), d.get('master')),
                      '%s %s' % (d.get('source'), dark_until(d.get('source'), d.get('reset_at')))])
+    for g in plan.get('unprobed', []):
+        rows.append(['', 'unprobed', '%s/%s' % (g.get('worker'), g.get('master')), _cell(g.get('why'), 80)])
     return _table(['item', 'decision', 'where', 'why'], rows)
 
 
@@ -204,12 +207,21 @@ def credential_account(credentials):
     return _credential_account(dict((str(k), str(v)) for k, v in credentials.items()))
 
 
+def runner_exit_names(codes):
+    """The runner's word for each of ``codes`` that it exits with (``_core.outcome.exits``), code -> word."""
+    if not isinstance(codes, (list, tuple, range)):
+        raise AnsibleFilterError('runner_exit_names expects a list of exit codes')
+    wanted = set(int(c) for c in codes)
+    return dict((code, word) for code, word in sorted(_EXIT_NAMES.items()) if code in wanted)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'status_table': status_table,
             'plan_table': plan_table,
             'place': place,
+            'runner_exit_names': runner_exit_names,
             'dispatch_outcome': dispatch_outcome,
             'start_line': start_line,
             'run_worker': run_worker,

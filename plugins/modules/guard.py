@@ -66,6 +66,14 @@ options:
         RV(probe_hosts) lists the workers the probe play calls.
     type: bool
     default: false
+  plan:
+    description:
+      - O(stage=lease) and O(stage=decide) - plan mode, nothing held and nothing launched. O(stage=lease) takes no lease, admits
+        every candidate and names every worker to probe (RV(read_only) tells the probe play to run in check mode).
+        O(stage=decide) reads a master that did not answer the probe as configured, names it in RV(unprobed), gives no worker
+        any work (RV(work) is empty) and returns the table's input as RV(plan).
+    type: bool
+    default: false
   probes:
     description: The registered loop results of M(fleet.dispatch.units_info), one per master, loop item C({worker, master}).
     type: list
@@ -265,8 +273,11 @@ repairs:
   type: list
   elements: dict
 plan:
-  description: O(stage=place) - C(assignments), C(unplaced) and C(dark) (as the C(fleet.dispatch.place) filter returns them).
-  returned: when O(stage=place)
+  description:
+    - O(stage=place) - C(assignments), C(unplaced) and C(dark) (as the C(fleet.dispatch.place) filter returns them).
+    - O(stage=decide) with O(plan) - the input of the C(fleet.dispatch.plan_table) filter - C(assignments) (each with
+      C(probed)), C(unplaced) (a candidate live elsewhere, or no usable master), C(dark) and C(unprobed).
+  returned: when O(stage=place), or O(stage=decide) with O(plan)
   type: dict
 masters:
   description: O(stage=place) - the usable masters with C(dark), C(source), C(reset_at), C(why) and C(headroom).
@@ -362,6 +373,15 @@ probe_hosts:
   returned: when O(stage=lease)
   type: list
   elements: str
+read_only:
+  description: O(stage=lease) - O(plan) as given - the probe play probes in check mode, writing nothing on the workers.
+  returned: when O(stage=lease)
+  type: bool
+unprobed:
+  description: O(stage=decide) with O(plan) - the masters the probe could not read, C(worker), C(master), C(why).
+  returned: when O(stage=decide) and O(plan)
+  type: list
+  elements: dict
 launch_args:
   description: O(stage=decide) - O(launch_args) as given.
   returned: when O(stage=decide)

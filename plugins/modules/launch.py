@@ -98,8 +98,10 @@ options:
         O(notifier) does not fire for them.
       - The default is the runner's C(13) (a retry was scheduled) and C(12) (the master hit its provider's limit). Both are the
         mechanism working, written on the board as markers, and an announcer that reports them trains the human to ignore the
-        channel. Its C(10) (no-op), C(11) (failure), C(3) (self-update did not verify), C(4) (close-out lost) and C(5)
-        (start marker lost) still fire it.
+        channel. Its C(10) (no-op), C(11) (failure), C(21) (self-update did not verify), C(22) (close-out spooled, not
+        posted), C(23) (start marker lost) and C(26) (another run of the item is live on the board) still fire it. The
+        runner's codes avoid 1-7 and 64-78, which systemd names after LSB and BSD (a runner exit would read as
+        C(4/NOPERMISSION)); the table is docs/internals.md, "Exit codes".
       - An empty list makes every non-zero exit a failure.
     type: list
     elements: int
@@ -208,6 +210,7 @@ failed_to_launch:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.exits import NOT_UNIT_FAILURES
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.cmd import ModuleRunner
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.launcher import (
     call_problems, launch_items, sandbox_settings, stale_runners, unit_names)
@@ -227,7 +230,7 @@ def argument_spec():
         environment_file=dict(type='path'),
         notifier=dict(type='str', default='fleet-notify@'),
         runner_version=dict(type='str'),
-        success_exit_status=dict(type='list', elements='int', default=[12, 13]),
+        success_exit_status=dict(type='list', elements='int', default=list(NOT_UNIT_FAILURES)),
         sandbox=dict(type='dict'),
     )
 

@@ -19,6 +19,8 @@ description:
     answers each of those with the fix.
   - A master that cannot be read fails alone (RV(masters[].failed) with RV(masters[].msg)); the call itself fails only on
     bad arguments.
+  - It writes one thing only - a spooled close-out claimed by a runner that is gone is given back, so the master's next run
+    delivers it - and in check mode (the dispatch role's plan mode probes with it) not even that.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
@@ -170,7 +172,7 @@ def main():
     module = AnsibleModule(argument_spec=PROBE_SPEC, supports_check_mode=True)
     bins = dict((name, module.get_bin_path(name, required=True)) for name in PROBE_BINS)
     try:
-        result = probe_worker(module.params, ModuleRunner(module), bins, module.warn)
+        result = probe_worker(module.params, ModuleRunner(module), bins, module.warn, check=module.check_mode)
     except CallError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

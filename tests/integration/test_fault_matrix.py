@@ -90,6 +90,7 @@ def matrix(bed_factory, tmp_path_factory, fresh_database):
                            '-e', '@' + str(secrets)], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     m = Matrix(bed, work, inventory, env, board, local_dsn)
+    m.forwarder = forwarder      # the runners' only way to the ledger: pause() is the database down, as they see it
     try:
         yield m
     finally:
@@ -157,6 +158,23 @@ class Matrix(object):
     # -- the playbooks ----------------------------------------------------------------------
     def dispatch(self, issue=None, mode='apply', board=None, inventory=None, state=None, **extra):
         """One dispatcher run; returns (CompletedProcess, plan.json or None, last_cycle.json or None)."""
+        argv, state, secret = self._dispatch_argv(issue, mode, board, inventory, state, extra)
+        try:
+            res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=self.env, timeout=900,
+                                 check=False)
+        finally:
+            os.unlink(secret)
+        return res, _json_or_none(state / 'plan.json'), _json_or_none(state / 'last_cycle.json')
+
+    def start_dispatch(self, issue=None, mode='apply', board=None, inventory=None, state=None, **extra):
+        """One dispatcher run left running, in its own process group, its output line by line (unbuffered):
+        (Popen, the state directory, the extra-vars file to delete when it ends)."""
+        argv, state, secret = self._dispatch_argv(issue, mode, board, inventory, state, extra)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=dict(self.env, PYTHONUNBUFFERED='1'), start_new_session=True)
+        return proc, state, secret
+
+    def _dispatch_argv(self, issue, mode, board, inventory, state, extra):
         state = pathlib.Path(state or self.state)
         for name in ('plan.json', 'last_cycle.json'):
             if (state / name).exists():
@@ -173,13 +191,8 @@ class Matrix(object):
             json.dump(extra_vars, handle)      # the DSN is a credential: a file, never the command line
         os.chmod(handle.name, 0o600)
         book = REPO / 'playbooks' / ('dispatch.yml' if issue is not None else 'sweep.yml')
-        try:
-            res = subprocess.run([df._tool('ansible-playbook'), '-i', str(inventory or self.inventory), str(book),
-                                  '-e', '@' + handle.name], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=self.env, timeout=900,
-                                 check=False)
-        finally:
-            os.unlink(handle.name)
-        return res, _json_or_none(state / 'plan.json'), _json_or_none(state / 'last_cycle.json')
+        return ([df._tool('ansible-playbook'), '-i', str(inventory or self.inventory), str(book), '-e', '@' + handle.name],
+                state, handle.name)
 
     def sweep(self, **kw):
         res, plan, cycle = self.dispatch(**kw)
@@ -247,6 +260,15 @@ class Matrix(object):
                 return
             time.sleep(1)
         raise AssertionError('%s did not come back' % host)
+
+    def only_inventory(self, host):
+        """The same fleet with ``host`` its only worker (the other hosts' lines left out)."""
+        path = self.work / ('only-%s.ini' % host)
+        others = [h for h in self.bed.hosts if h != host]
+        lines = [line for line in self.inventory.read_text().splitlines() if line.split(' ')[0] not in others]
+        path.write_text('\n'.join(lines) + '\n')
+        assert all(h not in path.read_text().split() for h in others) and host in path.read_text()
+        return path
 
     def unreachable_inventory(self, host):
         """The same fleet with ``host`` unreachable from this controller (its SSH port closed to us)."""
@@ -415,6 +437,131 @@ def test_an_unreadable_board_fails_the_apply_launches_nothing_and_the_cycle_reco
     assert res.returncode == 0, res.stdout[-3000:]
     assert cycle['result'] == 'ok' and cycle['readable'] is False and plan['readable'] is False
     matrix.retire(n)
+
+
+def _spool_files(matrix, host):
+    return matrix.ssh(host, 'ls %s/.local/state/fleet-dispatch/spool 2>/dev/null || true' % HOME).stdout.split()
+
+
+def test_the_ledger_down_across_a_runs_end_yields_one_true_close_out_once_it_returns(matrix):
+    """D12 with the database down as the run ends: the runners' way to the ledger is cut (the sweeps' is not), the
+    agent is stopped from outside, and the close-out it earned (stopped) is spooled on the worker, not lost. Once the
+    ledger is back the runner's own retry posts it: exactly one terminal marker, the true one, and an empty spool."""
+    n = 308
+    matrix.create(n)
+    plan, _cycle = matrix.sweep()
+    assert launched(plan) == ['task-%d' % n]
+    host = matrix.where('task-%d' % n)[0]
+    matrix.wait_kinds(n, ['start'])
+    pid = matrix.wait_agent(host)[0]
+    matrix.forwarder.pause()
+    try:
+        matrix.ssh(host, 'kill -TERM %d' % pid)       # the agent alone: the runner closes out with stopped
+        deadline = time.monotonic() + WAIT
+        while not _spool_files(matrix, host):
+            assert time.monotonic() < deadline, 'the close-out was not spooled on %s' % host
+            time.sleep(0.5)
+        assert matrix.read(n)['kinds'] == ['start'], 'the ledger is down for the runner: nothing can have landed'
+        assert 'task-%d' % n in matrix.live(), 'the runner stays live while it retries its close-out'
+    finally:
+        matrix.forwarder.resume()
+    # polling bound only: the runner's next retry is at most its ladder's next step away (CLOSEOUT_RETRY_DELAYS)
+    deadline = time.monotonic() + WAIT + 300
+    while matrix.read(n)['kinds'] == ['start']:
+        assert time.monotonic() < deadline, 'the spooled close-out never reached the ledger'
+        time.sleep(1)
+    data = matrix.read(n)
+    assert data['kinds'] == ['start', 'stopped'] and data['reason'] == 'eligible', data
+    matrix.unit_gone(host, 'task-%d' % n)
+    assert _spool_files(matrix, host) == [], 'delivered, so no longer spooled'
+    # the next cycle neither doubles nor resets it
+    plan, cycle = matrix.sweep(dispatch_reap_floor=AT_ONCE)
+    assert cycle['reaped'] == [] and matrix.read(n)['kinds'][:2] == ['start', 'stopped'], cycle
+    matrix.retire(n)
+
+
+def test_a_dispatcher_stopped_inside_its_lease_and_taken_over_admits_no_second_unit(matrix):
+    """D4 with a revived lease holder: dispatcher A (worker 1 only) takes the item's lease with a 20 s ttl, probes, and
+    is stopped (SIGSTOP: a suspended VM) before it decides. Its lease expires; dispatcher B (worker 2 only) takes it
+    over and launches the item there. A is resumed and launches on its stale probe: its run finds B's run on the
+    board and starts nothing. One live unit, one start marker."""
+    import signal
+    n = 309
+    first, second = matrix.bed.hosts[0], matrix.bed.hosts[1]
+    matrix.create(n)
+    started = time.monotonic()
+    proc, state, secret = matrix.start_dispatch(issue=n, inventory=matrix.only_inventory(first), state=matrix.work / 'revived-a',
+                                                dispatch_lease_ttl=20)
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if 'PLAY [Dispatch cycle - guard, place and batch inside the leases]' in line:
+                os.killpg(proc.pid, signal.SIGSTOP)
+                break
+        else:
+            raise AssertionError('dispatcher A ended before its decide play:\n' + ''.join(seen[-60:]))
+        assert 'task-%d' % n not in matrix.live(), 'A has launched nothing yet'
+        # A's lease lives at most its ttl; then B takes it over (a refusal before that is the lease working)
+        while time.monotonic() < started + 22:
+            time.sleep(1)
+        deadline = time.monotonic() + WAIT
+        while True:
+            res, plan, _cycle = matrix.dispatch(issue=n, inventory=matrix.only_inventory(second), state=matrix.work / 'revived-b')
+            if launched(plan) == ['task-%d' % n]:
+                break
+            assert time.monotonic() < deadline, 'B never took the lease over: ' + res.stderr[-2000:]
+            time.sleep(2)
+        matrix.wait_kinds(n, ['start'])
+        assert matrix.where('task-%d' % n) == [second]
+    finally:
+        os.killpg(proc.pid, signal.SIGCONT)
+    rest = proc.stdout.read()
+    proc.wait(timeout=900)
+    os.unlink(secret)
+    out = ''.join(seen) + rest
+    # A launched on its stale probe (a unit on worker 1), and that run refused to start
+    plan_a = _json_or_none(state / 'plan.json')
+    assert plan_a is not None and launched(plan_a) == ['task-%d' % n], out[-4000:]
+    assert [r['start_cause'] for r in plan_a['failed_to_start']] == ['running_elsewhere'], plan_a['failed_to_start']
+    matrix.unit_gone(first, 'task-%d' % n)
+    assert matrix.live().get('task-%d' % n) == [second]
+    assert matrix.read(n)['kinds'] == ['start'], 'one start marker: B\'s'
+    matrix.retire(n)
+
+
+def test_a_plan_sweep_probes_read_only_and_shows_a_dark_master(matrix):
+    """Plan mode probes (in check mode) and its table shows a dark master with its reset; nothing on the workers
+    changes - not even a dead runner's claimed spool file, which an apply probe would give back."""
+    import datetime as _dt
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import dump_state, make_state
+    n = 310
+    dark_host = matrix.bed.hosts[0]
+    now = _dt.datetime.now(_dt.timezone.utc)
+    reset = now + _dt.timedelta(hours=2)
+    state_dir = HOME + '/.local/state/fleet-dispatch'
+    matrix.bed.ssh(dark_host, 'mkdir -p %s/spool && cat > %s/capacity.json' % (state_dir, state_dir), user=MASTER,
+                   input=dump_state(make_state('rate_limit', written_at=now, reset_at=reset, message='fault matrix')))
+    gone = matrix.ssh(dark_host, "sh -c 'echo $$'").stdout.strip()     # a pid whose process is gone
+    entry = {'run': 'deadrun', 'unit': 'task-%d' % n, 'item': n, 'repo': '', 'kind': 'noop', 'body': 'x', 'close': False,
+             'spooled_at': now.strftime('%Y-%m-%dT%H:%M:%SZ')}
+    claimed = '%s/spool/deadrun.json.claimed.%s' % (state_dir, gone)
+    matrix.bed.ssh(dark_host, 'cat > %s' % claimed, user=MASTER, input=json.dumps(entry))
+    try:
+        matrix.create(n)
+        res, plan, cycle = matrix.dispatch(mode='plan')
+        assert res.returncode == 0, res.stdout[-4000:]
+        assert [(d['worker'], d['master'], d['source']) for d in plan['dark']] == [(dark_host, MASTER, 'rate_limit')], plan
+        assert plan['unprobed'] == [] and [(a['number'], a['probed']) for a in plan['assignments']] == [(n, True)]
+        assert plan['assignments'][0]['worker'] != dark_host
+        shown = res.stdout.split('Show the plan', 1)[1].split('TASK [', 1)[0]
+        assert 'dark' in shown and '%s/%s' % (dark_host, MASTER) in shown and 'rate_limit' in shown, shown
+        assert matrix.live().get('task-%d' % n) is None and matrix.read(n)['kinds'] == [], 'plan mode launches nothing'
+        assert matrix.ssh(dark_host, 'ls %s/spool' % state_dir).stdout.split() == ['deadrun.json.claimed.%s' % gone], \
+            'a plan-mode probe renames nothing'
+    finally:
+        matrix.ssh(dark_host, 'rm -rf %s/spool/deadrun.json* %s/capacity.json' % (state_dir, state_dir))
+        matrix.retire(n)
 
 
 def test_two_sweeps_and_a_hand_dispatch_of_one_item_never_leave_two_live_units(matrix):

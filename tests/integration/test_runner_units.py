@@ -122,7 +122,21 @@ class Forwarder(object):
         self.srv.listen(64)
         self.port = self.srv.getsockname()[1]
         self.closed = False
+        self.paused = False
+        self.open = set()
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def pause(self):
+        '''The database down, as the workers see it: every open connection is cut and new ones are refused.'''
+        self.paused = True
+        for sock in list(self.open):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def resume(self):
+        self.paused = False
 
     def _accept(self):
         while not self.closed:
@@ -130,17 +144,21 @@ class Forwarder(object):
                 client, _addr = self.srv.accept()
             except OSError:
                 return
+            if self.paused:
+                client.close()
+                continue
             try:
                 upstream = socket.create_connection(self.target, timeout=10)
                 upstream.settimeout(None)
             except OSError:
                 client.close()
                 continue
+            self.open.update((client, upstream))
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+                threading.Thread(target=self._pump, args=(a, b, self.open), daemon=True).start()
 
     @staticmethod
-    def _pump(src, dst):
+    def _pump(src, dst, live=None):
         try:
             while True:
                 data = src.recv(65536)
@@ -151,6 +169,7 @@ class Forwarder(object):
             pass
         finally:
             for sock in (src, dst):
+                (live if live is not None else set()).discard(sock)
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
@@ -218,6 +237,7 @@ def worker(request, bed, tmp_path_factory, fresh_database):
 
     w = Worker()
     w.bed, w.host, w.path, w.backend, w.master, w.home = bed, host, path, backend, master, home
+    w.board = local_board if backend == 'postgres' else None     # the controller's view of a PostgreSQL ledger
     w.install = lambda: bed.playbook(playbook, limit=host, extra_vars=role_vars)
     w.source = home + '/src/fleet-dispatch.git'
     w.head = head
@@ -428,6 +448,44 @@ def test_a_run_that_merged_nothing_is_not_credited_with_an_older_merge(worker):
     assert not worker.launch([(41, 'claim', {})]).get('failed')
     data = worker.wait_terminal([41], count=4)['41']
     assert data['kinds'] == ['start', 'success', 'start', 'noop'] and data['state'] == 'open'
+
+
+@pytest.mark.parametrize('offset, mode, kinds, state', [
+    ('-600', 'claim', ['start', 'noop'], 'open'),        # behind: a merge 5 min before the run is not its work
+    ('+600', 'merge', ['start', 'success'], 'closed'),   # ahead: the run's own merge is still after its start
+], ids=['runner-10min-behind', 'runner-10min-ahead'])
+def test_a_runner_clock_ten_minutes_off_neither_credits_an_old_merge_nor_misses_its_own(worker, offset, mode, kinds, state):
+    """D16 on a drifting worker: the run is dated by the board (the start marker's time as the ledger stamped it, the
+    database's clock), never by the worker's. The runner runs under libfaketime 10 minutes off the database's clock.
+    Behind, it once credited a change merged 5 minutes before the run ("merged after this run started"); ahead, it
+    missed the change its own agent merged."""
+    import datetime as _dt
+    import re
+    if worker.backend != 'postgres':
+        pytest.skip("a SQLite ledger on the worker is stamped by the worker's own clock: there is no board clock to differ")
+    bed, host = worker.bed, worker.host
+    bed.ssh(host, 'dpkg -s libfaketime >/dev/null 2>&1 || (sudo apt-get update -qq && '
+                  'sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libfaketime >/dev/null)', timeout=600)
+    lib = bed.ssh(host, "dpkg -L libfaketime | grep '/libfaketime.so.1$'").stdout.split()[0]
+    # the library works here: a date under it is off by the offset
+    skewed = bed.ssh(host, 'LD_PRELOAD=%s FAKETIME=%s date +%%s; date +%%s' % (lib, offset)).stdout.split()
+    assert abs(int(skewed[0]) - int(skewed[1]) - int(offset)) < 30, skewed
+    n = 61 if offset.startswith('-') else 62
+    worker.create([n])
+    if mode == 'claim':
+        # a change merged 5 minutes before the run closes the item; a human reopens it; the run merges nothing
+        then = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(minutes=5)
+        worker.board.add_artifact('old-pr/%d' % n, created_at=then, merged=True, merged_at=then, closes=[n], title='an older fix')
+        worker.reopen(n)
+    skew = {'LD_PRELOAD': lib, 'FAKETIME': offset, 'FAKETIME_DONT_FAKE_MONOTONIC': '1'}
+    assert not worker.launch([(n, mode, skew)]).get('failed')
+    data = worker.wait_terminal([n])[str(n)]
+    assert data['kinds'] == kinds and data['state'] == state, data
+    # the runner said how far its clock is from the board's
+    journal = bed.ssh(host, 'sudo journalctl --no-pager -o cat _SYSTEMD_USER_UNIT=task-%d.service || true' % n).stdout
+    said = r"this worker's clock is (\d+) s %s the board's" % ('behind' if offset.startswith('-') else 'ahead of')
+    found = re.search(said, journal)
+    assert found and abs(int(found.group(1)) - 600) < 60, journal[-2000:]
 
 
 def test_launch_refuses_a_stale_runner_naming_both_versions(worker):

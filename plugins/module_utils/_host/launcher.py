@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional
 from .._core.outcome.agent_env import AGENT_SETENV, SECRET_NAME
 from .._core.board.naming import unit_name
 from .._core.dispatch.sandbox import properties as sandbox_properties, protected_paths
+from .._core.outcome.exits import NOT_UNIT_FAILURES
 from .files import home_dir
 from .sandbox import default_sandbox_path, read_sandbox_file, run_properties
 from .systemd import command_problems, launch, notifier_unit, unit_problems
@@ -108,7 +109,7 @@ def unit_names(items, notifier):
 
 
 def launch_items(sd, items, path, environment_file=None, notifier='fleet-notify@', runner_version=None,
-                 success_exit_status=(12, 13), check=False, warn: Callable[[str], Any] = lambda _text: None,
+                 success_exit_status=NOT_UNIT_FAILURES, check=False, warn: Callable[[str], Any] = lambda _text: None,
                  properties: Optional[List[str]] = None, sandbox: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Start each item on this master (``sd``); ``{results, launched, refused, failed_to_launch}``.
 

@@ -51,11 +51,11 @@ def read_capacity(now, warn: Callable[[str], Any], path: Optional[str] = None) -
                 state_present=state is not None, message=(state or {}).get('message', ''))
 
 
-def read_spool(warn: Callable[[str], Any], state_dir: Optional[str] = None) -> Dict[str, Any]:
+def read_spool(warn: Callable[[str], Any], state_dir: Optional[str] = None, check: bool = False) -> Dict[str, Any]:
     """``{spooled, spool_problems}``: the close-outs this master's runs could not post yet (``_host.spool``);
-    the reaper leaves their items alone (D12)."""
+    the reaper leaves their items alone (D12). ``check``: a read-only look that gives back no dead claim."""
     import os
-    out = spool.summary(state_dir or os.path.dirname(default_state_path()))
+    out = spool.summary(state_dir or os.path.dirname(default_state_path()), release_dead=not check)
     for text in out['spool_problems']:
         warn('close-out spool: %s' % text)
     return out

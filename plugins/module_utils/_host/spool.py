@@ -69,8 +69,11 @@ def _read(path: str) -> Tuple[Optional[Dict[str, Any]], str]:
     return data, ''
 
 
-def pending(state_dir: str) -> Tuple[List[Tuple[str, Dict[str, Any]]], List[str]]:
-    """``([(path, entry)...], [problems])``: the spooled close-outs not claimed by a deliverer now."""
+def pending(state_dir: str, release_dead: bool = True) -> Tuple[List[Tuple[str, Dict[str, Any]]], List[str]]:
+    """``([(path, entry)...], [problems])``: the spooled close-outs not claimed by a deliverer now.
+
+    ``release_dead=False`` (a read-only look: plan and check mode) renames nothing: a claim whose process is
+    gone is listed as pending, as it will be once given back."""
     where = spool_dir(state_dir)
     try:
         names = sorted(os.listdir(where))
@@ -78,18 +81,21 @@ def pending(state_dir: str) -> Tuple[List[Tuple[str, Dict[str, Any]]], List[str]
         return [], []
     except OSError as exc:
         return [], ['the close-out spool %s cannot be listed: %s' % (where, exc)]
-    out, problems = [], []
+    out, problems, dead = [], [], set()
     for name in list(names):
         # a claim whose process is gone (a runner killed while it retried) is given back
         base, sep, pid = name.rpartition('.json.claimed.')
         if sep and pid.isdigit() and not _alive(int(pid)):
+            if not release_dead:
+                dead.add(name)
+                continue
             try:
                 os.rename(os.path.join(where, name), os.path.join(where, base + '.json'))
                 names.append(base + '.json')
             except OSError:
                 pass
     for name in sorted(set(names)):
-        if not name.endswith('.json') or not os.path.exists(os.path.join(where, name)):
+        if not (name.endswith('.json') or name in dead) or not os.path.exists(os.path.join(where, name)):
             continue
         path = os.path.join(where, name)
         entry, why = _read(path)
@@ -133,8 +139,9 @@ def delivered(path: str) -> None:
         pass
 
 
-def summary(state_dir: str) -> Dict[str, Any]:
-    """What the probe reports of this master's spool: ``{spooled: [{unit, item, repo, run, kind, spooled_at}], problems}``."""
-    entries, problems = pending(state_dir)
+def summary(state_dir: str, release_dead: bool = True) -> Dict[str, Any]:
+    """What the probe reports of this master's spool: ``{spooled: [{unit, item, repo, run, kind, spooled_at}], problems}``
+    (``release_dead``: as ``pending``)."""
+    entries, problems = pending(state_dir, release_dead)
     rows = [dict((k, entry[k]) for k in ('unit', 'item', 'repo', 'run', 'kind', 'spooled_at')) for _path, entry in entries]
     return {'spooled': rows, 'spool_problems': problems}

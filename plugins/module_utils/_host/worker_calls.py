@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from .._core.board.model import parse_time, UTC
 from .._core.board.naming import worktree_name
+from .._core.outcome.exits import NOT_UNIT_FAILURES
 from .files import home_dir
 from .git import Git, GitError, Workspace
 from .headroom import measure
@@ -56,7 +57,7 @@ LAUNCH_SPEC = dict(
     path=dict(type='str', default=''),
     environment_file=dict(type='str'),
     notifier=dict(type='str', default='fleet-notify@'),
-    success_exit_status=dict(type='list', elements='int', default=[12, 13]),
+    success_exit_status=dict(type='list', elements='int', default=list(NOT_UNIT_FAILURES)),
     runner_version=dict(type='str'),
     sandbox=dict(type='dict'),
     runner_dir=RUNNER_DIR_OPTION,
@@ -87,8 +88,10 @@ def code_digest(module_utils: str) -> str:
     return digest.hexdigest()
 
 
-def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Callable[[str], Any]) -> Dict[str, Any]:
-    """``worker_probe``'s answer: every master's live units and capacity state, the worker's headroom."""
+def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Callable[[str], Any],
+                 check: bool = False) -> Dict[str, Any]:
+    """``worker_probe``'s answer: every master's live units and capacity state, the worker's headroom.
+    ``check`` (check mode; a plan-mode probe): it writes nothing, not even a dead runner's spool claim given back."""
     try:
         now = parse_time(params['now']) if params['now'] else None
     except ValueError as exc:
@@ -105,7 +108,7 @@ def probe_worker(params: Dict[str, Any], runner, bins: Dict[str, str], warn: Cal
     def one(_name, child_warn):
         # runs as the master (a child that switched to it, or this process when it already is that master)
         out = read_units(SystemdUser(runner, systemctl=bins['systemctl']), child_warn)
-        out.update(read_spool(child_warn))
+        out.update(read_spool(child_warn, check=check))
         if params['capacity']:
             out.update(read_capacity(now, child_warn))
         return out

@@ -10,13 +10,16 @@ spec with its secrets from the environment (D18: never argv), and the board as a
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
+import sys
 from typing import Any, Dict
 
 from .._board.factory import open_board
 from .._board.protocol import BoardUnreadable
+from .._core.outcome.exits import EXIT_USAGE
 from .._host.files import foreign_writer
 
 DEFAULT_CONFIG = '~/.config/fleet-dispatch/runner.json'
@@ -25,6 +28,14 @@ DEFAULT_STATE_DIR = '~/.local/state/fleet-dispatch'
 
 # Board secrets come from the unit's EnvironmentFile, never from argv: env name -> spec key.
 SECRET_ENV = (('FLEET_BOARD_DSN', 'dsn'), ('FLEET_GITHUB_TOKEN', 'token'), ('GITHUB_TOKEN', 'token'))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line exits ``EXIT_USAGE`` (argparse's own 2 is systemd's ``2/INVALIDARGUMENT``)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, '%s: error: %s\n' % (self.prog, message))
 
 
 def expand(path: str) -> str:

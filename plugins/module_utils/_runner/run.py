@@ -15,7 +15,6 @@ The rules in full, with their reasons: ``docs/internals.md``, section "The run".
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import os
@@ -34,6 +33,10 @@ from .._core.outcome.agents import DEFAULT_PROFILE, ENVELOPE_TYPE, agent_argv, p
 from .._core.outcome.capacity import (board_unreachable_state, clears_after_agent_found, clears_after_clean_run, clears_after_start,
                                       clears_after_update, update_failed_state)
 from .._core.outcome.closeout import Decision, agent_missing, decide
+# the exit codes (one table, _core.outcome.exits): the unit's ExecMainStatus
+from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
+                                   EXIT_USAGE)
+from .._core.dispatch.eligibility import live_start
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.mentions import provenance
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
@@ -47,16 +50,12 @@ from .._host.stops import take_stop_note
 from .spawn import (DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, missing_agent, missing_agent_message,  # noqa: F401
                     note_agent, read_agent_credentials, stop_group, wait_agent)
 from .brief import BRIEF_VERSION, render
-from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, board_spec, expand, open_runner_board,
+from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, Parser, board_spec, expand, open_runner_board,
                      runner_conf, user)
 from .chain.items import ItemSession, item_chain_config, ledger_secrets
 from .classify import local_zone
 from .update import EXPECTED_VERSION_ENV, REEXEC_ENV, STARTED_ENV, UpdateFailed, code_root, installed_version, self_update
 
-EXIT_USAGE = 2            # bad arguments or configuration; nothing was posted
-EXIT_UPDATE_FAILED = 3    # the self-update did not verify; nothing was posted
-EXIT_CLOSEOUT_LOST = 4    # the terminal marker could not be posted (retried once); logged loudly
-EXIT_START_LOST = 5       # the start marker could not be posted; the agent was not started
 ARGV_BRIEF_MAX = 131072 - 1
 """Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the NUL: one argv string longer than this makes
 execve fail with E2BIG, so a ``{brief}`` argv-mode brief over it is refused before the start marker."""
@@ -635,6 +634,24 @@ class Run(object):
                     result.get('name', '?'), op.get('needs', '?'), result.get('fix') or 'see docs/github-tokens.md')
         return ''
 
+    def _running_elsewhere(self) -> str:
+        """D4 at the resource: the board already shows a live start of this item (``live_start``) -- a dispatcher
+        whose lease was taken over while it stood still launched on its stale probe, after the taker's run
+        started -- so this run must not start: that run's words, else ''. An unreadable board says nothing here
+        (D5: the start marker's own post is the test). Two runners reading before either posts both start: the
+        lease and the probe keep that window to the launch of one dispatcher."""
+        try:
+            item = self.board.get(self.ref)
+        except Exception:  # noqa: BLE001 - fails open: the start marker's post decides
+            return ''
+        start = live_start(item)
+        if start is None:
+            return ''
+        f = start.fields
+        return ('the board shows run %s of this item live (%s on %s/%s, started %s)' % (
+            f.get('run') or '?', f.get('unit') or '?', f.get('host') or '?', f.get('master') or '?',
+            format_time(start.at) if start.at else f.get('started_at') or '?'))
+
     def _run(self) -> int:
         """Start marker, run directory, brief, agent, close-out. D19: the mentions are injected into
         the brief and marked read only after the agent was started with it (at-least-once)."""
@@ -653,6 +670,11 @@ class Run(object):
             self.log('ERROR: %s; the agent is NOT started and no start marker is posted (no attempt is spent)' % missing)
             self._start_record(False, 'agent_missing', missing, EXIT_START_LOST)
             return EXIT_START_LOST
+        running = self._running_elsewhere()
+        if running:
+            self.log('ERROR: %s; the agent is NOT started and no start marker is posted (D4: one run per item)' % running)
+            self._start_record(False, 'running_elsewhere', running, EXIT_RUNNING_ELSEWHERE)
+            return EXIT_RUNNING_ELSEWHERE
         # The start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
         try:
@@ -796,12 +818,12 @@ def note_update_outcome(state_dir: str, *, failed: Optional[str], now: Any, unit
 # --- main --------------------------------------------------------------------------------------------
 
 def _parser():
-    p = argparse.ArgumentParser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.',
-                                epilog='fleet-runner classify [--agent NAME] FILE|- : print what the runner reads in a '
-                                       'capture (kind, signature, reset_at, usage, cost) and the close-out it would post, '
-                                       'as one JSON object (fleet-runner classify --help; docs/classify.md). '
-                                       'fleet-runner check-board [--credentials FILE] : open and read the board as a run '
-                                       'would, print one JSON object with the fix when it cannot (exit 1).')
+    p = Parser(prog='fleet-runner', description='Run one item as the program of its task-<item> unit.',
+               epilog='fleet-runner classify [--agent NAME] FILE|- : print what the runner reads in a '
+                      'capture (kind, signature, reset_at, usage, cost) and the close-out it would post, '
+                      'as one JSON object (fleet-runner classify --help; docs/classify.md). '
+                      'fleet-runner check-board [--credentials FILE] : open and read the board as a run '
+                      'would, print one JSON object with the fix when it cannot (exit 1).')
     p.add_argument('--item', type=int, help='the item number')
     p.add_argument('--repo', default=None, help='owner/name on a multi-repo board')
     p.add_argument('--config', default=None, help='runner config JSON (default %s)' % DEFAULT_CONFIG)

@@ -353,8 +353,8 @@ class SqlStore(object):
 
     def _open_postgres(self):
         if not HAS_PSYCOPG:
-            raise SqlUnavailable('a PostgreSQL ledger (%s) needs the Python package psycopg (version 3) on '
-                                 'this host: pip install "psycopg[binary]"' % self.location)
+            raise SqlUnavailable('%s on PostgreSQL (%s) needs the Python package psycopg (version 3) on '
+                                 'this host: pip install "psycopg[binary]"' % (self.what, self.location))
         try:
             return psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, int(self.timeout)))
         except Exception as exc:  # psycopg.Error and DSN parse errors (ProgrammingError) alike

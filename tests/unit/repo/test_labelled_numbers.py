@@ -21,13 +21,19 @@ SOURCES = sorted(p for d in ('plugins/module_utils', 'plugins/modules', 'plugins
                  for p in (REPO / d).rglob('*.py'))
 
 NOT_TUNABLES = {
+    'EXIT_SUCCESS': 'an exit code (the one table: _core/outcome/exits.py)',
+    'EXIT_NOOP': 'an exit code',
+    'EXIT_FAILURE': 'an exit code',
+    'EXIT_CAPACITY': 'an exit code',
+    'EXIT_RETRY': 'an exit code',
+    'EXIT_STOPPED': 'an exit code',
     'EXIT_USAGE': 'an exit code (an identifier, documented in the runner docstring)',
     'EXIT_UPDATE_FAILED': 'an exit code',
     'EXIT_CLOSEOUT_LOST': 'an exit code',
     'EXIT_START_LOST': 'an exit code',
-    'EXIT_OK': 'an exit code (the chain runner, _runner/chain/config.py)',
     'EXIT_START_FAILED': 'an exit code',
     'EXIT_CLOSE_LOST': 'an exit code',
+    'EXIT_RUNNING_ELSEWHERE': 'an exit code',
     'EXIT_LEDGER_UNREACHABLE': 'an exit code',
     'EXIT_OPENED': 'an exit code (fleet-runner check-board)',
     'EXIT_UNREADABLE': 'an exit code (fleet-runner check-board)',

@@ -182,6 +182,21 @@ def chain_hold(item: Any, marker: Marker) -> Tuple[Optional[str], dict]:
     return None, found
 
 
+def live_start(item: Any) -> Optional[Marker]:
+    """The start marker that makes ``item`` read ``running`` -- its last marker, with no reopen after it -- else None.
+
+    The runner reads it before posting its own start (D4 at the resource): a dispatcher whose lease was taken over
+    while it was stopped, and that launched on its stale probe, finds the taker's run here and starts nothing."""
+    markers = markers_of(item)
+    last = markers[-1] if markers else None
+    if last is None or last.kind != 'start':
+        return None
+    reopen_at = last_reopen(item)
+    if reopen_at is not None and (last.at is None or reopen_at > last.at):
+        return None
+    return last
+
+
 def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = DEFAULT_MAX_ATTEMPTS,
              markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS, agents: Any = None) -> Verdict:
     """Decide whether ``item`` may be dispatched at ``now`` (see the module docstring for the rules).

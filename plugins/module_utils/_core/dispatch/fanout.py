@@ -12,6 +12,8 @@ functions turn one into the other, and build each worker's launch list from the 
 * ``probe_answers(masters, probes)``: ``probes`` maps worker -> its ``worker_probe`` result (or
   None: not probed). A worker that did not answer makes each of its masters a failed answer
   (a blind master, D5); a worker not probed on purpose makes them skipped.
+* ``plan_answers(answers)``: plan mode's reading of those answers (a master that did not answer is placed as
+  configured and named ``unprobed``).
 * ``launch_work(batches, clones, clone, branch)``: worker -> the ``worker_launch`` items.
 * ``launch_answers(batches, launches)``: the ``worker_launch`` results -> one answer per batch.
 """
@@ -70,6 +72,23 @@ def probe_answers(masters: List[Dict[str, Any]], probes: Dict[str, Any]) -> List
             body = dict((k, v) for k, v in mine.items() if k not in ('master', 'failed', 'msg'))
             out.append(_answer(target, body))
     return out
+
+
+def plan_answers(answers: List[Dict[str, Any]]):
+    """Plan mode's reading of ``probe_answers``: ``(answers, unprobed)``. A master that answered is read as apply
+    reads it (its live units, dark or not, headroom); one that did not is placed as configured (not dark, nothing
+    live) and listed in ``unprobed`` ``[{worker, master, why}]``, so a preview before the fleet answers still says
+    where work would go -- and says that apply gives such a master nothing until it answers (D5)."""
+    out, unprobed = [], []
+    for res in answers or []:
+        if res.get('failed') or res.get('unreachable'):
+            target = res.get(LOOP_VAR) or {}
+            why = res.get('msg') or 'no answer'
+            unprobed.append({'worker': target.get('worker'), 'master': target.get('master'), 'why': why})
+            out.append(_answer(target, {'dark': False, 'units': [], 'headroom': {}, 'unprobed': why}))
+        else:
+            out.append(res)
+    return out, unprobed
 
 
 def launch_work(batches: List[Dict[str, Any]], clones: Dict[str, str], clone: str, branch: str,

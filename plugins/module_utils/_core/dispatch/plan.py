@@ -389,10 +389,11 @@ def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
 
 def gate_place(cands, masters, capacity, surveyed=None) -> Dict[str, Any]:
     """Place the admitted candidates on the master with the most measured headroom (no cap);
-    dark masters get nothing. A candidate no master can take is refused (logged)."""
+    dark masters get nothing. A candidate no master can take is refused (logged). With no candidate the plan
+    still names the dark masters (plan mode's table shows them), without a warning per master."""
     if not cands:
-        return {'admitted': [], 'refused': [], 'warnings': [], 'plan': {'assignments': [], 'unplaced': [], 'dark': []},
-                'masters': []}
+        found = masters_from(masters, capacity, surveyed)
+        return {'admitted': [], 'refused': [], 'warnings': [], 'plan': place([], found['masters']), 'masters': found['masters']}
     found = masters_from(masters, capacity, surveyed)
     plan = place(cands, found['masters'])
     by_number = dict(((c.get('number'), c.get('repo', '') or ''), c) for c in cands or [])

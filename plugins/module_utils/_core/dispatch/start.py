@@ -4,7 +4,7 @@
 """Launched is not started (D20): did each launched run start? Pure, no I/O, no clock.
 
 ``systemd-run`` answering 0 says a unit was created; it says nothing about the run. A runner that
-cannot open the board exits 5 within a second, posts nothing, and to a dispatcher that only read
+cannot open the board exits ``EXIT_START_LOST`` within a second, posts nothing, and to a dispatcher that only read
 the launch it looks exactly like a run that started. So a launch is confirmed by two facts:
 
 * on the master (``judge``, fed by ``fleet.dispatch.start_info``): the runner's start record
@@ -22,6 +22,8 @@ The words are ``started``, ``failed to start: <the runner's reason>``, ``start n
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
+
+from ..outcome.exits import name_of
 
 # ActiveState values after which no start record can still come (systemd.unit(5)).
 _ENDED = frozenset(('inactive', 'failed'))
@@ -44,6 +46,8 @@ def judge(unit: Optional[Dict[str, Any]], record: Optional[Dict[str, Any]], invo
     gone = unit.get('LoadState') == 'not-found' or unit.get('ActiveState') in _ENDED
     if gone or (invocation_id and now_id and now_id != invocation_id):
         status = unit.get('ExecMainStatus') or ''
+        if name_of(status):     # the runner's own word for its exit (_core.outcome.exits)
+            status = '%s, %s' % (status, name_of(status))
         result = unit.get('Result') or ''
         how = ('it is gone (collected)' if unit.get('LoadState') == 'not-found'
                else 'another invocation (%s) holds the name now' % now_id if not gone

@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from .capacity import agent_missing_state, state_from
+from .exits import BY_MARKER, EXIT_FAILURE
 from ..board.markers import markers_of
 from ..board.model import format_time
 from ..board.references import artifacts_since, attribute
 from .retry import DEFAULT_BACKOFF, plan_retry, retry_gate
 
-EXIT = {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14}
-# 'stopped' 14 only when the AGENT alone died of SIGTERM/SIGINT from outside; a stop of the unit
+EXIT = BY_MARKER
+# 'stopped' only when the AGENT alone died of SIGTERM/SIGINT from outside; a stop of the unit
 # re-raises the signal instead, so systemd records the signal itself.
 
 
@@ -36,7 +37,7 @@ class Decision:
 
     @property
     def exit_code(self) -> int:
-        return EXIT.get(self.kind, EXIT['failure'])
+        return EXIT.get(self.kind, EXIT_FAILURE)
 
 
 def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str = '', exit_code: Optional[int] = None,

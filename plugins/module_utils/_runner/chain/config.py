@@ -9,20 +9,20 @@ Session chains, the runner part; the rules in full, with their reasons: ``docs/c
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import os
 import socket
 import sys
 
-from ..config import DEFAULT_CONFIG, expand, user
+from ..config import DEFAULT_CONFIG, Parser, expand, user
 
-EXIT_OK = 0
-EXIT_START_FAILED = 1          # a successor was claimed but its worktree or unit did not start (loud line)
-EXIT_USAGE = 2                 # bad arguments or configuration
-EXIT_CLOSE_LOST = 4            # the session's close (and its handoff) could not be written
-EXIT_LEDGER_UNREACHABLE = 8    # the ledger could not be read or written: nothing was launched
+# the exit codes: the one table of every fleet-runner program (_core.outcome.exits)
+from ..._core.outcome.exits import (EXIT_CLOSE_LOST, EXIT_FAILURE, EXIT_LEDGER_UNREACHABLE, EXIT_START_FAILED,  # noqa: F401
+                                    EXIT_SUCCESS as EXIT_OK, EXIT_USAGE)
+
+# the chain programs (tick, session, handoff) take their exit codes from here
+__all__ = ['EXIT_CLOSE_LOST', 'EXIT_FAILURE', 'EXIT_LEDGER_UNREACHABLE', 'EXIT_OK', 'EXIT_START_FAILED', 'EXIT_USAGE']
 
 DEFAULT_CHAIN_CONFIG = 'chain.json'   # beside the runner config
 LEDGER_DSN_ENV = ('FLEET_LEDGER_DSN', 'FLEET_BOARD_DSN')
@@ -84,7 +84,7 @@ def load_config(args, environ):
 
 def parser(name):
     """The options every chain program takes; each program adds its own."""
-    p = argparse.ArgumentParser(prog='fleet-runner %s' % name)
+    p = Parser(prog='fleet-runner %s' % name)
     p.add_argument('--config', default=None)
     p.add_argument('--chain-config', default=None, help='the chain config JSON (default chain.json beside --config)')
     p.add_argument('--state-dir', default=None)

@@ -24,7 +24,7 @@ from ..._core.chains.chain import HANDOFF_FILE, session_unit
 from ..._core.board.model import format_time
 from ..._store.sessions import LedgerUnreachable, SessionError, SessionStore
 from ..spawn import DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, read_agent_credentials, stop_group
-from .config import EXIT_CLOSE_LOST, EXIT_LEDGER_UNREACHABLE, EXIT_OK, EXIT_USAGE, expand, log_line, parser, session_id, start, utcnow
+from .config import EXIT_CLOSE_LOST, EXIT_FAILURE, EXIT_LEDGER_UNREACHABLE, EXIT_OK, EXIT_USAGE, expand, log_line, parser, session_id, start, utcnow
 from .items import handoff_fields, handoff_marker, ledger_secrets, read_handoff
 
 CHAIN_BRIEF_VERSION = '2026.12.01.1'
@@ -188,7 +188,7 @@ class SessionRun(object):
                 json.dumps(handoff) if handoff else 'none', exc))
             return EXIT_CLOSE_LOST
         self.log('closed (%s)%s' % (reason, '; handed off to %s' % handoff['successor'] if handoff else '; the chain ends here'))
-        code = EXIT_OK if rc == 0 and self.stopped is None else 1
+        code = EXIT_OK if rc == 0 and self.stopped is None else EXIT_FAILURE
         if self.row is not None and self.row.get('item') is not None:
             if not self._item_markers(rc, handoff, reason) and code == EXIT_OK:
                 code = EXIT_CLOSE_LOST

@@ -173,3 +173,57 @@ def test_the_decide_step_returns_the_launch_options_it_was_given():
     launch = {'path': '/usr/bin', 'environment_file': '', 'notifier': 'fleet-notify@', 'runner_version': ''}
     out, _w = _warned(dict(_decide_args(), launch_args=launch))
     assert out['launch_args'] == launch and out['launch_args'] is not launch
+
+
+# -- plan mode: a read-only probe, the same decide step, nothing held and no work -----------------------------------
+def test_plan_mode_takes_no_lease_and_names_every_worker_for_a_read_only_probe():
+    cands = [{'number': 1, 'unit': 'task-1', 'lease_name': 'task-1'}]
+    out, warnings = _warned({'stage': 'lease', 'plan': True, 'candidates': cands, 'masters': DECIDE_MASTERS})
+    assert [c['number'] for c in out['admitted']] == [1] and out['admitted'][0]['lease'] is None
+    assert out['read_only'] is True and out['probe_now'] is True and out['probe_hosts'] == ['w1', 'w2']
+    assert warnings == [], 'no lease is asked for, so none is "disabled" either'
+    # no candidate at all: the plan still probes, to show the dark masters
+    out, _w = _warned({'stage': 'lease', 'plan': True, 'candidates': [], 'masters': DECIDE_MASTERS})
+    assert out['probe_hosts'] == ['w1', 'w2']
+    # apply's lease step says it does not probe read-only
+    out, _w = _warned({'stage': 'lease', 'candidates': cands, 'leases': [{'name': 'task-1', 'acquired': True}],
+                       'masters': DECIDE_MASTERS})
+    assert out['read_only'] is False
+
+
+def _dark(args):
+    """w1/b is dark (rate limited until 13:00); w1/a runs task-7; w2 never answered."""
+    probes = dict(args['worker_probes'])
+    w1 = dict(probes['w1'])
+    w1['masters'] = [w1['masters'][0], dict(w1['masters'][1], dark=True, source='rate_limit', reset_at='2026-12-01T13:00:00Z')]
+    probes['w1'] = w1
+    return dict(args, worker_probes=probes, plan=True)
+
+
+def test_plan_mode_shows_the_dark_masters_holds_what_is_live_and_marks_what_was_not_probed():
+    """The plan reads the probe as apply does - task-7 live on w1/a is held, w1/b is dark and gets nothing - and a
+    master that did not answer (w2/a) is placed as configured, marked not probed; no worker gets work."""
+    out, warnings = _warned(_dark(_decide_args()))
+    plan = out['plan']
+    assert [(d['worker'], d['master'], d['source'], d['reset_at']) for d in plan['dark']] == [('w1', 'b', 'rate_limit', '2026-12-01T13:00:00Z')]
+    assert [(a['number'], a['worker'], a['master'], a['probed']) for a in plan['assignments']] == [(8, 'w2', 'a', False)]
+    assert [(u['number'], 'live' in u['why']) for u in plan['unplaced']] == [(7, True)]
+    assert [(g['worker'], g['master']) for g in plan['unprobed']] == [('w2', 'a')] == [(g['worker'], g['master']) for g in out['unprobed']]
+    assert out['work'] == {}, 'plan mode launches nothing'
+    assert any('w2/a was not probed' in w and 'apply gives it none' in w for w in warnings), warnings
+    # the table shows each of them
+    from ansible.plugins.loader import filter_loader
+    table = getattr(filter_loader.get('fleet.dispatch.plan_table'), 'j2_function', None) or filter_loader.get('fleet.dispatch.plan_table')
+    text = table(plan, [])
+    rows = [line.split() for line in text.splitlines()]
+    assert ['dark', 'w1/b', 'rate_limit', 'until', '2026-12-01T13:00:00Z'] in rows, text
+    assert ['#8', 'launch', 'w2/a', '(not', 'probed)'] in [r[:5] for r in rows], text
+    assert ['unprobed', 'w2/a'] in [r[:2] for r in rows] and '#7' in [r[0] for r in rows if r and r[1:2] == ['hold']], text
+
+
+def test_plan_mode_with_no_candidate_still_names_the_dark_masters():
+    out, _w = _warned(dict(_dark(_decide_args()), candidates=[]))
+    assert [(d['worker'], d['master']) for d in out['plan']['dark']] == [('w1', 'b')] and out['plan']['assignments'] == []
+    # apply's decide step with no candidate still warns nothing about the masters, and has no plan view
+    out, warnings = _warned(dict(_decide_args(), candidates=[]))
+    assert 'plan' not in out and [w for w in warnings if 'dark' in w] == []

@@ -26,8 +26,8 @@ def test_started_failed_and_a_unit_gone_without_a_record(run_module, tmp_path):
     record(tmp_path, 'task-3', invocation_id='old', started=True, run='r0')     # a previous invocation's record
     r = ScriptedRunner([
         show('task-1', 'LoadState=not-found\nActiveState=inactive\nResult=success\nExecMainStatus=0\nInvocationID=\n'),
-        show('task-2', 'LoadState=loaded\nActiveState=failed\nResult=exit-code\nExecMainStatus=5\nInvocationID=i2\n'),
-        show('task-3', 'LoadState=loaded\nActiveState=failed\nResult=exit-code\nExecMainStatus=3\nInvocationID=i3\n'),
+        show('task-2', 'LoadState=loaded\nActiveState=failed\nResult=exit-code\nExecMainStatus=23\nInvocationID=i2\n'),
+        show('task-3', 'LoadState=loaded\nActiveState=failed\nResult=exit-code\nExecMainStatus=21\nInvocationID=i3\n'),
     ])
     runs = [{'unit': 'task-1', 'invocation_id': 'i1', 'number': 1}, {'unit': 'task-2', 'invocation_id': 'i2'},
             {'unit': 'task-3', 'invocation_id': 'i3'}]
@@ -37,7 +37,7 @@ def test_started_failed_and_a_unit_gone_without_a_record(run_module, tmp_path):
     assert by['task-1']['state'] == 'started' and by['task-1']['run'] == 'r1'
     assert by['task-2']['state'] == 'failed' and by['task-2']['cause'] == 'board_unreachable'
     assert 'cannot open the board' in by['task-2']['reason']
-    assert by['task-3']['state'] == 'failed' and by['task-3']['cause'] == 'no_start_record' and 'exit status 3' in by['task-3']['reason']
+    assert by['task-3']['state'] == 'failed' and by['task-3']['cause'] == 'no_start_record' and 'exit status 21, update_failed' in by['task-3']['reason']
 
 
 def test_a_run_still_without_a_record_is_pending_when_the_wait_ends(run_module, tmp_path):

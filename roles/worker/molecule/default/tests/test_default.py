@@ -339,10 +339,11 @@ def test_failing_run_triggers_the_notifier_which_succeeds_without_recursion(host
     name = master['name']
     item = 'task-%d' % (90000 + uuid.uuid4().int % 9999)
     notifier = 'fleet-notify@%s.service' % item
-    launch = _as(host, name, 'systemd-run --user --quiet --collect --unit=%s -p OnFailure=%s -- /bin/sh -c "exit 3"'
+    launch = _as(host, name, 'systemd-run --user --quiet --collect --unit=%s -p OnFailure=%s -- /bin/sh -c "exit 22"'
                  % (item, notifier))
     assert launch.rc == 0, launch.stderr
-    needle = 'unit=%s.service result=exit-code exit_code=exited exit_status=3' % item
+    # 22: the runner's closeout_lost, named from its exit-code table (fleet.dispatch.runner_exit_names)
+    needle = 'unit=%s.service result=exit-code exit_code=exited exit_status=22 runner_exit=closeout_lost' % item
     log = _wait_for_line(host, name, '%s/failures.log' % STATE, needle)
     assert needle in log, 'no failure record for %s in failures.log:\n%s%s' % (item, log, _journal(host, name, notifier))
     # the notifier's own record reached the journal too

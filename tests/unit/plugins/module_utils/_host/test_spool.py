@@ -75,3 +75,18 @@ def test_a_claim_left_by_a_killed_runner_is_given_back(tmp_path):
     # a live claimer's file stays invisible
     mine = spool.write(str(tmp_path), dict(ENTRY, run='def456'), claimed=True)
     assert [e['run'] for _p, e in spool.pending(str(tmp_path))[0]] == ['abc123'] and os.path.exists(mine)
+
+
+def test_a_read_only_look_reports_a_dead_claim_and_renames_nothing(tmp_path):
+    """Plan and check mode probe with ``release_dead=False``: the dead runner's close-out is reported as spooled
+    (the reaper must hold its item) but its file is left as it is; only a probe that may act gives it back."""
+    import subprocess
+    import sys
+    gone = subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'], capture_output=True, text=True, check=True).stdout.strip()
+    claimed = spool.write(str(tmp_path), ENTRY, claimed=True)
+    dead = claimed.rsplit('.', 1)[0] + '.' + gone
+    os.rename(claimed, dead)
+    before = sorted(os.listdir(spool.spool_dir(str(tmp_path))))
+    assert [r['run'] for r in spool.summary(str(tmp_path), release_dead=False)['spooled']] == ['abc123']
+    assert sorted(os.listdir(spool.spool_dir(str(tmp_path)))) == before and os.path.exists(dead)
+    assert [r['run'] for r in spool.summary(str(tmp_path))['spooled']] == ['abc123'] and not os.path.exists(dead)

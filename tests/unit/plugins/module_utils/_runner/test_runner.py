@@ -414,6 +414,10 @@ def test_usage_errors_post_nothing(world):
                            '--agent-command', '"claude -p"', '--no-self-update'], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == _runner.EXIT_USAGE and 'agent_command' in proc.stderr
+    # a command line argparse refuses: the runner's usage code too, not argparse's 2 (systemd's 2/INVALIDARGUMENT)
+    proc = subprocess.run([sys.executable, '-m', _update.MODULE, '--item', 'seven'], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == _runner.EXIT_USAGE != 2 and 'invalid int value' in proc.stderr
     assert world.kinds() == []
 
 
@@ -473,3 +477,22 @@ def test_a_hand_stop_note_says_who_and_why_and_is_no_failure(world):
     assert last.fields['reason'] == 'operator' and last.fields['by'] == 'alice' and last.fields['why'] == 'wrong brief'
     assert 'stopped by hand by alice: wrong brief' in last.text
     assert not pathlib.Path(note).exists()
+
+
+def test_a_run_launched_while_the_board_shows_another_run_live_starts_nothing(world):
+    """D4 at the resource: a dispatcher stopped inside its lease, taken over, then resumed launches on its stale
+    probe; the taker's run is on the board, so this runner posts nothing, starts no agent and says whose run it is."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+    world.board.post_marker(7, format_marker('start', {'run': 'taker-run', 'unit': 'task-7', 'host': 'w2', 'master': 'm2'}))
+    proc = world.run('merge', INVOCATION_ID='inv-late')
+    assert proc.returncode == _runner.EXIT_RUNNING_ELSEWHERE, proc.stderr
+    assert 'run taker-run of this item live (task-7 on w2/m2' in proc.stderr
+    assert world.kinds() == ['start'] and not (world.tmp / 'agent.log').exists(), 'nothing posted, no agent'
+    record = json.loads((world.state / 'runs' / 'task-7' / _runner.START_FILE).read_text())
+    assert record['started'] is False and record['cause'] == 'running_elsewhere' and record['invocation_id'] == 'inv-late'
+    # the same item reopened after that start (a human's word outranks the marker): it runs
+    world.board.upsert_item(number=7, state='closed')
+    world.board.upsert_item(number=7, state='reopened')
+    proc = world.run('claim')
+    assert proc.returncode == _closeout.EXIT['noop'], proc.stderr
+    assert world.kinds() == ['start', 'start', 'noop']

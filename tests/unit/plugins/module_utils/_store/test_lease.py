@@ -337,6 +337,15 @@ def test_an_unreadable_lease_file_is_named_the_lease_store_not_the_ledger(tmp_pa
     assert 'the lease store at %s' % path in lease.why and 'ledger' not in lease.why, lease.why
 
 
+def test_a_postgresql_lease_store_without_psycopg_is_named_the_lease_store(monkeypatch):
+    """The same on PostgreSQL: a controller without psycopg is told its lease store needs it, not a ledger."""
+    monkeypatch.setattr(_sql, 'HAS_PSYCOPG', False)
+    with SqlLeaseStore(dsn='postgresql://fleet:s3cret@db.example/fleet') as store:
+        lease = store.acquire('task-1', 'a', 60, now=T0)
+    assert lease.acquired is True and lease.degraded is True
+    assert 'the lease store on PostgreSQL' in lease.why and 'PostgreSQL ledger' not in lease.why and 's3cret' not in lease.why, lease.why
+
+
 # ------------------------------------------------------------------------------------------
 # SQLite
 

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import (
-    PRECEDENCE, REASONS, count_attempts, evaluate, orphaned, run_durations)
+    PRECEDENCE, REASONS, count_attempts, evaluate, live_start, orphaned, run_durations)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker, markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Blocker, Comment, Event, Item
 
@@ -247,3 +247,18 @@ def test_orphaned(steps, live, minutes_later, reap):
 def test_orphaned_threshold_in_seconds():
     item = mk(('start', 0))
     assert orphaned(markers_of(item), now=t(3), live=False, threshold=120)[0] is True
+
+
+@pytest.mark.parametrize('item, run', [
+    (mk(('start', 0, {'run': 'r1'})), 'r1'),
+    (mk(('start', 0, {'run': 'r1'}), ('human', 5, 'how is it going?')), 'r1'),
+    (mk(('start', 0, {'run': 'r1'}), ('noop', 3)), None),
+    (mk(('start', 0, {'run': 'r1'}), reopen_at=60), None),
+    (mk(), None),
+], ids=['a start is live', 'a human comment does not end it', 'a close-out ends it', 'a reopen after it outranks it',
+        'no marker'])
+def test_live_start_is_the_start_that_makes_an_item_running(item, run):
+    """What the runner reads before its own start (D4 at the resource): the same start that reads ``running``."""
+    found = live_start(item)
+    assert (found.fields.get('run') if found is not None else None) == run
+    assert (found is not None) == (evaluate(item, now=NOW, ready=None, max_attempts=None).reason == 'running')

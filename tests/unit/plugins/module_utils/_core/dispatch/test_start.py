@@ -17,7 +17,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.star
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 ACTIVE = {'LoadState': 'loaded', 'ActiveState': 'active', 'Result': 'success', 'ExecMainStatus': '0', 'InvocationID': 'inv1'}
-ENDED = {'LoadState': 'loaded', 'ActiveState': 'failed', 'Result': 'exit-code', 'ExecMainStatus': '5', 'InvocationID': 'inv1'}
+ENDED = {'LoadState': 'loaded', 'ActiveState': 'failed', 'Result': 'exit-code', 'ExecMainStatus': '23', 'InvocationID': 'inv1'}
 GONE = {'LoadState': 'not-found', 'ActiveState': 'inactive', 'Result': 'success', 'ExecMainStatus': '0', 'InvocationID': ''}
 
 JUDGE_CASES = [
@@ -42,8 +42,10 @@ def test_judge(name, unit, record, state, cause):
         assert out['reason']
 
 
-def test_an_ended_unit_names_its_result():
-    assert 'exit status 5' in judge(ENDED, None, 'inv1')['reason']
+def test_an_ended_unit_names_its_result_and_the_runner_word_for_its_exit():
+    assert 'exit status 23, start_lost' in judge(ENDED, None, 'inv1')['reason']
+    # an exit the table does not know (a Python traceback's 1) is shown bare
+    assert 'exit status 1)' in judge(dict(ENDED, ExecMainStatus='1'), None, 'inv1')['reason']
 
 
 def row(number, worker='w1', master='a1', inv='inv%d'):
