@@ -49,6 +49,10 @@ def test_the_installed_versions_are_the_ones_ci_tests():
     pins = _pins()
     assert DEFAULTS['sweeper_ansible_core'] == pins['ansible-core'], pins['ansible-core']
     assert DEFAULTS['sweeper_psycopg'] == pins['psycopg[binary]'], pins['psycopg[binary]']
+    # the collection's other runtime dependencies, every one of requirements.txt but psycopg
+    runtime = [re.split(r'[<>=\[]', line.strip())[0] for line in (REPO / 'requirements.txt').read_text().splitlines()
+               if line.strip() and not line.startswith('#')]
+    assert sorted(DEFAULTS['sweeper_pip_packages']) == sorted(pins[name] for name in runtime if name != 'psycopg')
 
 
 def test_every_default_is_in_the_argument_spec_with_the_same_default():
@@ -111,9 +115,9 @@ def test_pip_installs_the_pins_and_only_a_named_psycopg():
     expr = _expr('Install ansible-core, psycopg and the extra packages in the venv', 'argv')
     argv = _eval(expr)
     assert argv[0] == '/opt/fleet-ansible/bin/pip' and argv[1] == 'install'
-    assert argv[-2:] == ['ansible-core==2.19.14', 'psycopg[binary]==3.3.9'], argv
+    assert argv[5:] == ['ansible-core==2.19.14', 'psycopg[binary]==3.3.9', 'requests==2.34.2', 'jmespath==1.1.0'], argv
     argv = _eval(expr, sweeper_psycopg='', sweeper_pip_packages=['requests==2.34.2'])
-    assert argv[-2:] == ['ansible-core==2.19.14', 'requests==2.34.2'], argv
+    assert argv[5:] == ['ansible-core==2.19.14', 'requests==2.34.2'], argv
 
 
 @pytest.mark.parametrize('source,tarball', [
