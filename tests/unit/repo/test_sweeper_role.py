@@ -83,8 +83,7 @@ def _walk(tasks):
     for task in tasks:
         yield task
         for key in ('block', 'rescue', 'always'):
-            for sub in _walk(task.get(key) or []):
-                yield sub
+            yield from _walk(task.get(key) or [])
 
 
 def test_the_private_key_travels_only_in_no_log_content_never_in_an_argv():
