@@ -3,10 +3,13 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """testinfra checks of fleet.dispatch.sweeper on a real systemd host of the test bed.
 
-The sweep REALLY runs here: ``systemctl start fleet-sweeper.service`` runs the collection's
-``fleet.dispatch.sweep`` (installed by prepare.yml) as the sweeper user against the demo ledger
-board converge.yml built, and the verifier reads the plan that cycle wrote and the heartbeat its
-``ExecStopPost=`` wrote, for a successful cycle and for a failing one (D14).
+The host was bare; the role made it a controller (a venv with ansible-core and psycopg, the
+collection, the sweeper's SSH key), and converge.yml made it its own worker too (master fleet1,
+reached over SSH as tester with the sweeper's key). The sweep REALLY runs here: the timer's own
+cycle runs the collection's ``fleet.dispatch.sweep`` in apply mode as the sweeper user against the
+demo ledger board converge.yml built and launches runs on fleet1 (a stand-in run command); then
+``systemctl start fleet-sweeper.service`` cycles, and the verifier reads the plan each wrote and the
+heartbeat its ``ExecStopPost=`` wrote, for a successful cycle and for a failing one (D14).
 
 The page and the metrics that cycle wrote are copied back and checked here, on the test machine:
 the page in a headless Chromium (Debian's ``chromium``; DOM assertions and a screenshot), the
@@ -46,6 +49,7 @@ STATE = HOME + '/.local/state/fleet-dispatch'
 ENV_FILE = HOME + '/.config/fleet-dispatch/sweeper.env'
 HEARTBEAT = STATE + '/heartbeat.json'
 PLAN = STATE + '/*/plan.json'     # one subdirectory per board (its id: dispatch_board_id)
+CYCLE = STATE + '/*/last_cycle.json'
 PAGE = STATE + '/*/status.html'   # beside it, every cycle: the status page and the metrics
 METRICS = STATE + '/*/fleet-dispatch.prom'
 INVENTORY = HOME + '/inventory'
@@ -56,6 +60,16 @@ TIMER = 'fleet-sweeper.timer'
 # Reading on the test bed: a plan cycle of the demo board took 4.8-6.0 s (journal, start to
 # heartbeat); 120 s only bounds a hang.
 CYCLE_WAIT_S = 120
+# How long the first test waits for the timer's first cycle that launches: the timer fired when the
+# role started it (before the inventory existed: that cycle failed), and fires again
+# sweeper_interval (2min) after that cycle ended; the bound is that interval plus two cycles.
+TIMER_WAIT_S = 420
+MODE = VARS.get('sweeper_mode', 'apply')
+VENV = '/opt/fleet-ansible'                             # the role's defaults (sweeper_install)
+COLLECTIONS = '/opt/fleet-collections'
+KEY = HOME + '/.ssh/id_ed25519'
+MASTER = VARS['worker_masters'][0]['name']
+WORKER_USER = VARS['_converge_worker_user']
 
 
 def _secrets():
@@ -124,7 +138,7 @@ def test_units_installed_and_verify_clean(host):
     assert 'ExecStopPost=-"%s" "%s"' % (SCRIPT, HEARTBEAT) in service
     # argv-safe: every argument quoted; flock -n first; the explicit PATH names the venv (D3)
     assert 'ExecStart="/usr/bin/flock" "-n" "-E" "75" ' in service
-    assert '"ansible-playbook" "-i" "%s" "fleet.dispatch.sweep" "-e" "dispatch_mode=plan"' % INVENTORY in service
+    assert '"ansible-playbook" "-i" "%s" "fleet.dispatch.sweep" "-e" "dispatch_mode=%s"' % (INVENTORY, MODE) in service
     assert 'Environment="PATH=/opt/fleet-ansible/bin:/usr/local/bin:/usr/bin:/bin"' in service
     assert 'Environment="ANSIBLE_COLLECTIONS_PATH=/opt/fleet-collections"' in service
     shown = host.run('systemctl show -p ExecStart -p ExecStopPost %s' % SERVICE).stdout
@@ -151,6 +165,78 @@ def test_the_timer_itself_started_a_cycle(host):
     assert 'fleet-sweeper-heartbeat: ' in beats, 'the timer fired but no cycle wrote a heartbeat' + _journal(host)
 
 
+def _master_units(host):
+    uid = host.user(MASTER).uid
+    out = host.run('runuser -u %s -- env XDG_RUNTIME_DIR=/run/user/%d systemctl --user list-units --all --no-legend --plain '
+                   "'task-*'" % (MASTER, uid))
+    return [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+
+
+def test_the_timer_launched_a_run_on_the_worker(host):
+    """The whole recipe at once, before any cycle of ours: the timer's cycle ran the venv's
+    ansible-playbook with the installed collection, reached the worker over SSH with the sweeper's
+    key and known_hosts, and launched the demo board's first candidate as task-1 on the master."""
+    deadline = time.monotonic() + TIMER_WAIT_S
+    while time.monotonic() < deadline:
+        if 'task-1.service' in _master_units(host):
+            break
+        time.sleep(2)
+    units = _master_units(host)
+    assert 'task-1.service' in units, ('no run on %s: %r' % (MASTER, units)) + _journal(host, lines=200)
+    # the unit appears while the cycle still runs (confirm, record): its output is complete once it ended
+    _wait_idle(host)
+    # every cycle so far was the timer's (this is the first test to start none): one said what it launched
+    said = host.run('journalctl --no-pager -o cat -u %s' % SERVICE).stdout
+    assert re.search(r'launched: [^"\n]*task-1\b', said), 'the sweep never said it launched task-1' + _journal(host, lines=200)
+    # the run is the stand-in command converge.yml's inventory names, running as the master
+    pids = host.run('pgrep -u %s -f %s' % (MASTER, shlex.quote(' '.join(VARS['_converge_run_command'])))).stdout.split()
+    assert pids, 'the launched unit runs no stand-in command on %s' % MASTER
+
+
+# --- the controller the role installed -------------------------------------------------------
+
+def test_the_venvs_ansible_playbook_runs_with_psycopg(host):
+    out = host.run('runuser -u %s -- env HOME=%s %s/bin/ansible-playbook --version' % (USER, HOME, VENV))
+    assert out.rc == 0 and 'core %s' % VARS.get('sweeper_ansible_core', 'ansible-core==2.19.14').split('==')[1] in out.stdout, (
+        out.stdout, out.stderr)
+    out = host.run('runuser -u %s -- %s/bin/python -c "import psycopg; print(psycopg.__version__)"' % (USER, VENV))
+    assert out.rc == 0 and out.stdout.strip() == '3.3.9', (out.stdout, out.stderr)
+    venv = host.file(VENV + '/bin/ansible-playbook')
+    assert venv.user == 'root' and not venv.mode & 0o022
+
+
+def test_the_collection_is_where_the_unit_looks(host):
+    manifest = host.file(COLLECTIONS + '/ansible_collections/fleet/dispatch/MANIFEST.json')
+    assert manifest.is_file and manifest.user == 'root', 'not installed in %s' % COLLECTIONS
+    assert json.loads(manifest.content_string)['collection_info']['name'] == 'dispatch'
+    # what the unit's cycle sees: its ANSIBLE_COLLECTIONS_PATH, as the sweeper user (reads, cannot write)
+    out = host.run('runuser -u %s -- env HOME=%s ANSIBLE_COLLECTIONS_PATH=%s %s/bin/ansible-galaxy collection list fleet.dispatch'
+                   % (USER, HOME, COLLECTIONS, VENV))
+    assert out.rc == 0 and COLLECTIONS + '/ansible_collections' in out.stdout and 'fleet.dispatch' in out.stdout, (
+        out.stdout, out.stderr)
+    assert host.run('runuser -u %s -- test -w %s/ansible_collections/fleet/dispatch' % (USER, COLLECTIONS)).rc != 0
+    service = host.file('/etc/systemd/system/%s' % SERVICE).content_string
+    assert 'Environment="ANSIBLE_COLLECTIONS_PATH=%s"' % COLLECTIONS in service
+    assert 'Environment="PATH=%s/bin:' % VENV in service
+
+
+def test_the_sweepers_ssh_key_and_the_workers_host_key(host):
+    key = host.file(KEY)
+    assert key.is_file and key.user == USER and key.mode == 0o600, (key.user, oct(key.mode))
+    assert host.file(HOME + '/.ssh').mode == 0o700
+    public = host.file(KEY + '.pub').content_string.strip()
+    assert public.startswith('ssh-ed25519 '), public
+    # the role's fact went into the worker's authorized_keys (converge.yml), and the host key is known
+    authorized = host.file('/home/%s/.ssh/authorized_keys' % WORKER_USER).content_string
+    assert public in authorized.splitlines()
+    known = host.file(HOME + '/.ssh/known_hosts').content_string
+    assert known.startswith('127.0.0.1 ssh-ed25519 '), known
+    # and it opens an SSH session on the worker as the sweeper user, with host key checking on
+    out = host.run('runuser -u %s -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes %s@127.0.0.1 true'
+                   % (USER, WORKER_USER))
+    assert out.rc == 0, out.stderr
+
+
 def test_every_argument_reaches_ansible_playbook_as_written(host):
     """argv-safe: the running ansible-playbook's own argv (/proc/PID/cmdline) ends with
     sweeper_extra_args exactly - no %-specifier, $-expansion, unquoting or word splitting."""
@@ -162,7 +248,7 @@ def test_every_argument_reaches_ansible_playbook_as_written(host):
         pids = host.run('pgrep -u %s -f fleet.dispatch.sweep' % USER).stdout.split()
         for pid in pids:
             raw = host.run("tr '\\0' '\\n' < /proc/%s/cmdline" % pid).stdout.split('\n')
-            if any(a.endswith('/ansible-playbook') for a in raw[:2]):
+            if VENV + '/bin/ansible-playbook' in raw[:2]:
                 argv = raw
         time.sleep(0.1)
     _wait_idle(host)
@@ -201,7 +287,7 @@ def test_secrets_not_in_the_unit(host):
 # --- a real cycle, from the timer's service ----------------------------------------------------
 
 def test_a_cycle_runs_the_sweep_and_writes_the_plan(host):
-    host.run('rm -f %s' % PLAN)
+    host.run('rm -f %s %s' % (PLAN, CYCLE))
     rc, beat, took = _cycle(host)
     print('successful cycle: %.1f s' % took)
     assert rc == 0, _journal(host)
@@ -211,13 +297,15 @@ def test_a_cycle_runs_the_sweep_and_writes_the_plan(host):
     plan_file = host.file(found[0])
     assert plan_file.is_file and plan_file.user == USER, 'the sweep wrote no plan' + _journal(host)
     plan = json.loads(plan_file.content_string)
-    assert plan['mode'] == 'plan' and plan['readable'] is True and plan['board'] == BOARD['path'], plan
+    assert plan['mode'] == MODE and plan['board'] == BOARD['path'], plan
+    record = json.loads(host.file(host.run('ls %s' % CYCLE).stdout.split()[0]).content_string)
+    assert record['result'] == 'ok' and record['readable'] is True and record['mode'] == MODE, record
     eligible = sorted(i['number'] for i in plan['items'] if i['eligible'])
     # the demo board's candidates: the importer (#1), the closed blocker's dependant (#5), the
-    # reopened item (#10), the capacity deaths (#12) and the finished-left-open item (#13)
+    # reopened item (#10), the capacity deaths (#12) and the finished-left-open item (#13); the
+    # stand-in runs post no marker, so they stay candidates while the timer's runs are live
     assert 1 in eligible and 13 in eligible and 11 not in eligible, eligible
-    named = sorted(u['number'] for u in plan['unplaced']) + sorted(a['number'] for a in plan['assignments'])
-    assert sorted(named) == eligible, (named, eligible)
+    assert sorted(record['candidates']) == eligible, (record['candidates'], eligible)
     # the cycle ran as the sweeper user, in its state dir
     assert host.file(STATE + '/ansible.log').user == USER
 
