@@ -96,14 +96,14 @@ options:
     description:
       - Exit codes of the run that are not a failure of its unit, passed as C(-p SuccessExitStatus=), so the notifier named by
         O(notifier) does not fire for them.
-      - The default is the runner's C(13) (a retry was scheduled) and C(12) (the master hit its provider's limit). Both are the
-        mechanism working, written on the board as markers, and an announcer that reports them trains the human to ignore the
-        channel. Its C(10) (no-op), C(11) (failure), C(3) (self-update did not verify), C(4) (close-out lost) and C(5)
-        (start marker lost) still fire it.
+      - The default is the runner's C(13) (a retry was scheduled), C(12) (the master hit its provider's limit) and C(15) (the
+        run was stopped at its budget). All are the mechanism working, written on the board as markers, and an announcer that
+        reports them trains the human to ignore the channel. Its C(10) (no-op), C(11) (failure), C(3) (self-update did not
+        verify), C(4) (close-out lost) and C(5) (start marker lost) still fire it.
       - An empty list makes every non-zero exit a failure.
     type: list
     elements: int
-    default: [12, 13]
+    default: [12, 13, 15]
   runner_version:
     description:
       - The runner version the dispatcher expects. When given, C(<command[0]> --version) of every item is run with O(path)
@@ -227,7 +227,7 @@ def argument_spec():
         environment_file=dict(type='path'),
         notifier=dict(type='str', default='fleet-notify@'),
         runner_version=dict(type='str'),
-        success_exit_status=dict(type='list', elements='int', default=[12, 13]),
+        success_exit_status=dict(type='list', elements='int', default=[12, 13, 15]),
         sandbox=dict(type='dict'),
     )
 

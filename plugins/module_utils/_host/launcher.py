@@ -108,7 +108,7 @@ def unit_names(items, notifier):
 
 
 def launch_items(sd, items, path, environment_file=None, notifier='fleet-notify@', runner_version=None,
-                 success_exit_status=(12, 13), check=False, warn: Callable[[str], Any] = lambda _text: None,
+                 success_exit_status=(12, 13, 15), check=False, warn: Callable[[str], Any] = lambda _text: None,
                  properties: Optional[List[str]] = None, sandbox: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Start each item on this master (``sd``); ``{results, launched, refused, failed_to_launch}``.
 

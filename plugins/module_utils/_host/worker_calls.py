@@ -56,7 +56,7 @@ LAUNCH_SPEC = dict(
     path=dict(type='str', default=''),
     environment_file=dict(type='str'),
     notifier=dict(type='str', default='fleet-notify@'),
-    success_exit_status=dict(type='list', elements='int', default=[12, 13]),
+    success_exit_status=dict(type='list', elements='int', default=[12, 13, 15]),
     runner_version=dict(type='str'),
     sandbox=dict(type='dict'),
     runner_dir=RUNNER_DIR_OPTION,
