@@ -33,7 +33,7 @@ spend      stream usage as ``claude -p --output-format stream-json --verbose`` d
            ``assistant`` lines (a text and a tool_use block) carrying the response's usage, then the
            ``result`` line with the totals and ``total_cost_usd`` (0.01 a response), exit 0 (merges
            nothing); with ``FAKE_AGENT_HANG_AFTER=N`` it sleeps until killed after response N instead
-           (a run that would go on spending), its pid in ``FAKE_AGENT_PIDFILE``
+           (a run that would go on spending); its pid in ``FAKE_AGENT_PIDFILE`` before the first line
 =========  ================================================================================
 
 What it reads: the brief on stdin (the runner's default) or from ``FLEET_BRIEF_FILE``; the item
@@ -164,17 +164,12 @@ def _envelope(subtype='success', is_error=False, turns=7, result=''):
                        'duration_ms': 1234, 'result': result, 'session_id': uuid.uuid4().hex})
 
 
-def _hang():
-    pidfile = os.environ.get('FAKE_AGENT_PIDFILE')
-    if pidfile:
-        with open(pidfile, 'w', encoding='utf-8') as handle:
-            handle.write('%d\n' % os.getpid())
-    while True:
-        time.sleep(3600)
-
-
 def _spend(out):
     """Claude Code's stream-json lines (the shape of tests/corpus captures), usage as it streams."""
+    pidfile = os.environ.get('FAKE_AGENT_PIDFILE')
+    if pidfile:   # first: the runner may stop it at any line below
+        with open(pidfile, 'w', encoding='utf-8') as handle:
+            handle.write('%d\n' % os.getpid())
     session = uuid.uuid4().hex
     events = int(os.environ.get('FAKE_AGENT_EVENTS', '5'))
     hang_after = int(os.environ.get('FAKE_AGENT_HANG_AFTER', '0') or 0)
@@ -191,7 +186,8 @@ def _spend(out):
                                   'session_id': session}) + '\n')
         out.flush()
         if n == hang_after:
-            _hang()
+            while True:
+                time.sleep(3600)
     out.write(json.dumps({'type': 'result', 'subtype': 'success', 'is_error': False, 'num_turns': events, 'result': 'done',
                           'session_id': session, 'total_cost_usd': round(0.01 * events, 6),
                           'usage': {'input_tokens': 100 * events, 'output_tokens': 50 * events}}) + '\n')

@@ -27,7 +27,7 @@ def absent(unit):
     return state(unit, 'inactive', load='not-found')
 
 
-def run_argv(unit, command, workdir, env_file=None, setenv=None, notifier=True, success='12 13'):
+def run_argv(unit, command, workdir, env_file=None, setenv=None, notifier=True, success='12 13 15'):
     argv = ['systemd-run', '--user', '--unit=%s' % unit, '--collect', '-p', 'Type=exec', '--setenv=PATH=' + PATH]
     for key in sorted(setenv or {}):
         argv.append('--setenv=%s=%s' % (key, setenv[key]))
