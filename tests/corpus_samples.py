@@ -17,3 +17,16 @@ def corpus_text(sample_id):
             if sample['id'] == sample_id:
                 return sample['text']
     raise KeyError(sample_id)
+
+
+CAPTURES = CORPUS.parent / 'captures'
+
+
+def capture(capture_id):
+    """The real capture ``capture_id`` of tests/corpus/captures (its ``text``, ``argv``, ``exit_code``, ...)."""
+    import yaml
+    for path in sorted(CAPTURES.glob('*.yml')):
+        for sample in yaml.safe_load(path.read_text(encoding='utf-8')):
+            if sample['id'] == capture_id:
+                return sample
+    raise KeyError(capture_id)

@@ -41,10 +41,11 @@ options:
     description:
       - The marker kind. V(stopped) is for an external stop and makes no claim about the work; V(capacity) is excluded from
         the attempt count; V(retry) must carry C(not_before) in O(fields); V(left_open) keeps the item dispatchable;
-        V(handoff) holds it while the session chain it names lives (docs/chains.md).
+        V(handoff) holds it while the session chain it names lives (docs/chains.md); V(budget) says the runner stopped the run
+        at its budget, not a failure of the work, and counts as an attempt.
     type: str
     required: true
-    choices: [start, success, noop, failure, stopped, capacity, retry, reset, left_open, handoff]
+    choices: [start, success, noop, failure, stopped, capacity, retry, reset, left_open, handoff, budget]
   fields:
     description: Machine-readable fields carried by the marker (for example C(unit), C(worker), C(not_before), C(reset_at)).
     type: dict

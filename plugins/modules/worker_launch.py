@@ -94,7 +94,7 @@ options:
     description: Exit codes of the run that are not a failure of its unit (as M(fleet.dispatch.launch)).
     type: list
     elements: int
-    default: [12, 13]
+    default: [12, 13, 15]
   runner_version:
     description: The runner version the dispatcher expects (as M(fleet.dispatch.launch)); omitted, no version check.
     type: str

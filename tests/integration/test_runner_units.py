@@ -269,13 +269,13 @@ def worker(request, bed, tmp_path_factory, fresh_database):
             return json.loads(json.dumps(dict((str(n), summary(local_board, n, now)) for n in numbers)))
         return json.loads(py(READ_BACK % {'ledger': ledger, 'numbers': list(numbers), 'summary': SUMMARY_EXPR}))
 
-    def launch(runs, runner_version=VERSION):
-        '''``runs``: list of (number, mode, extra setenv). One launch call for all of them.'''
+    def launch(runs, runner_version=VERSION, args=()):
+        '''``runs``: list of (number, mode, extra setenv). One launch call for all of them; ``args`` after the runner's.'''
         items = []
         for number, mode, more in runs:
             setenv = dict({'FAKE_AGENT_MODE': mode, 'FAKE_AGENT_PIDFILE': '%s/agent-%d.pid' % (home, number),
                            'FAKE_AGENT_LOG': '%s/agent.log' % home}, **more)
-            items.append({'number': number, 'command': ['fleet-runner', '--item', str(number)], 'workdir': home,
+            items.append({'number': number, 'command': ['fleet-runner', '--item', str(number)] + list(args), 'workdir': home,
                           'setenv': setenv})
         res = bed.ansible(host, 'fleet.dispatch.launch', {
             'items': items, 'path': path, 'environment_file': home + '/.config/fleet-dispatch/credentials.env',
@@ -628,3 +628,37 @@ def test_a_hand_stop_through_run_stop_is_stopped_by_whom_never_a_failure(worker)
     assert worker.never_notified('task-35')
     res = worker.bed.ansible(worker.host, 'fleet.dispatch.run_stop', {'unit': 'task-35'}, become_user=worker.master)[worker.host]
     assert res.get('changed') is False and 'not live' in res['msg'], res
+
+
+BUDGET_CONFIG = r'''
+import json, os
+here = os.path.expanduser('~/.config/fleet-dispatch/')
+conf = json.load(open(here + 'runner.json'))
+conf['budget'] = {'tokens': 400}
+fd = os.open(here + 'runner-budget.json', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+os.write(fd, json.dumps(conf).encode())
+os.close(fd)
+'''
+
+
+def test_a_run_over_its_budget_is_stopped_in_a_real_unit_that_does_not_fail(worker):
+    """The fake agent streams Claude Code stream-json usage (150 tokens a response) and would go on for ever after
+    its fifth response: the installed runner, with the role's runner config plus a 400-token budget, stops it at the
+    third, posts the budget marker once, and exits 15 -- which launch's success_exit_status keeps from failing the
+    unit, so the notifier never fires (D14)."""
+    number = 31
+    worker.create([number])
+    worker.ssh("python3 - <<'PYEOF'\n%s\nPYEOF" % BUDGET_CONFIG)
+    res = worker.launch([(number, 'spend', {'FAKE_AGENT_HANG_AFTER': '5'})],
+                        args=['--config', worker.home + '/.config/fleet-dispatch/runner-budget.json'])
+    assert not res.get('failed') and res['launched'] == ['task-%d' % number], res
+    got = worker.wait_terminal([number])[str(number)]
+    assert got['kinds'] == ['start', 'budget'], got
+    assert (got['state'], got['reason'], got['attempts']) == ('open', 'eligible', 1), got
+    stop = got['fields'][-1]
+    assert (stop['limit'], stop['budget'], stop['spend_at_stop'], stop['exit_code']) == ('tokens', {'tokens': 400}, {'tokens': 450}, -15)
+    assert got['fields'][0]['budget'] == {'tokens': 400}
+    worker.unit_gone(number)
+    assert worker.never_notified('task-%d' % number)
+    record = json.loads(worker.ssh('cat %s/runs/task-%d/closeout.json' % (worker.state, number)).stdout)
+    assert (record['kind'], record['exit_code']) == ('budget', 15)

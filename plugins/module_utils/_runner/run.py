@@ -15,6 +15,8 @@ The rules in full, with their reasons: ``docs/internals.md``, section "The run".
 
 from __future__ import annotations
 
+import argparse
+import codecs
 import datetime as _dt
 import json
 import os
@@ -29,12 +31,13 @@ from typing import Any, Dict, List, Optional
 
 from .._board.protocol import BoardError, BoardUnreadable
 from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
-from .._core.outcome.agents import DEFAULT_PROFILE, ENVELOPE_TYPE, agent_argv, profile as agent_profile, read_capture
+from .._core.outcome.agents import DEFAULT_PROFILE, ENVELOPE_TYPE, UsageMeter, agent_argv, profile as agent_profile, read_capture
+from .._core.outcome.budget import Budget, describe as describe_budget, enforceable, parse_budget, reached, stop_for
 from .._core.outcome.capacity import (board_unreachable_state, clears_after_agent_found, clears_after_clean_run, clears_after_start,
                                       clears_after_update, update_failed_state)
-from .._core.outcome.closeout import Decision, agent_missing, decide
+from .._core.outcome.closeout import EXIT, Decision, agent_missing, decide
 # the exit codes (one table, _core.outcome.exits): the unit's ExecMainStatus
-from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
+from .._core.outcome.exits import (EXIT_BUDGET, EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
                                    EXIT_USAGE)
 from .._core.dispatch.eligibility import live_start
 from .._core.board.markers import format_marker, parse_marker
@@ -111,6 +114,7 @@ class RunConfig:
     tz: Any = None                     # the zone of reset times the agent printed without one
     chain_ledger: Optional[Dict[str, Any]] = None   # the ledger this run's session goes in (None: no chain here)
     chain_dispatch_by_default: bool = False
+    budget: Budget = field(default_factory=Budget)   # the run's budget as configured (_core.outcome.budget)
 
 
 def _default_reraise(signum):
@@ -156,6 +160,11 @@ class Run(object):
         self.capacity_path = os.path.join(config.state_dir, CAPACITY_FILE)
         self.proc = None
         self.stalled = False
+        self.budget = enforceable(config.budget, agent_profile(config.agent).states_cost)
+        self.budget_stop = None    # set when the agent is stopped at its budget: {'limit', 'budget', 'spend', 'text'}
+        self._meter = None
+        self._read_at = 0
+        self._decoder = None
         self.start_posted = False
         self.closeout_posted = False
         self._critical = 0
@@ -498,11 +507,53 @@ class Run(object):
                        'workdir': self.config.workdir or os.getcwd(), 'branch': self.config.branch, 'output_dir': self.out_dir})
 
     def _wait(self):
-        """Wait for the agent; ``(rc, timed_out)``; a stall sets ``self.stalled`` (_runner/spawn.py ``wait_agent``)."""
+        """Wait for the agent; ``(rc, timed_out)``; a stall sets ``self.stalled``, a stop at the run's budget
+        ``self.budget_stop`` (_runner/spawn.py ``wait_agent``)."""
+        watch = None
+        if self.budget:
+            self._meter, self._read_at = UsageMeter(), 0
+            self._decoder = codecs.getincrementaldecoder('utf-8')(errors='replace')
+            watch = self._over_budget
         rc, why = wait_agent(self.proc, capture_path=self.capture_path, timeout=self.config.timeout,
-                             stall_timeout=self.config.stall_timeout, grace=self.config.kill_grace, log=self.log)
+                             stall_timeout=self.config.stall_timeout, grace=self.config.kill_grace, log=self.log, watch=watch)
         self.stalled = why == 'stall'
         return rc, why == 'timeout'
+
+    def _over_budget(self) -> bool:
+        """Read what the agent printed since the last look and check each usage event in it, in order: True (stop
+        the agent) at the first that reaches the budget while the agent goes on (``_core.outcome.budget.stop_for``)."""
+        try:
+            with open(self.capture_path, 'rb') as handle:
+                handle.seek(self._read_at)
+                data = handle.read()
+        except OSError:
+            return False
+        self._read_at += len(data)
+        for event, spend in self._meter.feed(self._decoder.decode(data)):
+            limit = stop_for(self.budget, event, spend)
+            if limit:
+                self.budget_stop = {'limit': limit, 'budget': self.budget.fields(), 'spend': spend.fields(),
+                                    'text': describe_budget(self.budget, spend, limit)}
+                self.log('%s (%s usage event %d); stopping its process group' % (
+                    self.budget_stop['text'], event, spend.events))
+                return True
+        return False
+
+    def _budget_fields(self, reading) -> Dict[str, Any]:
+        """What a close-out records of the budget: the limits, what the agent stated it spent in all (``spend``;
+        the run's ``tokens``/``cost_usd`` where its envelope stated none), and ``over_budget`` when a limit was
+        reached without a stop (the CLI stated it in its last word). Nothing when the run has no budget."""
+        if not self.budget:
+            return {}
+        spend = reading.spend
+        out = {'budget': self.budget.fields(), 'spend': spend.fields() if spend is not None else {}}
+        for key, value in out['spend'].items():
+            if getattr(reading, key, None) is None:
+                out[key] = value
+        limit = reached(self.budget, spend) if spend is not None else None
+        if limit and self.budget_stop is None:
+            out['over_budget'] = limit
+        return out
 
     def _agent_missing(self) -> str:
         """Why the agent cannot start: its executable (or the runtime its ``#!`` asks the PATH for) is not on
@@ -678,7 +729,8 @@ class Run(object):
         # The start marker before anything that can fail (it is itself retried once).
         self._enter_critical()
         try:
-            body = format_marker('start', self._fields(), 'run started on %s/%s' % (self.config.host, self.config.master))
+            more = {'budget': self.budget.fields()} if self.budget else {}
+            body = format_marker('start', self._fields(**more), 'run started on %s/%s' % (self.config.host, self.config.master))
             error = self._post('start', body)
             self.start_posted = error is None
         finally:
@@ -714,6 +766,8 @@ class Run(object):
                 handle.write(brief)
             argv, stdin_path = self._agent_argv(brief)
             self.log('starting the agent: %s (brief %s, capture %s)' % (argv[0], BRIEF_VERSION, self.capture_path))
+            if self.config.budget:
+                self.log(budget_note(self.config.budget, self.budget, self.config.agent))
             try:
                 self.proc = self.spawner.spawn(argv, stdin_path=stdin_path, capture_path=self.capture_path,
                                                env=self._agent_env(), cwd=self.config.workdir or None)
@@ -741,7 +795,8 @@ class Run(object):
 
     def _finish(self, rc, timed_out) -> int:
         """Read the capture once, re-read the item, decide, close out (one parse for both)."""
-        if isinstance(rc, int) and -rc in (signal.SIGTERM, signal.SIGINT) and not timed_out and not self.stalled:
+        if (isinstance(rc, int) and -rc in (signal.SIGTERM, signal.SIGINT) and not timed_out and not self.stalled
+                and self.budget_stop is None):
             # The agent died of a stop signal the runner did not send. When the unit is stopped,
             # systemd signals every process of the cgroup at once and the agent may be reaped
             # before the runner's own handler has run: give that signal a moment to arrive, so a
@@ -776,10 +831,12 @@ class Run(object):
         decision = decide(outcome, item, number=self.config.number, repo=self.config.repo,
                           started_at=self.board_started_at or self.started_at,
                           now=now, exit_code=rc, capture=capture, ladder=self.config.backoff, timed_out=timed_out,
-                          unit=self.unit, stalled=self.config.stall_timeout if self.stalled else 0)
+                          unit=self.unit, stalled=self.config.stall_timeout if self.stalled else 0,
+                          budget_stop=self.budget_stop)
         if item is None:
             decision.fields['board'] = 'unreadable at close-out: nothing could be credited'
         decision.fields.update(run_cost(reading))
+        decision.fields.update(self._budget_fields(reading))
         return self._closeout(decision)
 
 
@@ -841,6 +898,23 @@ def _parser():
     p.add_argument('--installed', action='store_true',
                    help='the installer verified this runner: delete an update_failed capacity state, print JSON and exit')
     return p
+
+
+def budget_note(configured: Budget, held: Budget, agent: str) -> str:
+    """The log line saying how a run's budget is held for its agent profile: a USD limit on a CLI that states no
+    cost is not held (budgeted by tokens only), and a profile whose output states usage only at its end is
+    checked there, which stops nothing."""
+    prof = agent_profile(agent)
+    words = ['budget %s' % ', '.join('%s %s' % (k, v) for k, v in sorted(configured.fields().items()))]
+    if configured.usd is not None and held.usd is None:
+        words.append('the %s CLI states no cost: budgeted by tokens only' % prof.name)
+    if prof.usage == 'result':
+        words.append('the %s CLI states its usage only in its final result: checked there, after the work' % prof.name)
+    elif prof.usage == 'turn':
+        words.append('the %s CLI states its usage at each turn it reports: checked there' % prof.name)
+    elif prof.usage == 'message':
+        words.append('checked at every model response the %s CLI reports' % prof.name)
+    return '; '.join(words)
 
 
 def run_cost(reading) -> Dict[str, Any]:
@@ -905,12 +979,14 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         conf = runner_conf(args, environ)
         spec = board_spec(expand(args.board_spec or conf.get('board_spec') or DEFAULT_BOARD_SPEC), environ)
         agent_name = agent_profile(conf.get('agent') or DEFAULT_PROFILE).name
+        budget = parse_budget(conf.get('budget'))
         if args.agent_command:
             agent = json.loads(args.agent_command)
         elif agent_name == DEFAULT_PROFILE:
             agent = conf.get('agent_command', list(DEFAULT_AGENT))
         else:
-            agent = agent_argv(agent_name) + [str(a) for a in (conf.get('agent_args') or [])]
+            # with a budget, the profile's streaming argv (claude: stream-json), so usage is read as it streams
+            agent = agent_argv(agent_name, streaming=bool(budget)) + [str(a) for a in (conf.get('agent_args') or [])]
         if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):
             raise ValueError('agent_command must be a non-empty JSON list of strings, got %r' % (agent,))
         backoff = tuple(int(x) for x in conf.get('backoff', DEFAULT_BACKOFF))
@@ -950,7 +1026,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         stall_timeout=(args.stall_timeout if args.stall_timeout is not None else conf.get('stall_timeout')) or None,
         agent_credentials=expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
         kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version, agent=agent_name,
-        tz=conf.get('tz') or local_zone())
+        tz=conf.get('tz') or local_zone(), budget=budget)
     config.chain_ledger, chain_conf = item_chain_config(args.config, environ)
     config.chain_dispatch_by_default = bool(chain_conf.get('dispatch_by_default'))
     if chain_conf.get('host'):

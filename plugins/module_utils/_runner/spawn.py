@@ -36,6 +36,15 @@ KILL_GRACE = 10.0
 STALL_POLL_MAX = 5.0
 
 
+# Seconds between two reads of the capture while a run has a budget: each read takes what the agent printed
+# since the last and checks every usage event in it, in order, so the stop is decided at the event that
+# reached the budget. Unmeasured guess: a usage event is one model response, and the quickest seen here is
+# the scripted endpoint's (claude-commit capture: two responses in duration_api_ms 409, ~0.2 s each), a real
+# model's seconds; the agent runs on for at most this long after the event. Experiment that settles it: the
+# gaps between consecutive usage events in a month of stream-json captures; set this below their p1.
+BUDGET_POLL = 0.25
+
+
 DEFAULT_AGENT_CREDENTIALS = '~/.config/fleet-dispatch/agent-credentials.env'
 
 
@@ -186,20 +195,24 @@ def _capture_size(path: str) -> int:
 
 def wait_agent(proc, *, capture_path: str, timeout: Optional[float] = None, stall_timeout: Optional[float] = None,
                grace: float = KILL_GRACE, log: Optional[Callable[[str], None]] = None,
-               monotonic: Callable[[], float] = time.monotonic) -> Tuple[Optional[int], str]:
+               monotonic: Callable[[], float] = time.monotonic, watch: Optional[Callable[[], bool]] = None,
+               watch_poll: float = BUDGET_POLL) -> Tuple[Optional[int], str]:
     """Wait for the agent: ``(exit code, why)``, ``why`` ``''`` (it ended), ``'timeout'`` (it ran longer than
-    ``timeout`` seconds) or ``'stall'`` (its capture did not grow for ``stall_timeout`` seconds); the last
-    two stop its process group. None or 0 for either: no such limit here."""
+    ``timeout`` seconds), ``'stall'`` (its capture did not grow for ``stall_timeout`` seconds) or ``'budget'``
+    (``watch()``, called every ``watch_poll`` seconds while it runs, said stop: the run's budget); the last
+    three stop its process group. None or 0 for a limit: no such limit here."""
     timeout = timeout or None
     stall_timeout = stall_timeout or None
-    if stall_timeout is None:
+    if stall_timeout is None and watch is None:
         try:
             return proc.wait(timeout=timeout), ''
         except subprocess.TimeoutExpired:
             if log:
                 log('the agent ran longer than %ss; stopping its process group' % timeout)
             return stop_group(proc, grace, log), 'timeout'
-    poll = min(STALL_POLL_MAX, stall_timeout / 4.0)
+    poll = min(STALL_POLL_MAX, stall_timeout / 4.0) if stall_timeout is not None else watch_poll
+    if watch is not None:
+        poll = min(poll, watch_poll)
     start = last_change = monotonic()
     size = _capture_size(capture_path)
     while True:
@@ -214,6 +227,10 @@ def wait_agent(proc, *, capture_path: str, timeout: Optional[float] = None, stal
             if log:
                 log('the agent ran longer than %ss; stopping its process group' % timeout)
             return stop_group(proc, grace, log), 'timeout'
+        if watch is not None and proc.poll() is None and watch():
+            return stop_group(proc, grace, log), 'budget'
+        if stall_timeout is None:
+            continue
         grown = _capture_size(capture_path)
         if grown != size:
             size, last_change = grown, now

@@ -28,6 +28,12 @@ fail       reach the model, work for some turns, fail: an error envelope, exit 1
 replay     print the file ``FAKE_AGENT_REPLAY`` (a real captured output, e.g. a corpus sample's
            text) on stdout, exit ``FAKE_AGENT_EXIT`` (default 0); with ``FAKE_AGENT_REPLAY_MERGE=1``
            "merge" a change that closes the item first, as ``merge`` does
+spend      stream usage as ``claude -p --output-format stream-json --verbose`` does: an init line, then
+           ``FAKE_AGENT_EVENTS`` (default 5) model responses of 100 input + 50 output tokens, each as two
+           ``assistant`` lines (a text and a tool_use block) carrying the response's usage, then the
+           ``result`` line with the totals and ``total_cost_usd`` (0.01 a response), exit 0 (merges
+           nothing); with ``FAKE_AGENT_HANG_AFTER=N`` it sleeps until killed after response N instead
+           (a run that would go on spending); its pid in ``FAKE_AGENT_PIDFILE`` before the first line
 =========  ================================================================================
 
 What it reads: the brief on stdin (the runner's default) or from ``FLEET_BRIEF_FILE``; the item
@@ -58,7 +64,7 @@ import uuid
 FORGE_DSN_ENV = 'FAKE_FORGE_DSN'
 """The fake forge's own ledger DSN (its merge identity, D18): from the agent credentials file only."""
 
-MODES = ('merge', 'claim', 'die503', 'ratelimit', 'revoked', 'hang', 'noisy', 'fail', 'replay')
+MODES = ('merge', 'claim', 'die503', 'ratelimit', 'revoked', 'hang', 'noisy', 'fail', 'replay', 'spend')
 
 
 def _now():
@@ -158,6 +164,36 @@ def _envelope(subtype='success', is_error=False, turns=7, result=''):
                        'duration_ms': 1234, 'result': result, 'session_id': uuid.uuid4().hex})
 
 
+def _spend(out):
+    """Claude Code's stream-json lines (the shape of tests/corpus captures), usage as it streams."""
+    pidfile = os.environ.get('FAKE_AGENT_PIDFILE')
+    if pidfile:   # first: the runner may stop it at any line below
+        with open(pidfile, 'w', encoding='utf-8') as handle:
+            handle.write('%d\n' % os.getpid())
+    session = uuid.uuid4().hex
+    events = int(os.environ.get('FAKE_AGENT_EVENTS', '5'))
+    hang_after = int(os.environ.get('FAKE_AGENT_HANG_AFTER', '0') or 0)
+    out.write(json.dumps({'type': 'system', 'subtype': 'init', 'session_id': session, 'model': 'claude-sonnet-4-5'}) + '\n')
+    for n in range(1, events + 1):
+        usage = {'input_tokens': 100, 'cache_creation_input_tokens': 0, 'cache_read_input_tokens': 0, 'output_tokens': 50,
+                 'service_tier': 'standard'}
+        blocks = [{'type': 'text', 'text': 'step %d' % n},
+                  {'type': 'tool_use', 'id': 'toolu_%d' % n, 'name': 'Bash', 'input': {'command': 'true'}}]
+        for block in blocks:   # one line per content block, each with the response's usage
+            message = {'model': 'claude-sonnet-4-5', 'id': 'msg_%d' % n, 'type': 'message', 'role': 'assistant',
+                       'content': [block], 'stop_reason': None, 'usage': usage}
+            out.write(json.dumps({'type': 'assistant', 'message': message, 'parent_tool_use_id': None,
+                                  'session_id': session}) + '\n')
+        out.flush()
+        if n == hang_after:
+            while True:
+                time.sleep(3600)
+    out.write(json.dumps({'type': 'result', 'subtype': 'success', 'is_error': False, 'num_turns': events, 'result': 'done',
+                          'session_id': session, 'total_cost_usd': round(0.01 * events, 6),
+                          'usage': {'input_tokens': 100 * events, 'output_tokens': 50 * events}}) + '\n')
+    return 0
+
+
 def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
     mode = os.environ.get('FAKE_AGENT_MODE', '')
@@ -181,6 +217,8 @@ def main(argv=None):
         with open(os.environ['FAKE_AGENT_REPLAY'], 'r', encoding='utf-8') as handle:
             out.write(handle.read())
         return int(os.environ.get('FAKE_AGENT_EXIT', '0'))
+    if mode == 'spend':
+        return _spend(out)
     if mode == 'die503':
         err.write('Retrying request to /v1/messages in 0.8 seconds\n')
         err.write('API Error: 503 {"type":"error","error":{"type":"api_error","message":"Service Unavailable"}}\n')

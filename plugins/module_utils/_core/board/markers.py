@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 from .model import format_time, parse_time, to_jsonable
 from .references import defang
 
-KINDS = ('start', 'success', 'noop', 'failure', 'stopped', 'capacity', 'retry', 'reset', 'left_open', 'handoff')
+KINDS = ('start', 'success', 'noop', 'failure', 'stopped', 'capacity', 'retry', 'reset', 'left_open', 'handoff', 'budget')
 
 GLYPHS = {
     'start': u'\U0001F680',
@@ -32,6 +32,7 @@ GLYPHS = {
     'reset': u'\U0001F9F9',
     'left_open': u'\U0001F4CC',
     'handoff': u'\U0001F517',
+    'budget': u'\U0001F4B8',
 }  # type: Dict[str, str]
 
 KIND_OF_GLYPH = dict((glyph, kind) for kind, glyph in GLYPHS.items())
@@ -42,6 +43,8 @@ KIND_OF_GLYPH = dict((glyph, kind) for kind, glyph in GLYPHS.items())
 # item's eligibility -- see ITEM_FINAL.
 # ``handoff`` is neither: it follows a run's close-out and says a session chain carries
 # the item on; it ends no run (see _core/dispatch/eligibility.py, hold ``chained``).
+# ``budget`` ends a run the runner stopped at its budget: not a failure of the work, yet an attempt
+# (only capacity and retry endings are uncounted, _core/dispatch/eligibility.py UNCOUNTED_ENDINGS).
 TERMINAL = frozenset(k for k in KINDS if k not in ('start', 'handoff'))
 
 # Kinds that, as the last marker, say the ITEM is finished. Only a success: left_open exists
@@ -59,6 +62,7 @@ DEFAULT_TEXT = {
     'reset': 'orphaned run reset by the reaper',
     'left_open': 'finished, deliberately left open; still dispatchable',
     'handoff': 'handed off: a session chain carries this item on; not dispatched while the chain lives',
+    'budget': 'run stopped at its budget; not a failure of the work, it counts as an attempt',
 }
 
 FIELDS_TAG = 'fleet.dispatch'

@@ -206,27 +206,39 @@ class AgentProfile:
     brief: str
     envelopes: Tuple[str, ...]
     doc: str = ''
+    usage: str = ''                  # where its output states usage: USAGE_WHEN
+    states_cost: Optional[bool] = None   # whether it states a cost at all (None: the command decides)
+    stream_argv: Tuple[str, ...] = ()    # the argv whose output states usage as it streams, when argv's does not
 
 
 ENVELOPE_SHAPES = ('claude_result', 'codex_turn', 'gemini_json')
+
+# Where a profile's output states the agent's usage, so when a run budget can be checked (UsageMeter):
+# ``message`` after every model response (Claude Code stream-json ``assistant`` lines), ``turn`` at each turn
+# the CLI reports (Codex ``turn.completed``; ``codex exec`` runs one turn, so at its end), ``result`` only in
+# the final result (Gemini CLI json and stream-json ``stats``), ``any`` whatever the command prints.
+USAGE_WHEN = ('message', 'turn', 'result', 'any')
 
 PROFILES = {
     'claude': AgentProfile(
         'claude', ('claude', '-p', '--output-format', 'json'), 'stdin', ('claude_result',),
         'Claude Code: the brief on stdin; one JSON result object (stream-json: the last type=result line); '
-        'num_turns, total_cost_usd, usage; errors in result/errors/api_error_status; rate_limit_event lines'),
+        'num_turns, total_cost_usd, usage; errors in result/errors/api_error_status; rate_limit_event lines',
+        usage='message', states_cost=True,
+        stream_argv=('claude', '-p', '--output-format', 'stream-json', '--verbose')),
     'codex': AgentProfile(
         'codex', ('codex', 'exec', '--json', '-'), 'stdin', ('codex_turn',),
         'OpenAI Codex CLI: "-" reads the brief from stdin; JSONL events (thread.started, turn.started, item.*, '
-        'turn.completed with usage, turn.failed, error); no cost is stated'),
+        'turn.completed with usage, turn.failed, error); no cost is stated', usage='turn', states_cost=False),
     'gemini': AgentProfile(
         'gemini', ('gemini', '--output-format', 'json', '-p', 'Follow the brief given on standard input.'), 'stdin',
         ('gemini_json', 'claude_result'),
         'Gemini CLI: the brief on stdin (appended to -p); one JSON object {"response", "stats", "error"}; '
-        'token counts per model in stats; no cost or turn count is stated'),
+        'token counts per model in stats; no cost or turn count is stated', usage='result', states_cost=False),
     'custom': AgentProfile(
         'custom', (), 'stdin', ENVELOPE_SHAPES,
-        "the runner config's agent_command ({brief_file} or {brief} in it, else the brief on stdin); any known envelope"),
+        "the runner config's agent_command ({brief_file} or {brief} in it, else the brief on stdin); any known envelope",
+        usage='any'),
 }
 DEFAULT_PROFILE = 'custom'
 
@@ -239,14 +251,15 @@ def profile(name: Any) -> AgentProfile:
     return PROFILES[key]
 
 
-def agent_argv(name: Any, agent_command: Optional[List[str]] = None) -> List[str]:
-    """The argv a profile runs: an explicit ``agent_command`` wins (``custom`` needs one)."""
+def agent_argv(name: Any, agent_command: Optional[List[str]] = None, streaming: bool = False) -> List[str]:
+    """The argv a profile runs: an explicit ``agent_command`` wins (``custom`` needs one). ``streaming``: the
+    argv whose output states usage as it streams (``stream_argv``: a run with a budget), where the profile has one."""
     prof = profile(name)
     if agent_command:
         return list(agent_command)
     if not prof.argv:
         raise ValueError('the custom agent needs agent_command')
-    return list(prof.argv)
+    return list(prof.stream_argv if streaming and prof.stream_argv else prof.argv)
 
 
 # --- structured facts ----------------------------------------------------------------------------
@@ -689,13 +702,12 @@ class Reading:
     def envelope_found(self) -> bool:
         return self.envelope is not None
 
+    spend: Optional['Spend'] = None         # every usage the capture states, read as UsageMeter reads it live
+
     @property
     def tokens(self) -> Optional[int]:
-        """Input plus output tokens as the capture states them (Claude/Codex ``input_tokens`` +
-        ``output_tokens``, Gemini ``prompt`` + ``candidates``); None when it states none."""
-        counts = [self.usage.get(k) for k in ('input_tokens', 'output_tokens', 'prompt', 'candidates')
-                  if _int_or_none(self.usage.get(k)) is not None]
-        return sum(counts) if counts else None
+        """Input plus output tokens as the capture states them (``token_count``); None when it states none."""
+        return token_count(self.usage)
 
     @property
     def transient(self) -> bool:
@@ -771,6 +783,120 @@ def _clean_usage(usage: Any) -> Dict[str, Any]:
     if not isinstance(usage, dict):
         return {}
     return dict((k, v) for k, v in usage.items() if _int_or_none(v) is not None)
+
+
+TOKEN_KEYS = ('input_tokens', 'output_tokens', 'prompt', 'candidates')
+
+
+def token_count(usage: Any) -> Optional[int]:
+    """Input plus output tokens as a usage object states them: Claude Code's and Codex's ``input_tokens`` +
+    ``output_tokens`` (Claude's cache reads and writes are stated apart and not counted; Codex's cached input is
+    inside its ``input_tokens``), Gemini CLI's ``prompt`` + ``candidates`` (json) or ``input_tokens`` +
+    ``output_tokens`` (stream-json). None when it states none: never estimated."""
+    if not isinstance(usage, dict):
+        return None
+    counts = [usage.get(k) for k in TOKEN_KEYS if _int_or_none(usage.get(k)) is not None]
+    return sum(counts) if counts else None
+
+
+# --- usage as the agent states it, event by event ------------------------------------------------
+
+@dataclass
+class Spend:
+    """What the agent stated it spent: ``tokens`` (``token_count``) and ``cost_usd``, each None when the
+    output stated none (never estimated, never priced here); ``events``: the usage events read."""
+
+    tokens: Optional[int] = None
+    cost_usd: Optional[float] = None
+    events: int = 0
+
+    def fields(self) -> Dict[str, Any]:
+        """The figures that were stated, as marker fields."""
+        return dict((k, v) for k, v in (('tokens', self.tokens), ('cost_usd', self.cost_usd)) if v is not None)
+
+
+class UsageMeter(object):
+    """The agent's usage, read event by event: the one reading of usage, live (``feed``, as the capture
+    grows) and after the run (``read_capture`` passes every object of the capture to ``add``).
+
+    Per format: Claude Code stream-json states each model response's usage in its ``assistant`` lines (one
+    line per content block, all with the message's usage: counted once per message ``id``, the last line
+    wins) and the run's totals and ``total_cost_usd`` in its ``result``; Codex ``exec --json`` states the
+    thread's usage so far in each ``turn.completed`` (before 0.40, ``token_count`` events'
+    ``total_token_usage``); Gemini CLI states ``stats`` in its final object only (json: per model; stream-json:
+    the ``result`` line). A total the CLI states and the sum of the responses it stated are both what was
+    spent; the larger is kept. Pure: no I/O.
+    """
+
+    def __init__(self):
+        self._messages = {}   # type: Dict[str, int]
+        self._unnamed = 0
+        self._total = None    # type: Optional[int]
+        self._cost = None     # type: Optional[float]
+        self._events = 0
+        self._rest = ''
+
+    def add(self, obj: Any) -> str:
+        """Read one JSON object of the output: the kind of usage event it is (``message``, ``turn``,
+        ``result``), or '' when it states no usage."""
+        if not isinstance(obj, dict):
+            return ''
+        kind, msg = obj.get('type'), obj.get('msg')
+        event, total, cost = '', None, None
+        if kind == 'assistant' and isinstance(obj.get('message'), dict):
+            message = obj['message']
+            count = token_count(message.get('usage'))
+            if count is None:
+                return ''
+            if isinstance(message.get('id'), str) and message['id']:
+                self._messages[message['id']] = count
+            else:
+                self._unnamed += count
+            event = 'message'
+        elif kind == 'result':       # Claude Code's result; Gemini CLI stream-json's result (stats)
+            total = token_count(obj.get('usage'))
+            if total is None and isinstance(obj.get('stats'), dict):
+                total = token_count(obj['stats'])
+            cost = _num(obj.get('total_cost_usd'))
+            event = 'result' if total is not None or cost is not None else ''
+        elif kind == 'turn.completed':
+            total = token_count(obj.get('usage'))
+            event = 'turn' if total is not None else ''
+        elif kind is None and isinstance(msg, dict) and msg.get('type') == 'token_count':   # codex before 0.40
+            info = msg.get('info') if isinstance(msg.get('info'), dict) else {}
+            total = token_count(info.get('total_token_usage') if isinstance(info.get('total_token_usage'), dict) else msg)
+            event = 'message' if total is not None else ''
+        elif kind is None and _shape(obj) == 'gemini_json':
+            total = token_count(_gemini_usage(obj.get('stats')))
+            event = 'result' if total is not None else ''
+        if not event:
+            return ''
+        if total is not None:
+            self._total = total if self._total is None else max(self._total, total)
+        if cost is not None:
+            self._cost = cost
+        self._events += 1
+        return event
+
+    def feed(self, text: str) -> List[Tuple[str, 'Spend']]:
+        """Read the output that followed what was fed before: ``(event, spend after it)`` for each usage
+        event on a completed line, in order. An unfinished last line waits for the next ``feed``; an object
+        broken over several lines (Gemini CLI's pretty-printed json) is read only by ``read_capture``."""
+        lines = (self._rest + (text or '')).split('\n')
+        self._rest = lines.pop()
+        found = []
+        for line in lines:
+            for obj, _start, _end in json_objects(line, strict=False):
+                event = self.add(obj)
+                if event:
+                    found.append((event, self.spend))
+        return found
+
+    @property
+    def spend(self) -> Spend:
+        summed = sum(self._messages.values()) + self._unnamed if (self._messages or self._unnamed) else None
+        stated = [n for n in (summed, self._total) if n is not None]
+        return Spend(tokens=max(stated) if stated else None, cost_usd=self._cost, events=self._events)
 
 
 # Terminal dressing around the words: ANSI escapes (CSI and OSC), box-drawing and block glyphs.
@@ -1000,7 +1126,10 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
         if shape and shape in prof.envelopes:
             envelope, env_shape, env_end = obj, shape, end
     work = _work(text, objects, envelope, env_shape)
-    reading = Reading(profile=prof.name, kind='failure', envelope=envelope, envelope_shape=env_shape)
+    meter = UsageMeter()
+    for obj, _start, _end in objects:
+        meter.add(obj)
+    reading = Reading(profile=prof.name, kind='failure', envelope=envelope, envelope_shape=env_shape, spend=meter.spend)
     env_error = False
     if envelope is not None:
         if env_shape == 'claude_result':
@@ -1243,9 +1372,11 @@ def summary(reading: Reading) -> Dict[str, Any]:
         'reset_text': reading.reset_text,
         'usage': dict(reading.usage),
         'cost_usd': reading.cost_usd,
+        'spend': reading.spend.fields() if reading.spend is not None else {},
     }
 
 
-__all__ = ['AgentProfile', 'DEFAULT_PROFILE', 'ENVELOPE_TYPE', 'GOOGLE_DAY_ZONE', 'KINDS', 'PROFILES', 'Reading', 'Stated',
-           'THROTTLE_MAX_S', 'agent_argv', 'is_clean_run', 'is_envelope', 'json_objects', 'parse_duration', 'profile',
-           'read_capture', 'resolve_stated', 'scan_envelope', 'stated_reset', 'summary']
+__all__ = ['AgentProfile', 'DEFAULT_PROFILE', 'ENVELOPE_TYPE', 'GOOGLE_DAY_ZONE', 'KINDS', 'PROFILES', 'Reading', 'Spend', 'Stated',
+           'THROTTLE_MAX_S', 'TOKEN_KEYS', 'USAGE_WHEN', 'UsageMeter', 'agent_argv', 'is_clean_run', 'is_envelope',
+           'json_objects', 'parse_duration', 'profile', 'read_capture', 'resolve_stated', 'scan_envelope', 'stated_reset',
+           'summary', 'token_count']

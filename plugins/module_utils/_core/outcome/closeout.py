@@ -22,6 +22,8 @@ from .retry import DEFAULT_BACKOFF, plan_retry, retry_gate
 EXIT = BY_MARKER
 # 'stopped' only when the AGENT alone died of SIGTERM/SIGINT from outside; a stop of the unit
 # re-raises the signal instead, so systemd records the signal itself.
+# 'budget' 15: the runner stopped the agent at the run's budget (the mechanism working, like 12 and 13:
+# launch's success_exit_status holds it, so the unit is not failed).
 
 
 @dataclass
@@ -42,7 +44,7 @@ class Decision:
 
 def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str = '', exit_code: Optional[int] = None,
            capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '',
-           stalled: float = 0) -> Decision:
+           stalled: float = 0, budget_stop: Optional[Dict[str, Any]] = None) -> Decision:
     """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
 
     ``outcome`` is ``_core.outcome.agents.read_capture(capture, agent).outcome(exit_code)`` -- the ONE parse that feeds both the gate and
@@ -50,8 +52,13 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     (``None`` when the board could not be read: then nothing can be credited and fact 4 of the gate
     is unproven, so the run is neither a success nor a retry).
 
+    ``budget_stop``: the runner stopped the agent at the run's budget (``{'limit', 'budget', 'spend'}``,
+    ``_core.outcome.budget``): unless a merged artifact credits the run, it ends in a budget marker --
+    not a failure of the work, an attempt all the same -- with the provider limit's capacity state, if the
+    capture also shows one.
+
     Order: a time-attributed merged artifact is a success whatever the exit code (D2: the forge's
-    word, not the agent's); else a provider limit is capacity; else a timeout is a failure (a bare
+    word, not the agent's); else a budget stop; else a provider limit is capacity; else a timeout is a failure (a bare
     timeout is never transient, D7); else a stall (``stalled``: the seconds of silence after which the
     runner stopped it) is a failure of its own cause; else the four-fact gate; else a clean end is a no-op and
     anything else a failure.
@@ -70,6 +77,11 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
         fields = dict(base, artifacts=refs)
         return Decision('success', 'done: %s merged after this run started and closes this item' % ', '.join(refs),
                         fields, close=True, capacity_state=cap_state, clean=clean)
+    if budget_stop:
+        fields = dict(base, cause='budget', limit=budget_stop['limit'], budget=dict(budget_stop['budget']),
+                      spend_at_stop=dict(budget_stop['spend']))
+        return Decision('budget', budget_stop.get('text') or 'run stopped at its budget (%s)' % budget_stop['limit'], fields,
+                        capacity_state=cap_state)
     if cap:
         fields = dict(base, source=cap['source'], signature=cap.get('signature'), reset_at=format_time(cap.get('reset_at')),
                       reset_text=cap.get('reset_text'))

@@ -20,6 +20,7 @@ EXIT_FAILURE = 11           # the failure marker was posted (a chain session: it
 EXIT_CAPACITY = 12          # the capacity marker was posted: not a failure of the unit
 EXIT_RETRY = 13             # the retry marker was posted: not a failure of the unit
 EXIT_STOPPED = 14           # the stopped marker was posted (the agent alone died of SIGTERM/SIGINT from outside)
+EXIT_BUDGET = 15            # the budget marker was posted: the runner stopped the agent at the run's budget
 EXIT_LEDGER_UNREACHABLE = 8     # the chain runner could not read or write the ledger: nothing was launched
 EXIT_USAGE = 20             # bad arguments or configuration; nothing was posted
 EXIT_UPDATE_FAILED = 21     # the self-update did not verify; nothing was posted
@@ -37,6 +38,7 @@ BY_MARKER = {
     'capacity': EXIT_CAPACITY,
     'retry': EXIT_RETRY,
     'stopped': EXIT_STOPPED,
+    'budget': EXIT_BUDGET,
 }
 
 # exit code -> the word the docs, the notifier's line and the start check use for it
@@ -47,6 +49,7 @@ NAMES = {
     EXIT_CAPACITY: 'capacity',
     EXIT_RETRY: 'retry',
     EXIT_STOPPED: 'stopped',
+    EXIT_BUDGET: 'budget',
     EXIT_LEDGER_UNREACHABLE: 'ledger_unreachable',
     EXIT_USAGE: 'usage',
     EXIT_UPDATE_FAILED: 'update_failed',
@@ -59,7 +62,7 @@ NAMES = {
 
 # the codes a task unit may end with that are not a failure of the unit (launch's success_exit_status):
 # the item is dark or waits, so the OnFailure= notifier must not fire
-NOT_UNIT_FAILURES = (EXIT_CAPACITY, EXIT_RETRY)
+NOT_UNIT_FAILURES = (EXIT_CAPACITY, EXIT_RETRY, EXIT_BUDGET)
 
 
 def name_of(code: Optional[object]) -> str:

@@ -27,7 +27,7 @@ def absent(unit):
     return state(unit, 'inactive', load='not-found')
 
 
-def run_argv(unit, command, workdir, env_file=None, setenv=None, notifier=True, success='12 13'):
+def run_argv(unit, command, workdir, env_file=None, setenv=None, notifier=True, success='12 13 15'):
     argv = ['systemd-run', '--user', '--unit=%s' % unit, '--collect', '-p', 'Type=exec', '--setenv=PATH=' + PATH]
     for key in sorted(setenv or {}):
         argv.append('--setenv=%s=%s' % (key, setenv[key]))
@@ -114,12 +114,12 @@ def test_multi_repo_unit_name_and_setenv_and_no_notifier(run_module, env_file):
     assert kind == 'exit' and res['launched'] == [unit]
 
 
-def test_the_default_success_exit_status_is_the_runners_capacity_and_retry():
+def test_the_default_success_exit_status_is_the_runners_capacity_retry_and_budget():
     """D14 🔴: the never-announce list is load-bearing. launch's default must track the runner's own
-    codes for the mechanism working (capacity, retry) -- and none of its failures."""
+    codes for the mechanism working (capacity, retry, a stop at the run's budget) -- and none of its failures."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.closeout import EXIT
     default = set(mod.argument_spec()['success_exit_status']['default'])
-    assert default == {EXIT['capacity'], EXIT['retry']}
+    assert default == {EXIT['capacity'], EXIT['retry'], EXIT['budget']}
     assert not default & {EXIT['failure'], EXIT['noop']}
 
 

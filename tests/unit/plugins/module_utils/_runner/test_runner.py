@@ -361,6 +361,48 @@ def test_a_hung_agent_is_stopped_at_the_time_limit_and_fails(world):
     assert not _alive(int((world.tmp / 'agent.pid').read_text()))
 
 
+# --- the run's budget: the fake agent streams Claude Code stream-json usage, 150 tokens a response -----------
+
+def _budget(world, **budget):
+    (world.tmp / 'runner.json').write_text(json.dumps({'budget': budget}))
+
+
+def test_a_run_that_crosses_its_budget_is_stopped_and_posts_the_budget_marker_once(world):
+    """Five responses, then the agent would go on for ever: the runner stops it at the third response (450 tokens
+    reach the 400 budget), not a later one, posts one budget marker, and the item counts one attempt."""
+    _budget(world, tokens=400)
+    proc = world.run('spend', FAKE_AGENT_HANG_AFTER='5')
+    assert proc.returncode == _runner.EXIT_BUDGET == 15, proc.stderr
+    item = world.item()
+    markers = markers_of(item)
+    assert [m.kind for m in markers] == ['start', 'budget']
+    stop = markers[-1]
+    assert stop.fields['limit'] == 'tokens' and stop.fields['budget'] == {'tokens': 400}
+    assert stop.fields['spend_at_stop'] == {'tokens': 450}
+    # all it stated before it died (the lines it printed after the third may or may not be there), as the run's tokens
+    assert stop.fields['spend']['tokens'] in (450, 600, 750) and stop.fields['tokens'] == stop.fields['spend']['tokens']
+    assert 'cost_usd' not in stop.fields['spend']   # its cost comes only in the result it never printed
+    assert markers[0].fields['budget'] == {'tokens': 400}
+    assert (evaluate(item, now=_now()).reason, evaluate(item, now=_now()).attempts) == ('eligible', 1)
+    assert not _alive(int((world.tmp / 'agent.pid').read_text()))
+    record = json.loads((world.state / 'runs' / 'task-7' / 'closeout.json').read_text())
+    assert (record['kind'], record['exit_code'], record['posted']) == ('budget', 15, True)
+    assert record['fields']['spend'] == stop.fields['spend']
+
+
+@pytest.mark.parametrize('budget,over', [({'tokens': 10000}, None), ({'usd': 0.03}, 'usd')], ids=['under', 'over-in-result'])
+def test_a_run_that_ends_by_itself_records_its_spend_against_the_budget(world, budget, over):
+    """Below the budget the run ends as it would without one, its spend recorded; a limit reached only in the
+    CLI's final result (its cost: 0.05 of 0.03) stops nothing -- the run had ended -- and is recorded as over."""
+    _budget(world, **budget)
+    proc = world.run('spend')
+    assert proc.returncode == 10, proc.stderr
+    last = markers_of(world.item())[-1]
+    assert last.kind == 'noop'
+    assert last.fields['spend'] == {'tokens': 750, 'cost_usd': 0.05} and last.fields['budget'] == budget
+    assert last.fields.get('over_budget') == over
+
+
 def test_an_unreadable_board_at_start_starts_no_agent(world, tmp_path):
     """D12: without a start marker the run would be invisible; the agent is not started."""
     missing = tmp_path / 'missing-board.json'

@@ -50,6 +50,7 @@ FIELDS = {
     'reset': {'reaped_start': 'c17', 'threshold_s': 7200},
     'left_open': {'reason': 'cross-repo PR'},
     'handoff': {'session': 'task-42.r1', 'successor': 'docs', 'successor_session': 'docs-1a2b3c4d'},
+    'budget': {'limit': 'tokens', 'budget': {'tokens': 400}, 'spend_at_stop': {'tokens': 450}, 'tokens': 750},
 }
 
 

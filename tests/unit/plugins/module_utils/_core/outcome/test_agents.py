@@ -109,7 +109,7 @@ def test_classify_cli_prints_one_object_with_the_contract_keys(tmp_path):
     assert classify_mod.main(['--agent', 'claude', '--now', '2026-05-12T03:00:00Z', str(capture)], stdout=out, environ={}) == 0
     data = json.loads(out.getvalue())
     assert list(data) == ['profile', 'envelope_found', 'turns', 'claim', 'kind', 'transient', 'signature', 'reset_at',
-                          'reset_text', 'usage', 'cost_usd', 'decision']
+                          'reset_text', 'usage', 'cost_usd', 'spend', 'decision']
     assert (data['kind'], data['turns'], data['cost_usd'], data['decision']['marker']) == ('success', 7, 0.5, 'noop')
     out = io.StringIO()
     stdin = io.StringIO('Claude AI usage limit reached|1778565600')

@@ -37,13 +37,13 @@ def test_the_chain_programs_exit_by_the_table(name):
 
 
 def test_each_close_out_marker_has_its_code_and_an_unknown_kind_is_a_failure():
-    assert EXIT == {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14}
+    assert EXIT == {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14, 'budget': 15}
     assert Decision('nonsense', '').exit_code == exits.EXIT_FAILURE
 
 
-def test_only_capacity_and_retry_spare_the_unit_and_launch_defaults_to_them():
-    assert set(exits.NOT_UNIT_FAILURES) == {exits.EXIT_CAPACITY, exits.EXIT_RETRY}
-    assert LAUNCH_SPEC['success_exit_status']['default'] == [exits.EXIT_CAPACITY, exits.EXIT_RETRY]
+def test_only_capacity_retry_and_budget_spare_the_unit_and_launch_defaults_to_them():
+    assert set(exits.NOT_UNIT_FAILURES) == {exits.EXIT_CAPACITY, exits.EXIT_RETRY, exits.EXIT_BUDGET}
+    assert LAUNCH_SPEC['success_exit_status']['default'] == [exits.EXIT_CAPACITY, exits.EXIT_RETRY, exits.EXIT_BUDGET]
 
 
 @pytest.mark.parametrize('given, word', [(22, 'closeout_lost'), ('23', 'start_lost'), (' 21 ', 'update_failed'),
