@@ -98,8 +98,8 @@ options:
         O(notifier) does not fire for them.
       - The default is the runner's C(13) (a retry was scheduled), C(12) (the master hit its provider's limit) and C(15) (the
         run was stopped at its budget). All are the mechanism working, written on the board as markers, and an announcer that
-        reports them trains the human to ignore the channel. Its C(10) (no-op), C(11) (failure), C(21) (self-update did not verify), C(22) (close-out spooled, not
-        posted), C(23) (start marker lost) and C(26) (another run of the item is live on the board) still fire it. The
+        reports them trains the human to ignore the channel. Its C(10) (no-op), C(11) (failure), C(21) (self-update did not
+        verify), C(22) (close-out spooled, not posted), C(23) (start marker lost) and C(26) (another run of the item is live on the board) still fire it. The
         runner's codes avoid 1-7 and 64-78, which systemd names after LSB and BSD (a runner exit would read as
         C(4/NOPERMISSION)); the table is docs/internals.md, "Exit codes".
       - An empty list makes every non-zero exit a failure.

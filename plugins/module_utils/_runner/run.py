@@ -15,7 +15,6 @@ The rules in full, with their reasons: ``docs/internals.md``, section "The run".
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import datetime as _dt
 import json
@@ -35,9 +34,9 @@ from .._core.outcome.agents import DEFAULT_PROFILE, ENVELOPE_TYPE, UsageMeter, a
 from .._core.outcome.budget import Budget, describe as describe_budget, enforceable, parse_budget, reached, stop_for
 from .._core.outcome.capacity import (board_unreachable_state, clears_after_agent_found, clears_after_clean_run, clears_after_start,
                                       clears_after_update, update_failed_state)
-from .._core.outcome.closeout import EXIT, Decision, agent_missing, decide
+from .._core.outcome.closeout import Decision, agent_missing, decide
 # the exit codes (one table, _core.outcome.exits): the unit's ExecMainStatus
-from .._core.outcome.exits import (EXIT_BUDGET, EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
+from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
                                    EXIT_USAGE)
 from .._core.dispatch.eligibility import live_start
 from .._core.board.markers import format_marker, parse_marker
@@ -935,7 +934,7 @@ def _log_line(message: str) -> None:
 
 def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_runner=None, reraise=None) -> int:
     """The run program (``fleet-runner [--item N ...]``, no subcommand word: ``cli.main`` reads that);
-    returns the exit code (see ``EXIT`` and the module docstring). ``argv`` is the whole command line:
+    returns the exit code (the table: ``_core.outcome.exits``). ``argv`` is the whole command line:
     the self-update re-executes it."""
     environ = os.environ if environ is None else environ
     # The start time first (D16). A re-exec carries the original process's start.
