@@ -646,7 +646,7 @@ def test_a_run_over_its_budget_is_stopped_in_a_real_unit_that_does_not_fail(work
     its fifth response: the installed runner, with the role's runner config plus a 400-token budget, stops it at the
     third, posts the budget marker once, and exits 15 -- which launch's success_exit_status keeps from failing the
     unit, so the notifier never fires (D14)."""
-    number = 31
+    number = 37      # an item number no other test of the module uses
     worker.create([number])
     worker.ssh("python3 - <<'PYEOF'\n%s\nPYEOF" % BUDGET_CONFIG)
     res = worker.launch([(number, 'spend', {'FAKE_AGENT_HANG_AFTER': '5'})],

@@ -21,6 +21,7 @@ import time
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import exits
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import dump_state, load_state, make_state
@@ -372,7 +373,7 @@ def test_a_run_that_crosses_its_budget_is_stopped_and_posts_the_budget_marker_on
     reach the 400 budget), not a later one, posts one budget marker, and the item counts one attempt."""
     _budget(world, tokens=400)
     proc = world.run('spend', FAKE_AGENT_HANG_AFTER='5')
-    assert proc.returncode == _runner.EXIT_BUDGET == 15, proc.stderr
+    assert proc.returncode == exits.EXIT_BUDGET == 15, proc.stderr
     item = world.item()
     markers = markers_of(item)
     assert [m.kind for m in markers] == ['start', 'budget']
