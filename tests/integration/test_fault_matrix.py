@@ -213,6 +213,16 @@ class Matrix(object):
                 out.setdefault(line.replace('.service', ''), []).append(host)
         return out
 
+    def launch_one(self, n):
+        """Put item ``n`` on the board, sweep, and wait until its run is live with its agent started:
+        ``(host, agent pids)``."""
+        self.create(n)
+        plan, _cycle = self.sweep()
+        assert launched(plan) == ['task-%d' % n], plan
+        host = self.where('task-%d' % n)[0]
+        self.wait_kinds(n, ['start'])
+        return host, self.wait_agent(host)
+
     def where(self, unit):
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
@@ -290,12 +300,7 @@ def launched(plan):
 
 def _sigkill_orphan(matrix, number):
     """Launch item ``number`` by a sweep and SIGKILL its unit: the start marker stays the last word."""
-    matrix.create(number)
-    plan, _cycle = matrix.sweep()
-    assert launched(plan) == ['task-%d' % number], plan
-    host = matrix.where('task-%d' % number)[0]
-    matrix.wait_kinds(number, ['start'])
-    matrix.wait_agent(host)
+    host, _pids = matrix.launch_one(number)
     matrix.ssh(host, 'systemctl --user kill -s KILL task-%d' % number)
     matrix.unit_gone(host, 'task-%d' % number)
     return host
@@ -324,12 +329,7 @@ def _reaped_then_dispatched_again(matrix, number):
 
 def test_systemctl_stop_mid_run_posts_one_stopped_marker_and_leaves_nothing_running(matrix):
     n = 301
-    matrix.create(n)
-    plan, _cycle = matrix.sweep()
-    assert launched(plan) == ['task-%d' % n]
-    host = matrix.where('task-%d' % n)[0]
-    matrix.wait_kinds(n, ['start'])
-    matrix.wait_agent(host)
+    host, _pids = matrix.launch_one(n)
     matrix.ssh(host, 'systemctl --user stop task-%d' % n)
     data = matrix.wait_kinds(n, ['start', 'stopped'])
     assert data['state'] == 'open' and data['reason'] == 'eligible' and 'failure' not in data['kinds']
@@ -357,12 +357,7 @@ def test_sigkill_leaves_the_start_then_notifies_then_one_reset_then_a_new_run(ma
 
 def test_a_worker_restarted_mid_run_comes_back_by_linger_and_is_reaped_once(matrix):
     n = 303
-    matrix.create(n)
-    plan, _cycle = matrix.sweep()
-    assert launched(plan) == ['task-%d' % n]
-    host = matrix.where('task-%d' % n)[0]
-    matrix.wait_kinds(n, ['start'])
-    matrix.wait_agent(host)
+    host, _pids = matrix.launch_one(n)
     matrix.podman('kill', host)        # a hard crash: nothing on the worker gets to write an ending
     matrix.podman('start', host)
     matrix.wait_ssh(host)
@@ -448,12 +443,7 @@ def test_the_ledger_down_across_a_runs_end_yields_one_true_close_out_once_it_ret
     agent is stopped from outside, and the close-out it earned (stopped) is spooled on the worker, not lost. Once the
     ledger is back the runner's own retry posts it: exactly one terminal marker, the true one, and an empty spool."""
     n = 308
-    matrix.create(n)
-    plan, _cycle = matrix.sweep()
-    assert launched(plan) == ['task-%d' % n]
-    host = matrix.where('task-%d' % n)[0]
-    matrix.wait_kinds(n, ['start'])
-    pid = matrix.wait_agent(host)[0]
+    host, (pid, *_more) = matrix.launch_one(n)
     matrix.forwarder.pause()
     try:
         matrix.ssh(host, 'kill -TERM %d' % pid)       # the agent alone: the runner closes out with stopped
