@@ -8,6 +8,7 @@ reading of agent output); the runner feeds it the capture as it grows and stops 
 group at the first usage event that reaches a limit (``stop_for``), then posts the budget marker
 (``_core.outcome.closeout.decide``). A cost is only ever the one the CLI stated: a profile that states
 none is budgeted by tokens only (``enforceable``), and nothing is priced here.
+A stop at the budget is not a failure of the work (D8): it has its own marker and counts as an attempt.
 """
 
 from __future__ import annotations
