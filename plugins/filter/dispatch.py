@@ -115,6 +115,8 @@ def why_held(item):
         return '%s: %s' % (reason, item.get('unreadable') or 'the board could not read all of it')
     if reason == 'unroutable':
         return '%s: %s' % (reason, item.get('unroutable') or 'no configured master offers its agent profile')
+    if reason == 'budget_spent':
+        return '%s: %s' % (reason, item.get('budget_spent') or 'its runs spent the item budget')
     if reason == 'running' and marker.get('kind') == 'start':
         where = '%s/%s' % (fields['host'], fields['master']) if fields.get('host') and fields.get('master') else 'a worker'
         return '%s: %s on %s since %s (%s ago, by its start marker)' % (

@@ -49,6 +49,18 @@ options:
     type: list
     elements: str
     version_added: 0.1.0
+  item_budget_tokens:
+    description:
+      - The item budget in tokens the dispatcher uses (O(fleet.dispatch.board_info#module:item_budget_tokens)); an item whose runs
+        since the last reopen reached it is held with C(budget_spent), and the explanation gives the figures. V(0) is no limit.
+    type: int
+    default: 0
+    version_added: 0.1.0
+  item_budget_usd:
+    description: The item budget in US dollars the dispatcher uses (O(fleet.dispatch.board_info#module:item_budget_usd)). V(0) is no limit.
+    type: float
+    default: 0
+    version_added: 0.1.0
 seealso:
   - module: fleet.dispatch.board_info
 '''
@@ -124,6 +136,15 @@ explanation:
     priority_rank:
       description: Its rank, lower first; null for none.
       type: float
+    spend:
+      description: What the runs since the last reopen stated they spent - C(runs), C(priced_runs), C(tokens), C(cost_usd) (null when none stated).
+      type: dict
+    item_budget:
+      description: The item budget (C(tokens), C(usd)); empty when there is none.
+      type: dict
+    budget_left:
+      description: What is left of the item budget for the next run (C(tokens), C(usd)); empty without an item budget.
+      type: dict
     last_run:
       description: The last close-out marker (C(kind), C(at), C(author), C(fields)) and C(classify), the command that reads
         its capture on the worker; null when no run has closed.
@@ -141,6 +162,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import boa
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
 
 
@@ -153,6 +175,8 @@ def main():
             now=dict(type='str'),
             masters=dict(type='list', elements='dict'),
             agents=dict(type='list', elements='str'),
+            item_budget_tokens=dict(type='int', default=0),
+            item_budget_usd=dict(type='float', default=0),
         ),
         supports_check_mode=True,
     )
@@ -160,6 +184,10 @@ def main():
     now = module_now(module)
     number = module.params['number']
     result = dict(changed=False, board='', now=format_time(now))
+    try:
+        cap = item_budget(module.params['item_budget_tokens'], module.params['item_budget_usd'])
+    except ValueError as exc:
+        module.fail_json(msg='item budget: %s' % exc, **result)
     try:
         with open_board(spec) as board:
             result['board'] = board.location
@@ -169,7 +197,7 @@ def main():
     except BoardError as exc:
         module.fail_json(msg='#%s could not be read: %s' % (number, exc), **result)
     ex = explain(item, now=now, ready=spec.get('ready', 'Ready'), max_attempts=module.params['max_attempts'],
-                 masters=module.params['masters'], agents=module.params['agents'])
+                 masters=module.params['masters'], agents=module.params['agents'], item_budget=cap)
     result.update(explanation=ex, lines=explain_lines(ex))
     module.exit_json(**result)
 

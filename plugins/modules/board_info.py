@@ -56,6 +56,23 @@ options:
     type: list
     elements: str
     version_added: 0.1.0
+  item_budget_tokens:
+    description:
+      - The budget of one item across its attempts, in tokens (input + output, as the agent CLI stated them in each run's
+        close-out marker), counted over its runs since the last reopen that counts. An item whose runs reached it is held with
+        reason C(budget_spent) until a human reopens it or raises the budget. V(0) is no limit.
+      - Each run is also held to what is left of it (C(budget_left), passed to the runner by the dispatch role).
+    type: int
+    default: 0
+    version_added: 0.1.0
+  item_budget_usd:
+    description:
+      - The budget of one item across its attempts in US dollars, held like O(item_budget_tokens) against the cost the runs'
+        close-out markers state. A cost is never estimated - a run that stated none adds nothing (C(priced_runs) says how many did).
+      - V(0) is no limit.
+    type: float
+    default: 0
+    version_added: 0.1.0
   warn_refusals:
     description:
       - Whether each item of O(numbers) that may not run is said on stderr. A read-back of items this cycle just launched
@@ -67,6 +84,9 @@ notes:
   - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone), C(parked)
     and C(unreadable) (the board could not read part of the item, for example a repository the token may not read; the item's C(unreadable)
     says why; never dispatched).
+  - C(budget_spent) holds an item whose runs since the last reopen spent O(item_budget_tokens) or O(item_budget_usd) (its
+    C(budget_spent) gives the figures); a reopen by a human, or a higher budget, releases it. It is not C(parked), since a stop at a budget is
+    not a failure of the work.
   - C(unroutable) holds an item whose route asks for an agent profile none of O(agents) is (its C(unroutable) says which); the
     route and priority fields of each board are in docs/usage.md, "Routing and priority".
   - A GitHub board with O(board.read_memory) adds C(deferred) (this cycle did not read the item's details, because its page row
@@ -235,6 +255,23 @@ board_items:
     unroutable:
       description: Why no configured master can serve the item's route (empty when one can, or O(agents) was omitted).
       type: str
+    spend:
+      description:
+        - What the item's runs since the last reopen that counts stated they spent - C(runs), C(priced_runs), C(tokens) and
+          C(cost_usd) (null when no run stated one; never estimated) - the figures held against the item budget.
+      type: dict
+      sample: {runs: 2, priced_runs: 2, tokens: 41000, cost_usd: 0.82}
+    item_budget:
+      description: The item budget it is held to (C(tokens), C(usd)); empty when there is none.
+      type: dict
+    budget_left:
+      description:
+        - What is left of the item budget for its next run (C(tokens), C(usd)); the dispatch role gives it to the runner, which stops
+          the run at the smaller of it and the run's own budget. Empty without an item budget.
+      type: dict
+    budget_spent:
+      description: Why the item's spend reached its item budget, with the figures (empty when it did not); reason C(budget_spent).
+      type: str
     priority:
       description: The board's priority field value as read (C(P1), C(high), a number), or null.
       type: raw
@@ -267,6 +304,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol imp
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity, open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import board_id
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates
 
 
@@ -289,6 +327,8 @@ def _warn_refusals(module, wanted, assessed):
                 detail = ': %s' % entry['unreadable']
             elif entry['reason'] == 'unroutable':
                 detail = ': %s' % entry['unroutable']
+            elif entry['reason'] == 'budget_spent':
+                detail = ': %s' % entry['budget_spent']
             module.warn('#%s refused: %s%s' % (number, entry['reason'], detail))
 
 
@@ -302,6 +342,8 @@ def main():
             numbers=dict(type='list', elements='int'),
             warn_refusals=dict(type='bool', default=True),
             agents=dict(type='list', elements='str'),
+            item_budget_tokens=dict(type='int', default=0),
+            item_budget_usd=dict(type='float', default=0),
         ),
         supports_check_mode=True,
     )
@@ -324,10 +366,14 @@ def main():
     except BoardError as exc:
         module.fail_json(msg=str(exc), **result)
 
+    try:
+        cap = item_budget(module.params['item_budget_tokens'], module.params['item_budget_usd'])
+    except ValueError as exc:
+        module.fail_json(msg='item budget: %s' % exc, **result)
     items = read.items
     wanted = module.params['numbers']
     assessed = assess(items, now=now, ready=spec.get('ready', 'Ready'),
-                      max_attempts=module.params['max_attempts'], agents=module.params['agents'])
+                      max_attempts=module.params['max_attempts'], agents=module.params['agents'], item_budget=cap)
     if wanted:
         assessed = [entry for entry in assessed if entry['number'] in wanted]
         if module.params['warn_refusals']:

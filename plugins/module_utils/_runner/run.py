@@ -39,6 +39,7 @@ from .._core.outcome.closeout import Decision, agent_missing, decide
 from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
                                    EXIT_USAGE)
 from .._core.dispatch.eligibility import live_start
+from .._core.dispatch.item_budget import from_env as item_budget_from_env, tighter
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.mentions import provenance
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
@@ -114,6 +115,7 @@ class RunConfig:
     chain_ledger: Optional[Dict[str, Any]] = None   # the ledger this run's session goes in (None: no chain here)
     chain_dispatch_by_default: bool = False
     budget: Budget = field(default_factory=Budget)   # the run's budget as configured (_core.outcome.budget)
+    item_budget: Optional[Budget] = None             # what is left of its item's budget (_core.dispatch.item_budget)
 
 
 def _default_reraise(signum):
@@ -159,7 +161,7 @@ class Run(object):
         self.capacity_path = os.path.join(config.state_dir, CAPACITY_FILE)
         self.proc = None
         self.stalled = False
-        self.budget = enforceable(config.budget, agent_profile(config.agent).states_cost)
+        self.budget = enforceable(tighter(config.budget, config.item_budget), agent_profile(config.agent).states_cost)
         self.budget_stop = None    # set when the agent is stopped at its budget: {'limit', 'budget', 'spend', 'text'}
         self._meter = None
         self._read_at = 0
@@ -765,8 +767,11 @@ class Run(object):
                 handle.write(brief)
             argv, stdin_path = self._agent_argv(brief)
             self.log('starting the agent: %s (brief %s, capture %s)' % (argv[0], BRIEF_VERSION, self.capture_path))
-            if self.config.budget:
-                self.log(budget_note(self.config.budget, self.budget, self.config.agent))
+            if self.config.budget or self.config.item_budget:
+                self.log(budget_note(tighter(self.config.budget, self.config.item_budget), self.budget, self.config.agent))
+            if self.config.item_budget:
+                self.log('what is left of the item budget: %s (the run stops at the smaller of it and its own budget)'
+                         % ', '.join('%s %s' % (k, v) for k, v in sorted(self.config.item_budget.fields().items())))
             try:
                 self.proc = self.spawner.spawn(argv, stdin_path=stdin_path, capture_path=self.capture_path,
                                                env=self._agent_env(), cwd=self.config.workdir or None)
@@ -979,13 +984,14 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         spec = board_spec(expand(args.board_spec or conf.get('board_spec') or DEFAULT_BOARD_SPEC), environ)
         agent_name = agent_profile(conf.get('agent') or DEFAULT_PROFILE).name
         budget = parse_budget(conf.get('budget'))
+        item_share = item_budget_from_env(environ)
         if args.agent_command:
             agent = json.loads(args.agent_command)
         elif agent_name == DEFAULT_PROFILE:
             agent = conf.get('agent_command', list(DEFAULT_AGENT))
         else:
             # with a budget, the profile's streaming argv (claude: stream-json), so usage is read as it streams
-            agent = agent_argv(agent_name, streaming=bool(budget)) + [str(a) for a in (conf.get('agent_args') or [])]
+            agent = agent_argv(agent_name, streaming=bool(budget) or item_share is not None) + [str(a) for a in (conf.get('agent_args') or [])]
         if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):
             raise ValueError('agent_command must be a non-empty JSON list of strings, got %r' % (agent,))
         backoff = tuple(int(x) for x in conf.get('backoff', DEFAULT_BACKOFF))
@@ -1025,7 +1031,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         stall_timeout=(args.stall_timeout if args.stall_timeout is not None else conf.get('stall_timeout')) or None,
         agent_credentials=expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
         kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version, agent=agent_name,
-        tz=conf.get('tz') or local_zone(), budget=budget)
+        tz=conf.get('tz') or local_zone(), budget=budget, item_budget=item_share)
     config.chain_ledger, chain_conf = item_chain_config(args.config, environ)
     config.chain_dispatch_by_default = bool(chain_conf.get('dispatch_by_default'))
     if chain_conf.get('host'):

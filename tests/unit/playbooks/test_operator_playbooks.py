@@ -71,6 +71,22 @@ def test_explain_says_which_route_holds_an_item(tmp_path, board):
     assert 'route: agent codex, model gpt-5-codex' in res.stdout and 'priority: P1 (rank 1' in res.stdout
 
 
+def test_explain_says_an_item_spent_its_item_budget_with_the_figures(tmp_path, board):
+    """Two runs stated 5000 and 3000 tokens; with dispatch_item_budget_tokens=8000 the item is held (budget_spent)."""
+    with open_board(board) as b:
+        b.upsert_item(number=4, title='expensive', status='Ready')
+        for tokens in (5000, 3000):
+            b.comment(4, format_marker('start', {'unit': 'task-4'}), author='fleet-bot')
+            b.comment(4, format_marker('budget', {'unit': 'task-4', 'tokens': tokens}), author='fleet-bot')
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=4', '-e', 'dispatch_item_budget_tokens=8000')
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert 'held: budget_spent' in res.stdout
+    assert 'budget_spent: 8000 tokens over 2 run(s) reached its item budget of 8000 tokens' in res.stdout
+    assert 'item budget 8000 tokens, left 0 tokens' in res.stdout
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=4', '-e', 'dispatch_item_budget_tokens=9000')
+    assert res.returncode == 0 and 'holds: none' in res.stdout and 'left 1000 tokens' in res.stdout
+
+
 @pytest.mark.parametrize('book', ['status.yml', 'sweep.yml'])
 def test_status_and_sweep_write_the_page_and_the_metrics_beside_status_json(tmp_path, board, book):
     res = playbook(book, tmp_path, board)

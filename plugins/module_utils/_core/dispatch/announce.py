@@ -37,7 +37,7 @@ REPORT_STATUS = 'Report'
 SILENCED_STATUS = 'Silenced'
 
 NEVER = ('eligible', 'not_ready', 'blocked', 'running', 'retry_wait', 'parked', 'closed', 'done', 'unreadable',
-         'deferred', 'unroutable')
+         'deferred', 'unroutable', 'budget_spent')
 """Reason codes that are the mechanism working (or a fact about the item): never announced (D14).
 A rate limit with a stated reset, a refusal, a held lease are never inputs at all."""
 

@@ -20,14 +20,16 @@ from typing import Any, List, Optional, Tuple
 from ..chains.chain import item_chain
 from ..board.markers import Marker, is_marker_author, markers_of
 from ..board.model import parse_time
+from .item_budget import describe as budget_words, item_spend, spent as budget_spent
 from .route import unroutable as route_hold
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
-           'unreadable', 'deferred', 'chained', 'chain_stopped', 'unroutable')
+           'unreadable', 'deferred', 'chained', 'chain_stopped', 'unroutable',
+           'budget_spent')
 
 # Precedence, highest first (see module docstring); 'eligible' is what is left.
 PRECEDENCE = ('unreadable', 'deferred', 'done', 'closed', 'running', 'chained', 'chain_stopped', 'tombstone', 'retry_wait', 'parked',
-              'unroutable', 'blocked', 'not_ready')
+              'budget_spent', 'unroutable', 'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
 # capacity: the seed's rule -- a worker going dark is not the work failing, and a fleet-wide
@@ -58,6 +60,8 @@ class Verdict:
     holds: List[str] = field(default_factory=list)   # every reason that holds, in precedence order
     chain: Optional[dict] = None    # after a handoff marker: where its chain stands (``chain_hold``)
     unroutable: str = ''            # why no configured master offers the agent profile the item asks for
+    spend: Any = None               # what its runs since the last reopen stated they spent (ItemSpend)
+    budget_spent: str = ''          # why its spend reached the item budget (``_core.dispatch.item_budget``)
 
 
 def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) -> int:
@@ -198,13 +202,16 @@ def live_start(item: Any) -> Optional[Marker]:
 
 
 def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = DEFAULT_MAX_ATTEMPTS,
-             markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS, agents: Any = None) -> Verdict:
+             markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS, agents: Any = None,
+             item_budget: Any = None) -> Verdict:
     """Decide whether ``item`` may be dispatched at ``now`` (see the module docstring for the rules).
 
     ``ready``: the status value that means "dispatch me"; ``None`` or ``''`` skips the status test
     (a board without a status field). ``max_attempts``: the attempt cap; ``None`` means no cap.
     ``markers``: pre-parsed ``markers_of(item)`` if the caller has them. ``agents``: the agent profiles
     the fleet's masters offer; an item asking for another is ``unroutable`` (``None``: not judged here).
+    ``item_budget``: the per-item cap (``_core.outcome.budget.Budget``); an item whose runs since the last
+    reopen spent it is ``budget_spent`` (``_core.dispatch.item_budget``; ``None``: no cap).
     """
     when = _time(now)
     if when is None:
@@ -255,6 +262,13 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
         holds.append('retry_wait')
     if max_attempts is not None and attempts >= max_attempts:
         holds.append('parked')
+    spend = item_spend(all_markers, since=reopen_at)
+    over = ''
+    if item_budget:
+        limit = budget_spent(item_budget, spend)
+        if limit:
+            holds.append('budget_spent')
+            over = budget_words(item_budget, spend, limit)
     no_route = route_hold(item, agents)
     if no_route:
         holds.append('unroutable')
@@ -266,7 +280,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     reason = holds[0] if holds else 'eligible'
     return Verdict(eligible=(reason == 'eligible'), reason=reason, attempts=attempts, last_marker=last,
                    open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds, chain=chain,
-                   unroutable=no_route)
+                   unroutable=no_route, spend=spend, budget_spent=over)
 
 
 def run_durations(markers: List[Marker], exclude: Any = ()) -> List[float]:

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 from .eligibility import UNCOUNTED_ENDINGS, evaluate, ignored_reopens, last_reopen
 from ..board.markers import TERMINAL, authored_markers
 from ..board.model import format_time, parse_time, to_jsonable
+from .item_budget import remaining
 from .plan import place
 from .route import priority_rank, route_gaps, route_of
 
@@ -98,6 +99,8 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
     if hold == 'parked':
         return '%s attempts reached the cap of %s: reopen the item (a reopen starts the count again) or raise the cap' % (
             verdict.attempts, max_attempts)
+    if hold == 'budget_spent':
+        return verdict.budget_spent
     if hold == 'unroutable':
         return '%s: provision a worker with that profile (worker_runner_agent) or change the item\'s route' % verdict.unroutable
     if hold == 'blocked':
@@ -109,15 +112,17 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
 
 def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = 3,
             masters: Optional[List[Dict[str, Any]]] = None, uncounted: Any = UNCOUNTED_ENDINGS,
-            agents: Any = None) -> Dict[str, Any]:
+            agents: Any = None, item_budget: Any = None) -> Dict[str, Any]:
     """Everything the dispatch path decides about ``item`` at ``now``, with the facts behind it.
 
     ``masters`` are the dicts ``place`` takes (``worker``, ``master``, ``dark``, ``agents``, ``headroom``);
     ``None`` means none were given, and the placement says so instead of guessing. ``agents``: the
     profiles the fleet offers (``evaluate``'s; ``None``: the route is judged by placement only).
+    ``item_budget``: the per-item cap (``_core.dispatch.item_budget``; ``None``: none).
     """
     when = parse_time(now)
-    verdict = evaluate(item, now=when, ready=ready, max_attempts=max_attempts, uncounted=uncounted, agents=agents)
+    verdict = evaluate(item, now=when, ready=ready, max_attempts=max_attempts, uncounted=uncounted, agents=agents,
+                       item_budget=item_budget)
     route = route_of(item)
     markers = _markers_with_authors(item)
     reopen_at = last_reopen(item)
@@ -186,7 +191,32 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         'priority_rank': priority_rank(_get(item, 'priority', None)),
         'last_run': last_run,
         'chain': verdict.chain,
+        'spend': verdict.spend.fields() if verdict.spend is not None else None,
+        'item_budget': item_budget.fields() if item_budget else {},
+        'budget_left': remaining(item_budget, verdict.spend).fields() if item_budget else {},
     }
+
+
+def spend_line(ex: Dict[str, Any]) -> str:
+    """What the item's runs since the last reopen stated they spent, against its item budget."""
+    spend = ex.get('spend') or {}
+    figures = '%s tokens, %s over %s run(s) (%s priced; a cost is never estimated)' % (
+        spend.get('tokens') if spend.get('tokens') is not None else 'no',
+        '$%s' % _money(spend['cost_usd']) if spend.get('cost_usd') is not None else 'no cost stated',
+        spend.get('runs', 0), spend.get('priced_runs', 0))
+    cap = ex.get('item_budget') or {}
+    if not cap:
+        return 'spend since the last reopen: %s; no item budget' % figures
+    left = ex.get('budget_left') or {}
+    limits = ', '.join(('%s tokens' % cap['tokens']) if k == 'tokens' else ('$%s' % _money(cap['usd']))
+                       for k in ('tokens', 'usd') if k in cap)
+    lefts = ', '.join(('%s tokens' % left['tokens']) if k == 'tokens' else ('$%s' % _money(left['usd']))
+                      for k in ('tokens', 'usd') if k in left)
+    return 'spend since the last reopen: %s; item budget %s, left %s' % (figures, limits, lefts)
+
+
+def _money(value: Any) -> str:
+    return ('%.4f' % float(value or 0)).rstrip('0').rstrip('.') or '0'
 
 
 def explain_lines(ex: Dict[str, Any]) -> List[str]:
@@ -206,6 +236,7 @@ def explain_lines(ex: Dict[str, Any]) -> List[str]:
                  for s in ex['starts'])
     lines.append('blockers:' if ex['blockers'] else 'blockers: none')
     lines.extend('  #%s %s%s' % (b['number'], b['state'], ' (blocks)' if b['blocks'] else '') for b in ex['blockers'])
+    lines.append(spend_line(ex))
     route = ex.get('route') or {}
     asked = ', '.join('%s %s' % (k, route[k]) for k in ('agent', 'model', 'effort') if route.get(k))
     lines.append('route: %s' % (asked or 'none asked (any master, the agent as provisioned)'))

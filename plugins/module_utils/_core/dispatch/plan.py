@@ -18,6 +18,7 @@ from .announce import capacity_deaths
 from ..outcome.capacity import share_by_account
 from ..board.cost import run_cost
 from .eligibility import evaluate, ignored_reopens, run_durations
+from .item_budget import left_env, remaining
 from ..board.markers import human_markers, markers_of
 from ..board.model import format_time, to_jsonable
 from ..board.naming import lease_name, oldest_wins, unit_name
@@ -39,12 +40,14 @@ def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
     }
 
 
-def assess(items, *, now, ready='Ready', max_attempts=3, agents=None) -> List[Dict[str, Any]]:
+def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budget=None) -> List[Dict[str, Any]]:
     """Every item with its verdict, as JSON-ready dicts (the ``items`` of ``board_info``). ``agents``:
-    the agent profiles the fleet's masters offer (``_core.dispatch.route.unroutable``; None: not judged)."""
+    the agent profiles the fleet's masters offer (``_core.dispatch.route.unroutable``; None: not judged).
+    ``item_budget``: the per-item cap (``_core.dispatch.item_budget``; None: none)."""
     out = []
     for item in items:
-        verdict = evaluate(item, now=now, ready=ready, max_attempts=max_attempts, agents=agents)
+        verdict = evaluate(item, now=now, ready=ready, max_attempts=max_attempts, agents=agents, item_budget=item_budget)
+        spend = verdict.spend
         out.append({
             'id': item.id,
             'number': item.number,
@@ -73,6 +76,10 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None) -> List[Di
             'capacity_deaths': capacity_deaths(markers_of(item)),
             'route': route_of(item),
             'unroutable': verdict.unroutable,
+            'spend': spend.fields() if spend is not None else None,
+            'item_budget': item_budget.fields() if item_budget else {},
+            'budget_left': remaining(item_budget, spend).fields() if item_budget else {},
+            'budget_spent': verdict.budget_spent,
             'priority': to_jsonable(getattr(item, 'priority', None)),
             'priority_rank': priority_rank(getattr(item, 'priority', None)),
             'created_at': format_time(getattr(item, 'created_at', None)),
@@ -438,7 +445,8 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     ``FLEET_ITEM``, ``FLEET_REPO``, ``FLEET_UNIT``, ``FLEET_DISPATCH_OWNER`` and the lease's fencing
     token ``FLEET_LEASE_FENCE`` (empty without a lease) as non-secret environment, and an item with a
     route the names its agent reads the model and effort from (``_core.dispatch.route.route_env``;
-    they win over ``setenv``: the item asked).
+    they win over ``setenv``: the item asked), and an item with an item budget what is left of it
+    (``budget_left``, ``_core.dispatch.item_budget.left_env``).
     """
     workdirs, broken = _workdirs(workspaces) if workspaces is not None else ({}, {})
     groups, index, refused = [], {}, []
@@ -459,6 +467,7 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
                     'FLEET_DISPATCH_OWNER': owner or '',
                     'FLEET_LEASE_FENCE': '' if lease.get('token') is None else str(lease.get('token'))})
         env.update(route_env(cand.get('route') or {}, cand.get('agent') or ''))
+        env.update(left_env(cand.get('budget_left')))   # what is left of the item's budget (_core.dispatch.item_budget)
         groups[index[key]]['items'].append(dict(cand, workdir=workdir))
         groups[index[key]]['launch'].append({
             'number': cand.get('number'), 'repo': cand.get('repo', '') or '',

@@ -404,6 +404,20 @@ def test_a_run_that_ends_by_itself_records_its_spend_against_the_budget(world, b
     assert last.fields.get('over_budget') == over
 
 
+@pytest.mark.parametrize('run_budget', [None, {'tokens': 10000}], ids=['item-only', 'item-tighter'])
+def test_a_run_is_stopped_at_what_is_left_of_its_item_budget(world, run_budget):
+    """The dispatcher gives the run what is left of its item's budget (FLEET_ITEM_BUDGET_TOKENS): the runner holds
+    the run to the smaller of it and the run's own budget, and stops it at the third response (450 of 400 left)."""
+    if run_budget:
+        _budget(world, **run_budget)
+    proc = world.run('spend', FAKE_AGENT_HANG_AFTER='5', FLEET_ITEM_BUDGET_TOKENS='400')
+    assert proc.returncode == exits.EXIT_BUDGET, proc.stderr
+    stop = markers_of(world.item())[-1]
+    assert stop.kind == 'budget' and stop.fields['budget'] == {'tokens': 400}
+    assert stop.fields['spend_at_stop'] == {'tokens': 450}
+    assert 'what is left of the item budget: tokens 400' in proc.stderr
+
+
 def test_an_unreadable_board_at_start_starts_no_agent(world, tmp_path):
     """D12: without a start marker the run would be invisible; the agent is not started."""
     missing = tmp_path / 'missing-board.json'

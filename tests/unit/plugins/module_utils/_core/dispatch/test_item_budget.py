@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""An item's budget across its attempts: the spend summed from close-out markers, the hold, what is left."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Event, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import PRECEDENCE, evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import (
+    ENV, ItemSpend, from_env, item_budget, item_spend, left_env, remaining, spent, tighter)
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, batches
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import Budget
+
+UTC = dt.timezone.utc
+T0 = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+NOW = T0 + dt.timedelta(hours=10)
+
+
+def t(minutes):
+    return T0 + dt.timedelta(minutes=minutes)
+
+
+def mk(*steps, reopen_at=None, state='open'):
+    comments = [Comment(id='c%d' % i, body=format_marker(s[0], s[2] if len(s) > 2 else None), created_at=t(s[1]))
+                for i, s in enumerate(steps)]
+    events = []
+    if reopen_at is not None:
+        events = [Event(kind='closed', at=t(reopen_at - 0.5)), Event(kind='reopened', at=t(reopen_at))]
+    return Item(number=42, title='x', state=state, status='Ready', comments=comments, events=events)
+
+
+def runs(*spends):
+    """A start and a close-out per run; each spend a (kind, tokens, cost_usd) tuple, None for not stated."""
+    steps = []
+    for i, (kind, tokens, cost) in enumerate(spends):
+        fields = {'exit_code': 0, 'turns': 3}
+        if tokens is not None:
+            fields['tokens'] = tokens
+        if cost is not None:
+            fields['cost_usd'] = cost
+        steps += [('start', i * 10), (kind, i * 10 + 5, fields)]
+    return steps
+
+
+def test_spend_sums_every_closed_run_and_never_fills_a_gap():
+    item = mk(*runs(('failure', 1000, 0.5), ('budget', 3000, None), ('noop', None, 0.25)))
+    spend = item_spend(markers_of(item))
+    assert spend == ItemSpend(runs=3, priced_runs=2, tokens=4000, cost_usd=0.75)
+
+
+def test_the_reaper_reset_and_an_open_start_add_no_run():
+    item = mk(('start', 0), ('reset', 5), ('start', 10))
+    assert item_spend(markers_of(item)) == ItemSpend(runs=0, priced_runs=0, tokens=None, cost_usd=None)
+
+
+def test_a_reopen_starts_the_spend_again():
+    item = mk(*runs(('budget', 5000, None), ('budget', 5000, None)), reopen_at=100)
+    verdict = evaluate(item, now=NOW, item_budget=Budget(tokens=8000))
+    assert verdict.eligible and verdict.spend.runs == 0 and verdict.spend.tokens is None
+
+
+@pytest.mark.parametrize('cap, spends, held', [
+    (Budget(tokens=8000), [('budget', 5000, None), ('failure', 3000, None)], 'tokens'),   # at the cap: held
+    (Budget(tokens=8000), [('budget', 5000, None), ('failure', 2999, None)], None),
+    (Budget(usd=1.0), [('failure', 10, 0.6), ('noop', 10, 0.4)], 'usd'),
+    (Budget(usd=1.0), [('failure', 10, 0.6), ('noop', 90000, None)], None),   # an unpriced run adds no dollars
+    (Budget(), [('failure', 10 ** 9, 100.0)], None),                          # no cap, nothing held
+])
+def test_spent(cap, spends, held):
+    spend = item_spend(markers_of(mk(*runs(*spends))))
+    assert spent(cap, spend) == held
+
+
+def test_hold_reason_and_words():
+    item = mk(*runs(('budget', 5000, None), ('budget', 3000, None)))
+    verdict = evaluate(item, now=NOW, item_budget=Budget(tokens=8000), max_attempts=3)
+    assert verdict.reason == 'budget_spent' and not verdict.eligible
+    assert verdict.attempts == 2   # a budget stop is an attempt, yet the hold is its own, not parked
+    assert '8000 tokens over 2 run(s) reached its item budget of 8000 tokens' in verdict.budget_spent
+    assert 'reopen' in verdict.budget_spent
+
+
+def test_without_a_cap_the_same_item_runs():
+    item = mk(*runs(('budget', 5000, None), ('budget', 3000, None)))
+    assert evaluate(item, now=NOW).eligible
+    assert evaluate(item, now=NOW, item_budget=Budget(tokens=9000)).eligible
+
+
+def test_precedence_running_outranks_budget_spent_and_it_outranks_blocked():
+    assert PRECEDENCE.index('running') < PRECEDENCE.index('budget_spent') < PRECEDENCE.index('blocked')
+    live = mk(*(runs(('budget', 9000, None)) + [('start', 50)]))
+    assert evaluate(live, now=NOW, item_budget=Budget(tokens=8000)).reason == 'running'
+    parked = mk(*runs(('failure', 3000, None), ('failure', 3000, None), ('failure', 3000, None)))
+    verdict = evaluate(parked, now=NOW, item_budget=Budget(tokens=8000))
+    assert verdict.holds == ['parked', 'budget_spent']
+
+
+def test_remaining_and_its_launch_environment():
+    spend = ItemSpend(runs=2, priced_runs=1, tokens=3000, cost_usd=0.4)
+    left = remaining(Budget(tokens=8000, usd=1.0), spend)
+    assert left == Budget(tokens=5000, usd=0.6)
+    assert left_env(left.fields()) == {ENV['tokens']: '5000', ENV['usd']: '0.6'}
+    assert remaining(Budget(tokens=1000), spend) == Budget(tokens=0)
+    assert left_env({}) == {}
+
+
+def test_from_env_reads_what_the_dispatcher_set_and_ignores_junk():
+    assert from_env({ENV['tokens']: '5000', ENV['usd']: '0.6'}) == Budget(tokens=5000, usd=0.6)
+    assert from_env({ENV['tokens']: '0'}) == Budget(tokens=0)
+    assert from_env({}) is None
+    assert from_env({ENV['tokens']: 'lots', ENV['usd']: '-1'}) is None
+
+
+def test_a_run_is_held_to_the_smaller_limit():
+    assert tighter(Budget(tokens=10000), Budget(tokens=4000, usd=2.0)) == Budget(tokens=4000, usd=2.0)
+    assert tighter(Budget(tokens=3000, usd=5.0), Budget(tokens=4000, usd=2.0)) == Budget(tokens=3000, usd=2.0)
+    assert tighter(Budget(tokens=3000), None) == Budget(tokens=3000)
+
+
+def test_item_budget_options():
+    assert item_budget(0, 0) == Budget()
+    assert item_budget(8000, 0.5) == Budget(tokens=8000, usd=0.5)
+    with pytest.raises(ValueError):
+        item_budget(-1, 0)
+
+
+def test_assess_shows_spend_and_what_is_left_and_batches_pass_it_on():
+    item = mk(*runs(('failure', 3000, 0.5)))
+    entry = assess([item], now=NOW, item_budget=Budget(tokens=8000, usd=2.0))[0]
+    assert entry['eligible']
+    assert entry['spend'] == {'runs': 1, 'priced_runs': 1, 'tokens': 3000, 'cost_usd': 0.5}
+    assert entry['item_budget'] == {'tokens': 8000, 'usd': 2.0}
+    assert entry['budget_left'] == {'tokens': 5000, 'usd': 1.5}
+    cand = dict(entry, unit='task-42', worker='w1', master='m1')
+    env = batches([cand])['batches'][0]['launch'][0]['setenv']
+    assert env[ENV['tokens']] == '5000' and env[ENV['usd']] == '1.5'
+    plain = assess([item], now=NOW)[0]
+    assert plain['spend']['tokens'] == 3000 and plain['budget_left'] == {} and plain['item_budget'] == {}
+    env = batches([dict(plain, unit='task-42', worker='w1', master='m1')])['batches'][0]['launch'][0]['setenv']
+    assert ENV['tokens'] not in env and ENV['usd'] not in env
+
+
+def test_explain_gives_the_figures():
+    item = mk(*runs(('budget', 5000, None), ('budget', 3000, None)))
+    ex = explain(item, now=NOW, item_budget=Budget(tokens=8000))
+    assert ex['reason'] == 'budget_spent'
+    assert ex['holds'][0]['reason'] == 'budget_spent' and '8000 tokens over 2 run(s)' in ex['holds'][0]['why']
+    assert ex['budget_left'] == {'tokens': 0}
+    lines = explain_lines(ex)
+    assert any(line.startswith('spend since the last reopen: 8000 tokens, no cost stated over 2 run(s)')
+               and 'item budget 8000 tokens, left 0 tokens' in line for line in lines)
