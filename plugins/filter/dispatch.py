@@ -16,7 +16,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account as _credential_account
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.exits import NAMES as _EXIT_NAMES
-from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import text_table
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import spend_cell, text_table
 
 
 def _cell(value, width):
@@ -42,8 +42,9 @@ def _age(seconds):
 
 
 def status_table(items):
-    """item, status, reason, attempts, last marker and its age, glyph-led comments by humans (never markers), the
-    stated cost of its runs -- one line per item."""
+    """item, status, reason, attempts, last marker and its age, glyph-led comments by humans (never markers), what
+    its runs stated they spent since its last reopen against its item budget, the stated cost of all its runs --
+    one line per item."""
     if not isinstance(items, list):
         raise AnsibleFilterError('status_table expects the items list of fleet.dispatch.board_info')
     rows = []
@@ -58,9 +59,10 @@ def status_table(items):
             _last_kind(marker),
             _age(marker.get('age_s')) if marker else '',
             _humans(_ignored(it)),
+            spend_cell(it),
             _cost(it.get('run_cost')),
         ])
-    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'human glyphs', 'cost'],
+    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'human glyphs', 'spend', 'cost'],
                   rows)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet, fleet_record, fleet_text, render_metrics, render_page
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet, fleet_record, fleet_text, render_metrics, render_page, spend_text
 
 
 def _check(name, data):
@@ -44,6 +44,11 @@ def status_fleet_table(data):
     return fleet_text(_check('status_fleet_table', data))
 
 
+def status_spend_table(data):
+    """What each master's runs stated they spent (tokens, cost), as an aligned text table."""
+    return spend_text(_check('status_spend_table', data))
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -51,4 +56,5 @@ class FilterModule(object):
             'status_metrics': status_metrics,
             'status_fleet': status_fleet,
             'status_fleet_table': status_fleet_table,
+            'status_spend_table': status_spend_table,
         }

@@ -231,6 +231,13 @@ board_items:
         - The item's runs as their close-out markers state them - C(runs), and the sums of C(turns), C(tokens) and
           C(cost_usd) (null when no run stated one; never estimated), C(priced_runs) the runs that stated a cost.
       type: dict
+    spend_by_master:
+      description:
+        - The item's runs by the master that ran them, as their close-out markers name it - each C(host), C(master), C(runs),
+          C(priced_runs), C(tokens) and C(cost_usd) (null when none stated; never estimated). The status page and the metrics
+          sum them per master.
+      type: list
+      elements: dict
     run_durations:
       description:
         - Seconds from each finished run's start marker to its ending marker, from the item's own markers (the

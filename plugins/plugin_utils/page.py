@@ -19,6 +19,7 @@ import math
 import unicodedata
 from typing import Any, Dict, Iterable, List, Optional
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.cost import fleet_spend
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until
@@ -195,6 +196,48 @@ def recent_runs(items: Iterable[Dict[str, Any]], now: Any = None, limit: int = R
     return rows[:limit]
 
 
+def _money(value) -> str:
+    return ('%.4f' % float(value or 0)).rstrip('0').rstrip('.') or '0'
+
+
+def _figures(tokens, usd, priced=None, runs=None) -> str:
+    """``8000 tok, $0.75`` as stated; ``+`` after the dollars when some runs stated no cost; ``-`` when nothing was stated."""
+    words = []
+    if tokens is not None:
+        words.append('%s tok' % _num(tokens))
+    if usd is not None:
+        words.append('$%s%s' % (_money(usd), '+' if priced is not None and runs is not None and priced < runs else ''))
+    return ', '.join(words) or '-'
+
+
+def spend_cell(it: Dict[str, Any]) -> str:
+    """An item's spend since its last reopen, against its item budget when it has one: ``3000 tok / 8000 tok``
+    (``board_info``'s ``spend``, ``item_budget``); ``-`` for none stated. One cell for the text table and the page."""
+    spend = it.get('spend') if isinstance(it.get('spend'), dict) else {}
+    cap = it.get('item_budget') if isinstance(it.get('item_budget'), dict) else {}
+    text = _figures(spend.get('tokens'), spend.get('cost_usd'), spend.get('priced_runs'), spend.get('runs'))
+    if cap:
+        text += ' / ' + _figures(cap.get('tokens'), cap.get('usd'))
+    return text
+
+
+def master_spend(items: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """What each master's runs stated they spent, over every item on the board (``spend_by_master`` of each item,
+    folded by ``_core.board.cost.fleet_spend``); a master is named as its runs' close-out markers name it (host/master)."""
+    rows = []
+    for it in items or []:
+        rows.extend(it.get('spend_by_master') or [])
+    return fleet_spend(rows)
+
+
+def spend_text(data: Dict[str, Any]) -> str:
+    """Spend per master as a text table for ``status`` (the page's Spend table)."""
+    rows = [['%s/%s' % (m['host'] or '?', m['master'] or '?'), str(m['runs']), str(m['priced_runs']),
+             _figures(m['tokens'], None), _figures(None, m['cost_usd'], m['priced_runs'], m['runs'])]
+            for m in master_spend(data.get('items') or [])]
+    return text_table(['master (as its runs name it)', 'runs', 'priced', 'tokens', 'cost'], rows)
+
+
 # -- the page --------------------------------------------------------------------------------
 
 _CSS = """
@@ -252,12 +295,13 @@ def _item_row(it) -> str:
     return ('<tr id="item-%s" class="item %s" data-number="%s" data-reason="%s">'
             '<td class="num">#%s</td><td class="title">%s</td><td>%s/%s</td>'
             '<td class="reason" title="%s">%s</td><td class="num">%s/%s</td><td>%s</td><td class="num">%s</td>'
-            '<td>%s</td><td class="num">%s</td></tr>') % (
+            '<td>%s</td><td class="num spend">%s</td><td class="num">%s</td></tr>') % (
         _e(it.get('number')), 'eligible' if it.get('eligible') else 'held', _e(it.get('number')), _e(reason),
         _e(it.get('number')), title_cell, _e(it.get('state')), _e(it.get('status')),
         _e(', '.join(holds)), _e(reason + (' (+%s)' % ', '.join(holds[1:]) if len(holds) > 1 else '')),
         _e(it.get('attempts', 0)), _e(it.get('max_attempts', '')),
-        _e(_glyphed(marker.get('kind'))), _e(age_text(marker.get('age_s'))), _e(blockers or '-'), _e(_cost(it.get('run_cost'))))
+        _e(_glyphed(marker.get('kind'))), _e(age_text(marker.get('age_s'))), _e(blockers or '-'), _e(spend_cell(it)),
+        _e(_cost(it.get('run_cost'))))
 
 
 def _master_row(m) -> str:
@@ -372,11 +416,19 @@ def render_page(data: Dict[str, Any]) -> str:
     if data.get('readable') is False:
         parts.append('<p class="bad" id="unreadable">the queue could not be read: %s</p>' % _e(data.get('error')))
     parts.append('<h2>Board</h2>')
-    parts.append(_table('board', ['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'blockers', 'cost'],
+    parts.append(_table('board', ['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'blockers',
+                                  'spend since reopen / item budget', 'cost'],
                         [_item_row(it) for it in items]))
     parts.append('<h2>Fleet</h2>')
     parts.append(_table('fleet', ['worker', 'master', 'live runs', 'state', 'reset', 'headroom', 'last probe'],
                         [_master_row(m) for m in masters]))
+    parts.append('<h2>Spend</h2>')
+    parts.append(_table('spend', ['master (as its runs name it)', 'runs', 'priced runs', 'tokens', 'cost'], [
+        '<tr class="spend" data-spend-master="%s/%s"><td>%s/%s</td><td class="num">%s</td><td class="num">%s</td>'
+        '<td class="num">%s</td><td class="num">%s</td></tr>' % (
+            _e(m['host']), _e(m['master']), _e(m['host'] or '?'), _e(m['master'] or '?'), _e(m['runs']), _e(m['priced_runs']),
+            _e(_figures(m['tokens'], None)), _e(_figures(None, m['cost_usd'], m['priced_runs'], m['runs'])))
+        for m in master_spend(items)]))
     parts.append('<h2>Recent runs</h2>')
     parts.append(_table('runs', ['item', 'unit', 'where', 'start', 'duration', 'outcome', 'cost'], [_run_row(r) for r in runs]))
     parts.append('<h2>Heartbeat</h2><div id="heartbeat"><h3>previous cycle</h3>%s<h3>sweeper heartbeat</h3>%s</div>' % (
@@ -417,6 +469,14 @@ METRICS = (
     ('fleet_dispatch_github_points_remaining', 'gauge', 'GitHub GraphQL rate-limit points remaining after the read.'),
     ('fleet_dispatch_runs', 'gauge', 'Runs closed, by outcome (from the items\' close-out markers).'),
     ('fleet_dispatch_run_cost_usd', 'gauge', 'Stated cost of the runs in USD, by outcome (never estimated).'),
+    ('fleet_dispatch_item_spend_tokens', 'gauge',
+     'Tokens an item\'s runs stated since its last reopen (the figure its item budget holds), for items with one stated.'),
+    ('fleet_dispatch_item_spend_usd', 'gauge',
+     'Cost in USD an item\'s runs stated since its last reopen (never estimated), for items with one stated.'),
+    ('fleet_dispatch_item_budget_tokens', 'gauge', 'The item budget in tokens (dispatch_item_budget_tokens), when set.'),
+    ('fleet_dispatch_item_budget_usd', 'gauge', 'The item budget in USD (dispatch_item_budget_usd), when set.'),
+    ('fleet_dispatch_master_spend_tokens', 'gauge', 'Tokens the runs of each master stated, over the board\'s items.'),
+    ('fleet_dispatch_master_spend_usd', 'gauge', 'Cost in USD the runs of each master stated (never estimated).'),
     ('fleet_dispatch_board_readable', 'gauge', '1 when the queue was read, 0 when it was not.'),
     ('fleet_dispatch_cycle_timestamp_seconds', 'gauge', 'When the cycle read the board, as a Unix time.'),
     ('fleet_dispatch_fleet_probe_timestamp_seconds', 'gauge',
@@ -481,6 +541,25 @@ def render_metrics(data: Dict[str, Any]) -> str:
     for kind in sorted(runs):
         samples['fleet_dispatch_runs'].append(({'outcome': kind}, runs[kind]))
         samples['fleet_dispatch_run_cost_usd'].append(({'outcome': kind}, spent.get(kind, 0.0)))
+    cap = {}
+    for it in items:
+        labels = {'number': it.get('number'), 'repo': it.get('repo') or ''}
+        spend = it.get('spend') if isinstance(it.get('spend'), dict) else {}
+        if spend.get('tokens') is not None:
+            samples['fleet_dispatch_item_spend_tokens'].append((labels, spend['tokens']))
+        if spend.get('cost_usd') is not None:
+            samples['fleet_dispatch_item_spend_usd'].append((labels, spend['cost_usd']))
+        cap = cap or (it.get('item_budget') if isinstance(it.get('item_budget'), dict) else {})
+    if cap.get('tokens') is not None:
+        samples['fleet_dispatch_item_budget_tokens'].append(({}, cap['tokens']))
+    if cap.get('usd') is not None:
+        samples['fleet_dispatch_item_budget_usd'].append(({}, cap['usd']))
+    for m in master_spend(items):
+        labels = {'host': m['host'], 'master': m['master']}
+        if m['tokens'] is not None:
+            samples['fleet_dispatch_master_spend_tokens'].append((labels, m['tokens']))
+        if m['cost_usd'] is not None:
+            samples['fleet_dispatch_master_spend_usd'].append((labels, m['cost_usd']))
     samples['fleet_dispatch_board_readable'].append(({}, data.get('readable') is not False))
     when = _time(now)
     if when is not None:

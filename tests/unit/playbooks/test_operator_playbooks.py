@@ -105,6 +105,25 @@ def test_status_and_sweep_write_the_page_and_the_metrics_beside_status_json(tmp_
     assert said and said[-1].strip().rstrip(',') == '"msg": "status page: %s"' % (state / 'status.html'), said[-3:]
 
 
+def test_status_shows_spend_per_item_and_per_master_on_the_text_the_page_and_the_metrics(tmp_path, board):
+    with open_board(board) as b:
+        b.upsert_item(number=5, title='spent', status='Ready')
+        b.comment(5, format_marker('start', {'unit': 'task-5', 'host': 'w7', 'master': 'agent1'}), author='fleet-bot')
+        b.comment(5, format_marker('noop', {'unit': 'task-5', 'host': 'w7', 'master': 'agent1', 'tokens': 1200,
+                                            'cost_usd': 0.3}), author='fleet-bot')
+    res = playbook('status.yml', tmp_path, board, '-e', 'dispatch_item_budget_tokens=5000')
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert '1200 tok, $0.3 / 5000 tok' in res.stdout          # the item, against its item budget
+    assert 'w7/agent1' in res.stdout and 'master (as its runs name it)' in res.stdout
+    state, = (tmp_path / 'state' / 'fleet-dispatch').glob('*/status.html')
+    page = state.read_text(encoding='utf-8')
+    assert 'data-spend-master="w7/agent1"' in page and '1200 tok, $0.3 / 5000 tok' in page
+    prom = (state.parent / 'fleet-dispatch.prom').read_text(encoding='utf-8')
+    assert 'fleet_dispatch_item_spend_tokens{number="5",repo=""} 1200' in prom
+    assert 'fleet_dispatch_master_spend_usd{host="w7",master="agent1"} 0.3' in prom
+    assert 'fleet_dispatch_item_budget_tokens 5000' in prom
+
+
 def test_stop_refuses_an_item_with_no_open_run_and_changes_nothing(tmp_path, board):
     with open_board(board) as b:
         before = [(c.body, c.author) for c in b.get(1).comments], b.get(1).status

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The cost of an item's runs, summed from its close-out markers.
+"""The cost of an item's runs, summed from its close-out markers (in all, and per master that ran them).
 
 Pure. Each terminal marker carries what the run's envelope stated (``turns``, ``tokens``,
 ``cost_usd``; ``_runner.run.run_cost``); this adds them up and never fills a gap: a run whose
@@ -10,7 +10,7 @@ envelope stated no cost adds nothing to ``cost_usd`` and is not counted in ``pri
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable
+from typing import Any, Dict, Iterable, List, Tuple
 
 from .markers import TERMINAL
 
@@ -45,4 +45,45 @@ def run_cost(markers: Iterable[Any]) -> Dict[str, Any]:
     return dict(sums, runs=runs, priced_runs=priced)
 
 
-__all__ = ['run_cost']
+def spend_by_master(markers: Iterable[Any]) -> List[Dict[str, Any]]:
+    """``run_cost`` of the runs each master ran, as their close-out markers name it (``host``/``master`` fields):
+    ``[{'host', 'master', 'runs', 'priced_runs', 'tokens', 'cost_usd'}]``, sorted. A close-out that names no
+    master is counted under empty names (the runner writes both; an old or hand-made marker may not)."""
+    groups = {}   # type: Dict[Tuple[str, str], List[Any]]
+    for marker in markers or ():
+        fields = getattr(marker, 'fields', None) or {}
+        key = (str(fields.get('host') or ''), str(fields.get('master') or ''))
+        groups.setdefault(key, []).append(marker)
+    out = []
+    for (host, master) in sorted(groups):
+        cost = run_cost(groups[(host, master)])
+        if cost['runs']:
+            out.append({'host': host, 'master': master, 'runs': cost['runs'], 'priced_runs': cost['priced_runs'],
+                        'tokens': cost['tokens'], 'cost_usd': cost['cost_usd']})
+    return out
+
+
+def fleet_spend(rows: Iterable[Any]) -> List[Dict[str, Any]]:
+    """Many ``spend_by_master`` rows (every item's) folded into one per master, sorted; a sum stays None
+    while no run stated it (never a 0 nobody stated)."""
+    totals = {}   # type: Dict[Tuple[str, str], Dict[str, Any]]
+    for row in rows or ():
+        if not isinstance(row, dict):
+            continue
+        key = (str(row.get('host') or ''), str(row.get('master') or ''))
+        entry = totals.setdefault(key, {'host': key[0], 'master': key[1], 'runs': 0, 'priced_runs': 0,
+                                        'tokens': None, 'cost_usd': None})
+        entry['runs'] += int(_number(row.get('runs')) or 0)
+        entry['priced_runs'] += int(_number(row.get('priced_runs')) or 0)
+        for name in ('tokens', 'cost_usd'):
+            value = _number(row.get(name))
+            if value is not None:
+                entry[name] = (entry[name] or 0) + value
+    out = [totals[key] for key in sorted(totals)]
+    for entry in out:
+        if entry['cost_usd'] is not None:
+            entry['cost_usd'] = round(entry['cost_usd'], 6)
+    return out
+
+
+__all__ = ['fleet_spend', 'run_cost', 'spend_by_master']

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 
 from .announce import capacity_deaths
 from ..outcome.capacity import share_by_account
-from ..board.cost import run_cost
+from ..board.cost import run_cost, spend_by_master
 from .eligibility import evaluate, ignored_reopens, run_durations
 from .item_budget import left_env, remaining
 from ..board.markers import human_markers, markers_of
@@ -68,6 +68,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budge
             'open_blockers': list(getattr(verdict, 'open_blockers', []) or []),
             'artifacts': to_jsonable(item.artifacts),
             'run_cost': run_cost(markers_of(item)),
+            'spend_by_master': spend_by_master(markers_of(item)),   # every run, by the master its close-out names
             'human_markers': human_markers(item),
             'ignored_reopens': [dict(r, at=format_time(r['at'])) for r in ignored_reopens(item)],
             'chain': getattr(verdict, 'chain', None),   # after a handoff marker: its chain's last hop
