@@ -30,7 +30,8 @@ from typing import Any, Dict, List, Optional
 
 from .._board.protocol import BoardError, BoardUnreadable
 from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
-from .._core.outcome.agents import DEFAULT_PROFILE, ENVELOPE_TYPE, UsageMeter, agent_argv, profile as agent_profile, read_capture
+from .._core.outcome.agents import (DEFAULT_PROFILE, ENVELOPE_TYPE, UsageMeter, agent_argv, profile as agent_profile, read_capture,
+                                    route_argv)
 from .._core.outcome.budget import Budget, describe as describe_budget, enforceable, parse_budget, reached, stop_for
 from .._core.outcome.capacity import (board_unreachable_state, clears_after_agent_found, clears_after_clean_run, clears_after_start,
                                       clears_after_update, update_failed_state)
@@ -40,6 +41,7 @@ from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, E
                                    EXIT_USAGE)
 from .._core.dispatch.eligibility import live_start
 from .._core.dispatch.item_budget import from_env as item_budget_from_env, tighter
+from .._core.dispatch.route import GENERIC_ENV, ROUTE_ENV
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.mentions import provenance
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
@@ -921,6 +923,22 @@ def budget_note(configured: Budget, held: Budget, agent: str) -> str:
     return '; '.join(words)
 
 
+def item_route(environ, agent_env: Dict[str, str], agent: str) -> Dict[str, str]:
+    """The item's model and effort for its CLI's arguments: what the launch set (``AGENT_MODEL``, ``AGENT_EFFORT``:
+    ``_core.dispatch.route.route_env``), unless the worker's own ``agent_env`` names the model or effort itself -- in
+    the profile's own variable (``ROUTE_ENV``: the CLI reads it) or the generic one -- which wins, as it does for
+    the environment."""
+    native = ROUTE_ENV.get(agent, {})
+    out = {}
+    for key, generic in GENERIC_ENV.items():
+        if native.get(key) and native[key] in agent_env:
+            continue
+        value = agent_env.get(generic) if generic in agent_env else (environ or {}).get(generic, '')
+        if value:
+            out[key] = str(value)
+    return out
+
+
 def run_cost(reading) -> Dict[str, Any]:
     """The run's cost as the envelope states it, for the close-out marker: ``turns`` is already
     there; ``tokens`` (input + output, as stated) and ``cost_usd`` only when stated, never invented."""
@@ -989,16 +1007,22 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
             agent = json.loads(args.agent_command)
         elif agent_name == DEFAULT_PROFILE:
             agent = conf.get('agent_command', list(DEFAULT_AGENT))
-        else:
+        agent_env = dict((str(k), str(v)) for k, v in (conf.get('agent_env') or {}).items())
+        route_refused = []
+        if not args.agent_command and agent_name != DEFAULT_PROFILE:
             # with a budget, the profile's streaming argv (claude: stream-json), so usage is read as it streams
-            agent = agent_argv(agent_name, streaming=bool(budget) or item_share is not None) + [str(a) for a in (conf.get('agent_args') or [])]
+            agent = agent_argv(agent_name, streaming=bool(budget) or item_share is not None)
+            # the item's model and effort as its CLI's own arguments (the launch set them as AGENT_MODEL/AGENT_EFFORT)
+            agent, route_refused = route_argv(agent_name, agent, item_route(environ, agent_env, agent_name))
+            agent += [str(a) for a in (conf.get('agent_args') or [])]
         if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):
             raise ValueError('agent_command must be a non-empty JSON list of strings, got %r' % (agent,))
         backoff = tuple(int(x) for x in conf.get('backoff', DEFAULT_BACKOFF))
-        agent_env = dict((str(k), str(v)) for k, v in (conf.get('agent_env') or {}).items())
     except (OSError, ValueError, TypeError) as exc:
         _log_line('fleet-runner: configuration error, nothing posted: %s' % exc)
         return EXIT_USAGE
+    for why in route_refused:
+        _log_line('fleet-runner[item %d]: %s (it stays in AGENT_MODEL/AGENT_EFFORT only)' % (args.item, why))
     # the wrapper runs Python from / (nothing imported from the workspace) and names the workspace: never os.getcwd()
     workdir = expand(args.workdir or conf.get('workdir') or '')
     if not workdir:

@@ -6,7 +6,8 @@
 An item may ask for an agent profile, a model and an effort (the board's route fields). It runs
 only on a master whose worker was provisioned with that profile; an item no configured master
 offers is held (``unroutable``), never launched on another agent. The model and effort reach the
-agent as the launch's non-secret environment, under the names its CLI reads (``ROUTE_ENV``).
+agent as the launch's non-secret environment, under the names its CLI reads (``ROUTE_ENV``), and the
+runner gives them to the CLI as its own arguments where it takes them (``_core.outcome.agents.route_argv``).
 
 Candidates are ordered by priority (lower rank first; an item without one after every item with
 one), then by age (oldest first), then board order. The order decides who is placed first and on
@@ -20,6 +21,8 @@ from __future__ import annotations
 import math
 import re
 from typing import Any, Dict, Iterable, List, Optional
+
+from ..outcome.agents import PROFILES as PROFILE_ARGS
 
 PROFILES = ('claude', 'codex', 'gemini', 'custom')
 """The agent profiles a worker can be provisioned with (``worker_runner_agent``; ``_core.outcome.agents``)."""
@@ -36,9 +39,10 @@ ROUTE_ENV = {
     'custom': {},
 }
 """The environment names each profile's CLI reads its model and effort from (Claude Code's
-``ANTHROPIC_MODEL`` and ``CLAUDE_CODE_EFFORT_LEVEL``, Gemini CLI's ``GEMINI_MODEL``; Codex takes
-them only as ``-m``/``-c`` arguments, which the launch cannot add). Every run with a route also gets
-``AGENT_MODEL`` and ``AGENT_EFFORT`` (``GENERIC_ENV``), for a custom agent's wrapper."""
+``ANTHROPIC_MODEL`` and ``CLAUDE_CODE_EFFORT_LEVEL``, Gemini CLI's ``GEMINI_MODEL``; Codex CLI reads
+neither from its environment). Every run with a route also gets ``AGENT_MODEL`` and ``AGENT_EFFORT``
+(``GENERIC_ENV``): the runner reads them to pass the CLI's own arguments (Codex ``-m``/``-c
+model_reasoning_effort=``, Claude ``--model``, Gemini ``-m``), and a custom agent's wrapper reads them."""
 
 GENERIC_ENV = {'model': 'AGENT_MODEL', 'effort': 'AGENT_EFFORT'}
 
@@ -134,8 +138,12 @@ def route_env(route: Dict[str, str], profile: str) -> Dict[str, str]:
 
 
 def route_gaps(route: Dict[str, str], profile: str) -> List[str]:
-    """What of ``route`` the agent's own CLI will not read (only the generic name carries it)."""
-    native = ROUTE_ENV.get(str(profile or '').lower(), {})
+    """What of ``route`` the agent's own CLI will not read, from its environment nor from the arguments the
+    runner gives it (``_core.outcome.agents.AgentProfile.route_args``): only the generic name carries it."""
+    name = str(profile or '').lower()
+    native = set(ROUTE_ENV.get(name, {}))
+    if name in PROFILE_ARGS:
+        native.update(key for key, _option, _prefix in PROFILE_ARGS[name].route_args)
     return [key for key in ('model', 'effort') if _text((route or {}).get(key)) and key not in native]
 
 

@@ -209,6 +209,8 @@ class AgentProfile:
     usage: str = ''                  # where its output states usage: USAGE_WHEN
     states_cost: Optional[bool] = None   # whether it states a cost at all (None: the command decides)
     stream_argv: Tuple[str, ...] = ()    # the argv whose output states usage as it streams, when argv's does not
+    route_args: Tuple[Tuple[str, str, str], ...] = ()   # how its CLI takes an item's model/effort: (key, option, prefix)
+    route_at: int = 1                    # where in argv they go (after the executable, or its subcommand)
 
 
 ENVELOPE_SHAPES = ('claude_result', 'codex_turn', 'gemini_json')
@@ -225,16 +227,19 @@ PROFILES = {
         'Claude Code: the brief on stdin; one JSON result object (stream-json: the last type=result line); '
         'num_turns, total_cost_usd, usage; errors in result/errors/api_error_status; rate_limit_event lines',
         usage='message', states_cost=True,
-        stream_argv=('claude', '-p', '--output-format', 'stream-json', '--verbose')),
+        stream_argv=('claude', '-p', '--output-format', 'stream-json', '--verbose'),
+        route_args=(('model', '--model', ''),)),
     'codex': AgentProfile(
         'codex', ('codex', 'exec', '--json', '-'), 'stdin', ('codex_turn',),
         'OpenAI Codex CLI: "-" reads the brief from stdin; JSONL events (thread.started, turn.started, item.*, '
-        'turn.completed with usage, turn.failed, error); no cost is stated', usage='turn', states_cost=False),
+        'turn.completed with usage, turn.failed, error); no cost is stated', usage='turn', states_cost=False,
+        route_args=(('model', '-m', ''), ('effort', '-c', 'model_reasoning_effort=')), route_at=2),
     'gemini': AgentProfile(
         'gemini', ('gemini', '--output-format', 'json', '-p', 'Follow the brief given on standard input.'), 'stdin',
         ('gemini_json', 'claude_result'),
         'Gemini CLI: the brief on stdin (appended to -p); one JSON object {"response", "stats", "error"}; '
-        'token counts per model in stats; no cost or turn count is stated', usage='result', states_cost=False),
+        'token counts per model in stats; no cost or turn count is stated', usage='result', states_cost=False,
+        route_args=(('model', '-m', ''),)),
     'custom': AgentProfile(
         'custom', (), 'stdin', ENVELOPE_SHAPES,
         "the runner config's agent_command ({brief_file} or {brief} in it, else the brief on stdin); any known envelope",
@@ -260,6 +265,31 @@ def agent_argv(name: Any, agent_command: Optional[List[str]] = None, streaming: 
     if not prof.argv:
         raise ValueError('the custom agent needs agent_command')
     return list(prof.stream_argv if streaming and prof.stream_argv else prof.argv)
+
+
+_ROUTE_VALUE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$')
+"""A model or effort name given to a CLI as an argument: a word of name characters that cannot be read
+as an option (no leading ``-``) nor as more than one value (no space, ``=``, quote or comma)."""
+
+
+def route_argv(name: Any, argv: List[str], route: Dict[str, str]) -> Tuple[List[str], List[str]]:
+    """``argv`` with the item's model and effort as the profile's CLI takes them (``AgentProfile.route_args``:
+    Codex CLI ``-m MODEL -c model_reasoning_effort=EFFORT`` after ``exec``, Claude Code ``--model MODEL``,
+    Gemini CLI ``-m MODEL``), and what was left out: ``(argv, refused)``, each refusal a sentence. A value
+    that is not a plain name (``_ROUTE_VALUE``) is never put on the command line; a custom profile takes
+    none (its command reads ``AGENT_MODEL``/``AGENT_EFFORT``)."""
+    prof = profile(name)
+    added, refused = [], []
+    for key, option, prefix in prof.route_args:
+        value = str((route or {}).get(key) or '').strip()
+        if not value:
+            continue
+        if not _ROUTE_VALUE.match(value):
+            refused.append('the item\'s %s %r is not a plain name: not passed to the %s CLI' % (key, value[:60], prof.name))
+            continue
+        added.extend([option, prefix + value])
+    out = list(argv)
+    return out[:prof.route_at] + added + out[prof.route_at:], refused
 
 
 # --- structured facts ----------------------------------------------------------------------------
@@ -1377,6 +1407,6 @@ def summary(reading: Reading) -> Dict[str, Any]:
 
 
 __all__ = ['AgentProfile', 'DEFAULT_PROFILE', 'ENVELOPE_TYPE', 'GOOGLE_DAY_ZONE', 'KINDS', 'PROFILES', 'Reading', 'Spend', 'Stated',
-           'THROTTLE_MAX_S', 'TOKEN_KEYS', 'USAGE_WHEN', 'UsageMeter', 'agent_argv', 'is_clean_run', 'is_envelope',
+           'THROTTLE_MAX_S', 'TOKEN_KEYS', 'USAGE_WHEN', 'UsageMeter', 'agent_argv', 'route_argv', 'is_clean_run', 'is_envelope',
            'json_objects', 'parse_duration', 'profile', 'read_capture', 'resolve_stated', 'scan_envelope', 'stated_reset',
            'summary', 'token_count']

@@ -243,3 +243,33 @@ def test_the_three_ways_a_run_stops_have_three_close_outs():
     assert [d.fields.get('cause') for d in (timeout, stall, crash)] == ['timeout', 'stall', 'exit_code']
     assert len({timeout.text, stall.text, crash.text}) == 3
     assert 'printed nothing for 600s' in stall.text and stall.kind == 'failure'
+
+
+# --- the item's model and effort as the CLI's own arguments ----------------------------------------------------
+
+@pytest.mark.parametrize('agent, expected', [
+    ('codex', ['exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-']),
+    ('claude', ['--model', 'gpt-5-codex', '-p', '--output-format', 'json']),
+    ('gemini', ['-m', 'gpt-5-codex', '--output-format', 'json', '-p', 'Follow the brief given on standard input.']),
+], ids=['codex', 'claude', 'gemini'])
+def test_the_runner_gives_the_cli_the_items_model_and_effort_as_arguments(bed, monkeypatch, agent, expected):
+    """The launch sets AGENT_MODEL/AGENT_EFFORT for a routed item; the runner passes them as the CLI's own arguments
+    (Codex CLI reads no variable for either). The fake agent logs the argv it was started with."""
+    (bed.tmp / 'runner.json').write_text(json.dumps({'agent': agent}))
+    bed.install(agent)
+    monkeypatch.setenv('AGENT_MODEL', 'gpt-5-codex')
+    monkeypatch.setenv('AGENT_EFFORT', 'high')
+    bed.run()
+    entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
+    assert entry['argv'][1:] == expected
+
+
+def test_a_model_that_is_not_a_plain_name_never_reaches_the_command_line(bed, monkeypatch):
+    (bed.tmp / 'runner.json').write_text(json.dumps({'agent': 'codex'}))
+    bed.install('codex')
+    monkeypatch.setenv('AGENT_MODEL', '--dangerously-bypass-approvals-and-sandbox')
+    monkeypatch.setenv('AGENT_EFFORT', 'high')
+    proc = bed.run()
+    entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
+    assert entry['argv'][1:] == ['exec', '-c', 'model_reasoning_effort=high', '--json', '-']
+    assert "the item's model '--dangerously-bypass-approvals-and-sandbox' is not a plain name" in proc.stderr

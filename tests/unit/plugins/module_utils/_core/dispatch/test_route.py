@@ -93,9 +93,10 @@ def test_the_item_route_wins_over_the_dispatcher_setenv_and_an_item_without_one_
     assert by[2]['GEMINI_MODEL'] == 'default-model' and 'AGENT_MODEL' not in by[2]
 
 
-def test_a_profile_whose_cli_reads_no_variable_gets_the_generic_names_and_says_so():
+def test_a_profile_whose_cli_reads_no_variable_gets_the_generic_names_and_its_arguments():
     assert route_env({'model': 'gpt-5-codex', 'effort': 'high'}, 'codex') == {'AGENT_MODEL': 'gpt-5-codex', 'AGENT_EFFORT': 'high'}
-    assert route_gaps({'model': 'gpt-5-codex', 'effort': 'high'}, 'codex') == ['model', 'effort']
+    assert route_gaps({'model': 'gpt-5-codex', 'effort': 'high'}, 'codex') == []   # the runner's -m and -c
+    assert route_gaps({'model': 'gpt-5-codex', 'effort': 'high'}, 'custom') == ['model', 'effort']
     assert route_gaps({'model': 'm', 'effort': 'high'}, 'gemini') == ['effort']
     assert route_gaps({'model': 'm', 'effort': 'high'}, 'claude') == []
 
@@ -135,7 +136,9 @@ def test_explain_says_which_route_holds_an_item_and_where_a_routed_one_would_go(
     ok = explain(item(8, agent='codex', model='gpt-5-codex'), now=NOW, agents=['claude', 'codex'],
                  masters=[master('w1', 'a', ['claude']), master('w2', 'b', ['codex'], live=3)])
     assert (ok['placement']['placed'], ok['placement']['worker']) == (True, 'w2')
-    assert 'AGENT_MODEL' in ok['placement']['why']
+    assert 'AGENT_MODEL' not in ok['placement']['why']   # Codex CLI takes it as -m from the runner
+    custom = explain(item(9, agent='custom', model='m1'), now=NOW, agents=['custom'], masters=[master('w3', 'c', ['custom'])])
+    assert 'AGENT_MODEL' in custom['placement']['why']
 
 
 # -- priority ----------------------------------------------------------------------------------
