@@ -28,6 +28,7 @@ import time
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent_env import secret_looking
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import parse_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
     clock_warnings, launch_answers, launch_work, plan_answers, probe_answers, probe_workers)
@@ -79,6 +80,8 @@ ARGUMENT_SPEC = dict(
     clone=dict(type='str', default=''),
     branch=dict(type='str', default='main'),
     reap_floor=dict(type='float', default=DEFAULT_FLOOR_S),
+    # stage=place and stage=decide: an agent account's daily budget {tokens, usd} (with items and now)
+    account_budget=dict(type='dict', default={}),
     timing=dict(type='dict', default={}),
     # stage=decide: what every worker_launch call of the launch play takes besides its items (returned as is)
     launch_args=dict(type='dict', default={}),
@@ -111,6 +114,17 @@ def answers(results):
         record.update(target=res.get(loop_var) or {}, status=status, msg=res.get('msg') or '')
         records.append(record)
     return records
+
+
+def _account_budget(value):
+    """The daily budget option as a ``Budget`` (figures templated as text are numbers; 0 or none: no limit)."""
+    value = value or {}
+    try:
+        tokens = int(float(value.get('tokens') or 0))
+        usd = float(value.get('usd') or 0)
+    except (TypeError, ValueError):
+        raise ValueError('account_budget must be {tokens: N, usd: X}, not %r' % (value,)) from None
+    return parse_budget({'tokens': tokens or None, 'usd': usd or None})
 
 
 def _refusal_text(ref):
@@ -178,7 +192,9 @@ def step(stage, args):
                 dup['unit'], 1 + len(dup['stop']), keep.get('worker'), keep.get('master'), keep.get('started_at'),
                 ', '.join('%s/%s' % (u.get('worker'), u.get('master')) for u in dup['stop'])))
     elif stage == 'place':
-        out = gate_place(cands, args['masters'], answers(args['capacity']), args['survey'])
+        budget = _account_budget(args['account_budget'])
+        out = gate_place(cands, args['masters'], answers(args['capacity']), args['survey'], items=args['items'] or [],
+                         now=parse_time(args['now']) if args['now'] else None, account_budget=budget)
     elif stage == 'batch':
         made = None if args['workspaces'] is None else answers(args['workspaces'])
         out = batches(cands, made, command=args['command'], setenv=args['setenv'], owner=args['owner'])

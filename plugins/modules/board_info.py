@@ -238,6 +238,12 @@ board_items:
           sum them per master.
       type: list
       elements: dict
+    spend_by_account_day:
+      description:
+        - The item's runs by the agent account their close-out names (C(account), set from the launch's C(FLEET_ACCOUNT)) and the
+          UTC day it is dated - each C(account), C(day), C(runs), C(priced_runs), C(tokens), C(cost_usd) - for an account's daily budget.
+      type: list
+      elements: dict
     run_durations:
       description:
         - Seconds from each finished run's start marker to its ending marker, from the item's own markers (the

@@ -211,6 +211,13 @@ options:
     description: O(stage=decide) - the reaper's floor in seconds (C(dispatch_reap_floor)); with O(items) and O(now) it gives RV(reaping).
     type: float
     default: 1800
+  account_budget:
+    description:
+      - O(stage=place) and O(stage=decide) - an agent account's daily budget, C(tokens) and/or C(usd) (C(dispatch_account_budget_tokens),
+        C(dispatch_account_budget_usd)); with O(items) and O(now), every master of an account whose runs closed today (UTC) stated
+        that much is dark with source C(budget) until 00:00 UTC. A cost is never estimated. Empty - no daily budget.
+    type: dict
+    default: {}
   timing:
     description:
       - The cycle's epoch stamps so far. O(stage=lease) - RV(timing) adds C(leased) (the step's start, when the leases are held);

@@ -41,6 +41,7 @@ from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, E
                                    EXIT_USAGE)
 from .._core.dispatch.eligibility import live_start
 from .._core.dispatch.item_budget import from_env as item_budget_from_env, tighter
+from .._core.outcome.account_budget import ACCOUNT_ENV
 from .._core.dispatch.route import GENERIC_ENV, ROUTE_ENV
 from .._core.board.markers import format_marker, parse_marker
 from .._core.board.mentions import provenance
@@ -219,6 +220,9 @@ class Run(object):
                   'started_at': format_time(self.board_started_at or self.started_at), 'brief_version': BRIEF_VERSION}
         if self.config.runner_version:
             fields['runner_version'] = self.config.runner_version
+        account = str(self.environ.get(ACCOUNT_ENV, '') or '').strip()
+        if account:
+            fields['account'] = account[:120]   # the agent account the dispatcher placed the run on (its daily budget)
         fields.update(more)
         return fields
 

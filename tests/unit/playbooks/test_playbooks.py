@@ -385,3 +385,28 @@ def test_a_plan_sweep_routes_by_profile_orders_by_priority_and_holds_what_nobody
     assert plan['skipped'] == [3]
     assert 'unroutable' in res.stdout and "agent profile 'gemini'" in res.stdout
     assert 'model=gpt-5-codex' in res.stdout
+
+
+def test_a_plan_sweep_darkens_the_masters_of_an_account_that_spent_its_daily_budget(tmp_path):
+    """acct-a's runs closed today stated 5000 tokens, its daily budget: its master gets nothing until 00:00 UTC
+    (source budget), the item goes to acct-b's master; without the budget the emptier acct-a master takes it."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=1, title='spent', status='Done')
+        b.comment(1, format_marker('start', {'account': 'acct-a'}), at='2026-12-06T09:00:00Z')
+        b.comment(1, format_marker('noop', {'account': 'acct-a', 'tokens': 5000}), at='2026-12-06T10:00:00Z')
+        b.upsert_item(number=2, title='to place', status='Ready')
+    local = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}'}
+    inventory = tmp_path / 'inventory.yml'
+    inventory.write_text(json.dumps({'workers': {'hosts': {'localhost': dict(local, worker_masters=[
+        {'name': 'agent1', 'agent_account': 'acct-a'}, {'name': 'agent2', 'agent_account': 'acct-b'}])}}}))
+    res = playbook('sweep.yml', tmp_path, spec, '-e', 'dispatch_now=2026-12-06T12:00:00Z', '-e', 'dispatch_account_budget_tokens=5000',
+                   inventory=inventory)
+    assert res.returncode == 0, res.stdout + res.stderr
+    plan = json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())
+    assert [(a['number'], a['master']) for a in plan['assignments']] == [(2, 'agent2')]
+    assert [(d['master'], d['source']) for d in plan['dark']] == [('agent1', 'budget')]
+    assert 'account acct-a spent 5000 tokens today' in res.stdout + res.stderr
+    res = playbook('sweep.yml', tmp_path, spec, '-e', 'dispatch_now=2026-12-06T12:00:00Z', inventory=inventory)
+    assert res.returncode == 0 and not json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())['dark']

@@ -10,6 +10,7 @@ envelope stated no cost adds nothing to ``cost_usd`` and is not counted in ``pri
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any, Dict, Iterable, List, Tuple
 
 from .markers import TERMINAL
@@ -86,4 +87,27 @@ def fleet_spend(rows: Iterable[Any]) -> List[Dict[str, Any]]:
     return out
 
 
-__all__ = ['fleet_spend', 'run_cost', 'spend_by_master']
+def spend_by_account_day(markers: Iterable[Any]) -> List[Dict[str, Any]]:
+    """``run_cost`` of the runs each agent account closed each UTC day, from close-outs that name their ``account``
+    (the launch's ``FLEET_ACCOUNT``): ``[{'account', 'day', 'runs', 'priced_runs', 'tokens', 'cost_usd'}]``, sorted.
+    A close-out without an account or a time counts for no day (an account's daily budget,
+    ``_core.outcome.account_budget``)."""
+    groups = {}   # type: Dict[Tuple[str, str], List[Any]]
+    for marker in markers or ():
+        fields = getattr(marker, 'fields', None) or {}
+        at = getattr(marker, 'at', None)
+        account = str(fields.get('account') or '')
+        if not account or at is None or getattr(marker, 'kind', None) not in TERMINAL:
+            continue
+        day = at.astimezone(_dt.timezone.utc).date().isoformat()
+        groups.setdefault((account, day), []).append(marker)
+    out = []
+    for (account, day) in sorted(groups):
+        cost = run_cost(groups[(account, day)])
+        if cost['runs']:
+            out.append({'account': account, 'day': day, 'runs': cost['runs'], 'priced_runs': cost['priced_runs'],
+                        'tokens': cost['tokens'], 'cost_usd': cost['cost_usd']})
+    return out
+
+
+__all__ = ['fleet_spend', 'run_cost', 'spend_by_account_day', 'spend_by_master']

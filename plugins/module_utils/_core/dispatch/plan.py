@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional
 
 from .announce import capacity_deaths
 from ..outcome.capacity import share_by_account
-from ..board.cost import run_cost, spend_by_master
+from ..board.cost import run_cost, spend_by_account_day, spend_by_master
+from ..outcome.account_budget import ACCOUNT_ENV, account_key, darken as budget_darken
 from .eligibility import evaluate, ignored_reopens, run_durations
 from .item_budget import left_env, remaining
 from ..board.markers import human_markers, markers_of
@@ -69,6 +70,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budge
             'artifacts': to_jsonable(item.artifacts),
             'run_cost': run_cost(markers_of(item)),
             'spend_by_master': spend_by_master(markers_of(item)),   # every run, by the master its close-out names
+            'spend_by_account_day': spend_by_account_day(markers_of(item)),   # an account's daily budget
             'human_markers': human_markers(item),
             'ignored_reopens': [dict(r, at=format_time(r['at'])) for r in ignored_reopens(item)],
             'chain': getattr(verdict, 'chain', None),   # after a handoff marker: its chain's last hop
@@ -156,7 +158,8 @@ def place(cands, masters) -> Dict[str, Any]:
         assignments.append({'number': cand['number'], 'repo': cand.get('repo', ''),
                             'title': cand.get('title', ''),
                             'worker': best.get('worker'), 'master': best.get('master'),
-                            'agent': agent or (list(best.get('agents') or []) or [''])[0], 'route': route})
+                            'agent': agent or (list(best.get('agents') or []) or [''])[0], 'route': route,
+                            'account': account_key(best)})
         head = best['headroom']
         head['live_runs'] = (head.get('live_runs') or 0) + 1
     return {'assignments': assignments, 'unplaced': unplaced, 'dark': dark}
@@ -347,6 +350,8 @@ def dark_why(source, reset_at) -> str:
     if source == 'update_failed':
         return ('runner could not update itself: gets nothing until the cooldown ends or fleet.dispatch.worker '
                 'reinstalls it')
+    if source == 'budget':
+        return 'the agent account spent its daily budget (budget): gets nothing until %s, the next day' % (reset_at or 'unknown')
     if source == 'agent_missing':
         return ('the agent CLI is not on this master\'s run PATH (agent_missing): gets nothing until fleet.dispatch.worker '
                 'installs it (worker_agent_packages) or the cooldown ends')
@@ -395,20 +400,27 @@ def masters_from(masters, capacity, surveyed=None) -> Dict[str, Any]:
     return {'masters': usable, 'warnings': warnings}
 
 
-def gate_place(cands, masters, capacity, surveyed=None) -> Dict[str, Any]:
+def gate_place(cands, masters, capacity, surveyed=None, items=None, now=None, account_budget=None) -> Dict[str, Any]:
     """Place the admitted candidates on the master with the most measured headroom (no cap);
     dark masters get nothing. A candidate no master can take is refused (logged). With no candidate the plan
-    still names the dark masters (plan mode's table shows them), without a warning per master."""
-    if not cands:
-        found = masters_from(masters, capacity, surveyed)
-        return {'admitted': [], 'refused': [], 'warnings': [], 'plan': place([], found['masters']), 'masters': found['masters']}
+    still names the dark masters (plan mode's table shows them), without a warning per master.
+    ``account_budget`` (a ``Budget``) with the board's ``items`` and ``now``: an account whose runs today spent it
+    is dark, source ``budget``, until the next day (``_core.outcome.account_budget``)."""
     found = masters_from(masters, capacity, surveyed)
+    if account_budget and now is not None:
+        found['masters'] = budget_darken(found['masters'], items or [], account_budget, now)
+        for entry in found['masters']:
+            if entry.get('budget_why'):
+                entry['why'] = dark_why('budget', entry['reset_at']) + ': ' + entry['budget_why']
+                found['warnings'].append('%s/%s is dark, %s' % (entry['worker'], entry['master'], entry['why']))
+    if not cands:
+        return {'admitted': [], 'refused': [], 'warnings': [], 'plan': place([], found['masters']), 'masters': found['masters']}
     plan = place(cands, found['masters'])
     by_number = dict(((c.get('number'), c.get('repo', '') or ''), c) for c in cands or [])
     admitted, refused = [], []
     for a in plan['assignments']:
         cand = by_number[(a['number'], a.get('repo', '') or '')]
-        admitted.append(dict(cand, worker=a['worker'], master=a['master'], agent=a['agent']))
+        admitted.append(dict(cand, worker=a['worker'], master=a['master'], agent=a['agent'], account=a['account']))
     for u in plan['unplaced']:
         cand = by_number[(u['number'], u.get('repo', '') or '')]
         refused.append(_refusal(cand, 'place', u['why']))
@@ -468,6 +480,8 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
                     'FLEET_DISPATCH_OWNER': owner or '',
                     'FLEET_LEASE_FENCE': '' if lease.get('token') is None else str(lease.get('token'))})
         env.update(route_env(cand.get('route') or {}, cand.get('agent') or ''))
+        if cand.get('account'):
+            env[ACCOUNT_ENV] = str(cand['account'])   # the run names its account in its markers (its daily budget)
         env.update(left_env(cand.get('budget_left')))   # what is left of the item's budget (_core.dispatch.item_budget)
         groups[index[key]]['items'].append(dict(cand, workdir=workdir))
         groups[index[key]]['launch'].append({

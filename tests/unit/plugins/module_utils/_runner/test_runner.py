@@ -418,6 +418,16 @@ def test_a_run_is_stopped_at_what_is_left_of_its_item_budget(world, run_budget):
     assert 'what is left of the item budget: tokens 400' in proc.stderr
 
 
+def test_the_run_names_the_account_it_was_placed_on_in_its_markers(world):
+    """The launch names the master's agent account (FLEET_ACCOUNT); the start and the close-out carry it, so the
+    dispatcher sums an account's spend per day from the board (its daily budget)."""
+    proc = world.run('spend', FLEET_ACCOUNT='acct-a')
+    assert proc.returncode == 10, proc.stderr
+    markers = markers_of(world.item())
+    assert [(m.kind, m.fields.get('account')) for m in markers] == [('start', 'acct-a'), ('noop', 'acct-a')]
+    assert markers[-1].fields['tokens'] == 750
+
+
 def test_an_unreadable_board_at_start_starts_no_agent(world, tmp_path):
     """D12: without a start marker the run would be invisible; the agent is not started."""
     missing = tmp_path / 'missing-board.json'
