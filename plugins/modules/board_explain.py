@@ -175,7 +175,7 @@ def main():
             now=dict(type='str'),
             masters=dict(type='list', elements='dict'),
             agents=dict(type='list', elements='str'),
-            item_budget_tokens=dict(type='int', default=0),
+            item_budget_tokens=dict(type='int', default=0, no_log=False),   # a count of tokens, not a secret
             item_budget_usd=dict(type='float', default=0),
         ),
         supports_check_mode=True,

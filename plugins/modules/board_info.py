@@ -355,7 +355,7 @@ def main():
             numbers=dict(type='list', elements='int'),
             warn_refusals=dict(type='bool', default=True),
             agents=dict(type='list', elements='str'),
-            item_budget_tokens=dict(type='int', default=0),
+            item_budget_tokens=dict(type='int', default=0, no_log=False),   # a count of tokens, not a secret
             item_budget_usd=dict(type='float', default=0),
         ),
         supports_check_mode=True,

@@ -17,6 +17,7 @@ budget is not a failure of the work (D8): the hold is its own reason, never ``pa
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Optional
 
@@ -107,7 +108,7 @@ def from_env(environ: Any) -> Optional[Budget]:
             usd = None
     if tokens is not None and tokens < 0:
         tokens = None
-    if usd is not None and not usd >= 0:
+    if usd is not None and (not math.isfinite(usd) or usd < 0):
         usd = None
     if tokens is None and usd is None:
         return None
