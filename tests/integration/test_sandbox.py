@@ -251,6 +251,7 @@ REFUSED = ('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json',
 SHARED_STATE = ('ledger_read', 'config_read', 'state_plant')
 STATE_PLANT = HOME + '/.local/state/fleet-dispatch/hostile-plant'
 
+
 def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
     """In the default profile (home writable), a hostile agent commits a json.py to the target
     repository, plants hooks, a filter and fsmonitor in the clone, and tries to rewrite its runner's
