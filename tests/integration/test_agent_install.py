@@ -14,10 +14,17 @@ and the run closes out with a no-op (nothing merged). Each provider outcome the 
 ``CLAUDE_CODE_MAX_RETRIES``, as docs/agents.md advises). Then the CLI disappears: the next run posts
 nothing, spends no attempt and darkens the master (``agent_missing``); the next provision clears it.
 
+Beside it, on the same host, masters fcodex and fgemini run the pinned Codex CLI and Gemini CLI, installed
+by the same role (one playbook, the role once per profile) and pointed at the same endpoint: each ends a real
+run, from the board, as ✅ (its shell tool commits and merges), ⚪ (a claim without a merge), 🔁 with no
+attempt (a 429 throttle, a 500 before any turn), 🪫 revoked (a bad key).
+
 The host reaches the registry as this machine does: through its egress, whose CA bundle is copied
 to the host and given to npm (``worker_agent_npm_env``). Without a registry here the module skips.
 Cost, measured on the shared 2-core VM (other engineers' jobs beside it): provision 292 s, most of it apt
 installing Debian's npm; the module 368 s with the host's boot, 7 min with its removal.
+The codex and gemini masters add 257 s (their provision 185 s, of which npm 57 s and the rest the role's own
+tasks twice over; their twelve tests 72 s) on a quiet machine, 310 s at a load average of 8 (provision 236 s).
 """
 from __future__ import annotations
 
@@ -277,6 +284,202 @@ def test_real_claude_running_the_escapes_as_tool_calls_reaches_nothing_of_the_fl
     finally:
         fleet.script([{'text': 'done'}])
         ssh('systemctl --user stop hostile-victim.service')
+
+
+# Codex CLI and Gemini CLI, each on a master of its own beside fagent on the same host: the worker role installs
+# them (the profile's pinned package and Node 22), points them at the same endpoint, and a real unit runs each.
+# Codex's provider goes in `-c` overrides of its config (its `codex exec --help`; the base URL and the variable
+# holding the key, never the key); Gemini CLI's in its environment. Neither retries internally here (codex
+# request_max_retries 0, gemini general.maxAttempts 1): an outage ends in seconds, not their default 26 s / 224 s.
+CODEX_PROVIDER = ('{name="fleet", base_url="%s/v1", env_key="FLEET_CODEX_KEY", wire_api="responses", '
+                  'request_max_retries=0, stream_max_retries=0}')
+OTHERS = {
+    'codex': {'master': 'fcodex', 'version': 'codex-cli 0.171.0', 'key': {'FLEET_CODEX_KEY': 'sk-fake-codex-0000'},
+              'first': 41, 'path': '/v1/responses'},
+    'gemini': {'master': 'fgemini', 'version': '0.61.0', 'key': {'GEMINI_API_KEY': 'AIzaFakeGeminiKey0000'},
+               'first': 51, 'path': ':streamGenerateContent'},
+}
+# scenario -> (the close-out's marker kind, attempts spent, the capacity source it leaves or None, the item's
+# verdict after it where it does not depend on the clock: a retry's waits out its backoff)
+REAL = {'merge': ('success', 1, None, 'done'), 'claim': ('noop', 1, None, 'eligible'),
+        'throttle': ('retry', 0, None, None), 'server_error': ('retry', 0, None, None),
+        'bad_key': ('capacity', 0, 'revoked', 'eligible')}
+REAL_ORDER = ('merge', 'claim', 'throttle', 'server_error', 'bad_key')
+# The forge's merge, for the agent's shell tool: a merged change closing the item on the master's ledger (D2), as
+# the fake agent records it (tests/fakes/agent); the agent's own commit comes first, in a repository of its own.
+FORGE_MERGE_ON_HOST = '/usr/local/share/fleet-test-forge-merge'
+FORGE_MERGE = """import sys, uuid
+sys.path.insert(0, %r)
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+board = LedgerBoard(path=sys.argv[1])
+print(board.add_artifact('agent-pr/%%s/%%s' %% (sys.argv[2], uuid.uuid4().hex[:8]), merged=True, closes=[int(sys.argv[2])],
+                         title='fix #' + sys.argv[2]))
+board.close()
+""" % CODE
+MERGE_CMD = ("git init -q fix-{n} && cd fix-{n} && printf 'hi\\n' > hello.txt && git add hello.txt && "
+             "git -c user.name=agent -c user.email=agent@example.invalid commit -q -m 'fix #{n}' && git log --oneline -1 && "
+             "python3 {merge} {ledger} {n}")
+
+
+# READ, plus the master's capacity state and the commits of the run's fix-N repository, in one login
+READ_MORE = READ.replace('print(json.dumps({', """import os, subprocess
+state = %(home)r + '/.local/state/fleet-dispatch/capacity.json'
+git = subprocess.run(['git', '-C', '%(home)s/fix-%(number)d', 'log', '--format=%%s'], capture_output=True, text=True)
+print(json.dumps({'capacity': json.load(open(state)) if os.path.exists(state) else None,
+                  'commits': git.stdout.split(chr(10)) if git.returncode == 0 else [],""", 1)
+
+
+def _others_vars(endpoint, cli):
+    spec = OTHERS[cli]
+    home = '/home/' + spec['master']
+    common = {'worker_masters': [{'name': spec['master']}], 'worker_runner_agent': cli,
+              'worker_agent_credentials': spec['key'], 'worker_agent_npm_env': {'npm_config_cafile': CA},
+              'worker_runner_board': {'kind': 'ledger', 'path': home + '/ledger.sqlite3'},
+              'worker_runner_check_board': False}
+    if cli == 'codex':
+        common['worker_runner_agent_args'] = [
+            '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check', '-c', 'model="gpt-5.5"',
+            '-c', 'model_provider="fleet"', '-c', 'model_providers.fleet=' + CODEX_PROVIDER % endpoint.url]
+    else:
+        common['worker_runner_agent_args'] = ['--yolo']
+        common['worker_runner_agent_env'] = {'GOOGLE_GEMINI_BASE_URL': endpoint.url, 'GEMINI_MODEL': 'gemini-2.5-pro'}
+    return common
+
+
+class _Others(object):
+    """The codex and gemini masters of fleet's host: launch a run, read its item, its capacity, its capture."""
+
+    def __init__(self, fleet):
+        self.fleet = fleet
+        self.path = {cli: self.ssh(cli, 'cat %s/.config/fleet-dispatch/path' % self.home(cli)).strip() for cli in OTHERS}
+
+    @staticmethod
+    def home(cli):
+        return '/home/' + OTHERS[cli]['master']
+
+    def ssh(self, cli, cmd, check=True):
+        return self.fleet.bed.ssh(self.fleet.host, cmd, user=OTHERS[cli]['master'], check=check).stdout
+
+    def py(self, cli, code):
+        return self.ssh(cli, "cd / && PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (CODE, code))
+
+    def create(self, cli, numbers):
+        self.py(cli, CREATE % {'ledger': self.home(cli) + '/ledger.sqlite3', 'numbers': numbers})
+
+    def launch(self, cli, number):
+        res = self.fleet.bed.ansible(self.fleet.host, 'fleet.dispatch.launch', {
+            'items': [{'number': number, 'command': ['fleet-runner', '--item', str(number)], 'workdir': self.home(cli)}],
+            'path': self.path[cli], 'environment_file': self.home(cli) + '/.config/fleet-dispatch/credentials.env'},
+            become_user=OTHERS[cli]['master'])
+        return res[self.fleet.host]
+
+    def unit_done(self, cli, number):
+        deadline = time.monotonic() + WAIT
+        state = None
+        while time.monotonic() < deadline:
+            state = self.ssh(cli, 'systemctl --user is-active task-%d || true' % number).strip()
+            if state in ('inactive', 'failed', 'unknown'):
+                return state
+            time.sleep(0.5)
+        raise AssertionError('%s task-%d still %s after %ss' % (cli, number, state, WAIT))
+
+    def read(self, cli, number):
+        """The item's markers and verdict, the master's capacity state and the commits of the run's fix-N."""
+        home = self.home(cli)
+        return json.loads(self.py(cli, READ_MORE % {'ledger': home + '/ledger.sqlite3', 'number': number, 'home': home}))
+
+    def capture(self, cli, number):
+        return self.ssh(cli, 'tail -c 3000 %s/.local/state/fleet-dispatch/runs/task-%d/capture.log; journalctl --user -u '
+                        'task-%d --no-pager | tail -15' % (self.home(cli), number, number), check=False)
+
+    def clear_capacity(self, cli):
+        self.fleet.bed.ansible(self.fleet.host, 'fleet.dispatch.capacity_clear', {'source': 'any'},
+                               become_user=OTHERS[cli]['master'])
+
+
+@pytest.fixture(scope='module')
+def others(fleet, tmp_path_factory):
+    """fcodex and fgemini provisioned on fleet's host by one playbook (the role once per profile)."""
+    tasks = []
+    for cli in sorted(OTHERS):
+        tasks.append({'name': 'Provision the %s master' % cli,
+                      'ansible.builtin.include_role': {'name': 'fleet.dispatch.worker'},
+                      'vars': _others_vars(fleet.endpoint, cli)})
+    play = [{'name': 'Provision masters running Codex CLI and Gemini CLI', 'hosts': 'all', 'become': True,
+             'gather_facts': False, 'tasks': tasks}]
+    playbook = tmp_path_factory.mktemp('agent-others') / 'others.yml'
+    playbook.write_text(json.dumps(play, indent=1))
+    t0 = time.monotonic()
+    res = fleet.bed.playbook(playbook, limit=fleet.host, timeout=1800)
+    took = time.monotonic() - t0
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    for spec in OTHERS.values():
+        for value in spec['key'].values():
+            assert value not in res.stdout, 'the agent key is never logged'
+    fleet.bed.ssh(fleet.host, 'sudo tee %s >/dev/null && sudo chmod 644 %s' % (FORGE_MERGE_ON_HOST, FORGE_MERGE_ON_HOST),
+                  input=FORGE_MERGE)
+    # the operator's own Gemini CLI setting, kept by the role's merge of settings.json: no internal retry
+    fleet.bed.ssh(fleet.host, "python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); "
+                  "d.setdefault(\"general\", {})[\"maxAttempts\"] = 1; open(p, \"w\").write(json.dumps(d, indent=2))' "
+                  "/home/fgemini/.gemini/settings.json", user='fgemini')
+
+    o = _Others(fleet)
+    o.provision_s = took
+    for cli, spec in OTHERS.items():
+        o.create(cli, [spec['first'] + i for i in range(len(REAL_ORDER))])
+    print('\ntest_agent_install: codex and gemini masters provisioned in %.0f s' % took)
+    return o
+
+
+@pytest.mark.parametrize('cli', sorted(OTHERS))
+def test_the_role_installs_codex_and_gemini_answering_through_the_run_path(fleet, others, cli):
+    out = others.ssh(cli, 'PATH=%s; %s --version; node --version; command -v %s' % (others.path[cli], cli, cli)).split('\n')
+    assert out[0].strip() == OTHERS[cli]['version'], out
+    assert out[1].strip().startswith('v22.'), out
+    assert out[2].strip() == others.home(cli) + '/.local/lib/fleet-agents/node_modules/.bin/' + cli, out
+
+
+@pytest.mark.parametrize('cli,scenario', [(c, s) for c in sorted(OTHERS) for s in REAL_ORDER])
+def test_a_real_codex_or_gemini_run_ends_with_its_marker_from_the_board(fleet, others, cli, scenario):
+    """The real CLI in a real unit through fleet-runner: its tool call commits and merges (success), it claims
+    without one (noop), a throttle or a 500 before any turn (retry, no attempt), a bad key (capacity revoked)."""
+    _real_run(fleet, others, cli, scenario, OTHERS[cli]['first'] + REAL_ORDER.index(scenario))
+
+
+def _real_run(fleet, others, cli, scenario, number):
+    kind, attempts, source, reason = REAL[scenario]
+    if scenario == 'merge':
+        steps = [{'shell': MERGE_CMD.format(n=number, merge=FORGE_MERGE_ON_HOST,
+                                            ledger=others.home(cli) + '/ledger.sqlite3')}, {'text': 'done'}]
+    elif scenario == 'claim':
+        steps = [{'text': 'Done: I fixed item %d, committed it and merged the change.' % number}]
+    else:
+        steps = [{'error': scenario}]
+    fleet.script(steps)
+    before = len(fleet.endpoint.requests)
+    state = None
+    try:
+        res = others.launch(cli, number)
+        assert not res.get('failed'), res
+        others.unit_done(cli, number)
+        data = others.read(cli, number)
+        state = data['capacity']
+        assert data['kinds'] == ['start', kind], (data, others.capture(cli, number))
+        assert data['attempts'] == attempts, (data, others.capture(cli, number))
+        assert reason is None or data['reason'] == reason, data
+        if source is None:
+            assert state is None, 'the master stays usable: %r' % state
+        else:
+            assert state and state['source'] == source, state
+        turns = [r for r in fleet.endpoint.requests[before:] if r.get('role') == 'turn']
+        assert turns and all(OTHERS[cli]['path'] in r['path'] for r in turns), fleet.endpoint.requests[before:]
+        if scenario == 'merge':
+            assert len(turns) == 2, 'the tool call, then the answer after its result'
+            assert data['commits'][0] == 'fix #%d' % number, data
+    finally:
+        if state is not None:
+            others.clear_capacity(cli)
+        fleet.script([{'text': 'done'}])
 
 
 def test_a_cli_gone_after_provision_darkens_the_master_and_provision_clears_it(fleet):
