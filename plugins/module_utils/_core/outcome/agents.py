@@ -272,17 +272,37 @@ _ROUTE_VALUE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$')
 as an option (no leading ``-``) nor as more than one value (no space, ``=``, quote or comma)."""
 
 
-def route_argv(name: Any, argv: List[str], route: Dict[str, str]) -> Tuple[List[str], List[str]]:
+def _sets(given: Any, option: str, prefix: str) -> bool:
+    """Whether the arguments ``given`` already set what ``option`` (with ``prefix``) would: the same option, or
+    for a ``-c key=`` override the same key (also as ``--config key=...`` or Codex's ``-c model=`` for ``-m``)."""
+    words = [str(w) for w in given or ()]
+    key = prefix.rstrip('=') if prefix else ('model' if option in ('-m', '--model') else '')
+    for index, word in enumerate(words):
+        if not prefix and (word == option or word.startswith(option + '=') or word in ('-m', '--model')
+                           or word.startswith('--model=')):
+            return True
+        if key and word in ('-c', '--config') and index + 1 < len(words) and words[index + 1].split('=', 1)[0].strip() == key:
+            return True
+        if key and word.startswith('--config=') and word[len('--config='):].split('=', 1)[0].strip() == key:
+            return True
+    return False
+
+
+def route_argv(name: Any, argv: List[str], route: Dict[str, str], given: Any = ()) -> Tuple[List[str], List[str]]:
     """``argv`` with the item's model and effort as the profile's CLI takes them (``AgentProfile.route_args``:
     Codex CLI ``-m MODEL -c model_reasoning_effort=EFFORT`` after ``exec``, Claude Code ``--model MODEL``,
     Gemini CLI ``-m MODEL``), and what was left out: ``(argv, refused)``, each refusal a sentence. A value
     that is not a plain name (``_ROUTE_VALUE``) is never put on the command line; a custom profile takes
-    none (its command reads ``AGENT_MODEL``/``AGENT_EFFORT``)."""
+    none (its command reads ``AGENT_MODEL``/``AGENT_EFFORT``). ``given``: the worker's own agent arguments; one
+    that already sets the option (``-m X``, ``--model=X``, ``-c model_reasoning_effort=...``) wins, as the
+    worker's environment does."""
     prof = profile(name)
     added, refused = [], []
     for key, option, prefix in prof.route_args:
         value = str((route or {}).get(key) or '').strip()
         if not value:
+            continue
+        if _sets(given, option, prefix):
             continue
         if not _ROUTE_VALUE.match(value):
             refused.append('the item\'s %s %r is not a plain name: not passed to the %s CLI' % (key, value[:60], prof.name))

@@ -44,3 +44,15 @@ def test_the_workers_own_setting_wins_over_the_items_as_in_the_environment():
     # claude reads ANTHROPIC_MODEL itself: the worker's setting there is what the CLI uses, so no --model
     assert item_route(environ, {'ANTHROPIC_MODEL': 'worker-model'}, 'claude') == {'effort': 'high'}
     assert item_route({}, {}, 'codex') == {}
+
+
+@pytest.mark.parametrize('given, kept', [
+    (['-c', 'model="gpt-5.5"', '-c', 'model_provider="fleet"'], ['-c', 'model_reasoning_effort=high']),
+    (['-m', 'gpt-5.5'], ['-c', 'model_reasoning_effort=high']),
+    (['--config=model_reasoning_effort=low'], ['-m', 'gpt-5-codex']),
+    (['-c', 'model_provider="fleet"'], ['-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high']),
+])
+def test_the_workers_own_agent_arguments_win(given, kept):
+    """worker_runner_agent_args that already point the CLI at a model (docs/agents.md: Codex -c model=...) win."""
+    argv, refused = route_argv('codex', agent_argv('codex'), ROUTE, given)
+    assert argv == ['codex', 'exec'] + kept + ['--json', '-'] and refused == []
