@@ -20,13 +20,14 @@ from typing import Any, List, Optional, Tuple
 from ..chains.chain import item_chain
 from ..board.markers import Marker, is_marker_author, markers_of
 from ..board.model import parse_time
+from .pr_loop import DEFAULT_MAX_ROUNDS, is_round, plan as pull_plan
 from .route import unroutable as route_hold
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
-           'unreadable', 'deferred', 'chained', 'chain_stopped', 'unroutable')
+           'unreadable', 'deferred', 'chained', 'chain_stopped', 'unroutable', 'rounds_spent')
 
 # Precedence, highest first (see module docstring); 'eligible' is what is left.
-PRECEDENCE = ('unreadable', 'deferred', 'done', 'closed', 'running', 'chained', 'chain_stopped', 'tombstone', 'retry_wait', 'parked',
+PRECEDENCE = ('unreadable', 'deferred', 'done', 'closed', 'running', 'chained', 'chain_stopped', 'tombstone', 'retry_wait', 'parked', 'rounds_spent',
               'unroutable', 'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
@@ -58,6 +59,7 @@ class Verdict:
     holds: List[str] = field(default_factory=list)   # every reason that holds, in precedence order
     chain: Optional[dict] = None    # after a handoff marker: where its chain stands (``chain_hold``)
     unroutable: str = ''            # why no configured master offers the agent profile the item asks for
+    pull: Optional[dict] = None     # the open pull request the next run continues (``_core.dispatch.pr_loop``)
 
 
 def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) -> int:
@@ -66,7 +68,8 @@ def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) ->
     A run's ending is the first marker after its start and before the next start. A start with
     no ending yet (a live run, or an orphan the reaper has not reset) counts; so do ``stopped``
     (a supervisor timeout stops a stuck run with SIGTERM: not counting it would let a task that
-    always times out loop forever) and ``reset``.
+    always times out loop forever) and ``reset``. A round -- a run that moved its open pull request's
+    head (``_core.dispatch.pr_loop.is_round``) -- is bounded by the round cap instead, not counted here.
     """
     uncounted = frozenset(uncounted or ())
     markers = list(markers or [])
@@ -75,7 +78,7 @@ def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) ->
         if marker.kind != 'start':
             continue
         ending = markers[index + 1] if index + 1 < len(markers) else None
-        if ending is not None and ending.kind != 'start' and ending.kind in uncounted:
+        if ending is not None and ending.kind != 'start' and (ending.kind in uncounted or is_round(ending)):
             continue
         attempts += 1
     return attempts
@@ -198,13 +201,15 @@ def live_start(item: Any) -> Optional[Marker]:
 
 
 def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = DEFAULT_MAX_ATTEMPTS,
-             markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS, agents: Any = None) -> Verdict:
+             markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS, agents: Any = None,
+             max_rounds: Optional[int] = DEFAULT_MAX_ROUNDS) -> Verdict:
     """Decide whether ``item`` may be dispatched at ``now`` (see the module docstring for the rules).
 
     ``ready``: the status value that means "dispatch me"; ``None`` or ``''`` skips the status test
     (a board without a status field). ``max_attempts``: the attempt cap; ``None`` means no cap.
     ``markers``: pre-parsed ``markers_of(item)`` if the caller has them. ``agents``: the agent profiles
     the fleet's masters offer; an item asking for another is ``unroutable`` (``None``: not judged here).
+    ``max_rounds``: the round cap on the open pull request the next run would continue (``rounds_spent``).
     """
     when = _time(now)
     if when is None:
@@ -255,6 +260,9 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
         holds.append('retry_wait')
     if max_attempts is not None and attempts >= max_attempts:
         holds.append('parked')
+    loop = pull_plan(item, all_markers, counted=since, max_rounds=max_rounds)
+    if loop.spent:
+        holds.append('rounds_spent')
     no_route = route_hold(item, agents)
     if no_route:
         holds.append('unroutable')
@@ -266,7 +274,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     reason = holds[0] if holds else 'eligible'
     return Verdict(eligible=(reason == 'eligible'), reason=reason, attempts=attempts, last_marker=last,
                    open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds, chain=chain,
-                   unroutable=no_route)
+                   unroutable=no_route, pull=loop.view())
 
 
 def run_durations(markers: List[Marker], exclude: Any = ()) -> List[float]:
