@@ -174,6 +174,8 @@ class Artifact:
     cross_repo: Optional[bool] = None
     """The branch the pull request merges from, its tip, and whether it lives in another repository (a
     fork, which a run cannot push to): ``''``/``None`` when not known."""
+    node_id: str = ''
+    """The forge's id of the pull request (GitHub's node ``id``), ``''`` when none: how its details are read."""
     reviews: Optional[List[ReviewNote]] = None
     checks: Optional[List[CheckResult]] = None
     """Its review notes and check results, read per candidate (D1); ``None``: not read."""
