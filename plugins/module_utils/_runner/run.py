@@ -39,7 +39,8 @@ from .._core.outcome.closeout import Decision, agent_missing, decide
 from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
                                    EXIT_USAGE)
 from .._core.dispatch.eligibility import live_start
-from .._core.board.markers import format_marker, parse_marker
+from .._core.dispatch.pr_loop import plan as pull_plan, round_fields, round_text
+from .._core.board.markers import format_marker, markers_of, parse_marker
 from .._core.board.mentions import provenance
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
 from .._core.board.naming import unit_name
@@ -52,6 +53,7 @@ from .._host.stops import take_stop_note
 from .spawn import (DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, missing_agent, missing_agent_message,  # noqa: F401
                     note_agent, read_agent_credentials, stop_group, wait_agent)
 from .brief import BRIEF_VERSION, render
+from .brief_pull import section as pull_section
 from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, Parser, board_spec, expand, open_runner_board,
                      runner_conf, user)
 from .chain.items import ItemSession, item_chain_config, ledger_secrets
@@ -156,6 +158,8 @@ class Run(object):
         self.capture_path = os.path.join(self.run_dir, 'capture.log')
         self.brief_path = os.path.join(self.run_dir, 'brief.md')
         self.skipped_mentions = []  # type: List[Dict[str, Any]]
+        self.pull = None            # the open pull request this run continues, read with the brief
+        self.skipped_reviews = []   # type: List[Any]
         self.capacity_path = os.path.join(config.state_dir, CAPACITY_FILE)
         self.proc = None
         self.stalled = False
@@ -490,20 +494,27 @@ class Run(object):
 
     def _brief(self, mentions) -> str:
         found = None
+        pull = pull_section(None, self.config.branch)
         try:
             item = self.board.get(self.ref)
             title, body = item.title, item.body
             found = provenance(item)
+            loop = pull_plan(item, markers_of(item), repo=self.config.repo)
+            self.pull = loop.pull   # the open pull request this run continues (_core.dispatch.pr_loop), for the close-out
+            pull = pull_section(loop.pull, self.config.branch, rounds=loop.rounds, max_rounds=loop.max_rounds,
+                                marker_authors=item.marker_authors or ())
         except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds
             self.log('WARNING: the item could not be read for the brief: %s' % exc)
             title, body = '(unreadable)', '(the item could not be read when this run started: %s)' % exc
+        self.skipped_reviews = pull.pop('skipped')
         if found and found.get('untrusted_edit'):
             self.log('WARNING: the item\'s text was edited after review by %s, who may not write to the repository; '
                      'the brief says so' % (found.get('editor') or 'an unknown account'))
         ref = ('%s#%d' % (self.config.repo, self.config.number)) if self.config.repo else '#%d' % self.config.number
         return render({'unit': self.unit, 'host': self.config.host, 'master': self.config.master, 'item_ref': ref,
                        'provenance': found, 'item_title': title, 'item_body': body, 'mentions': mentions,
-                       'workdir': self.config.workdir or os.getcwd(), 'branch': self.config.branch, 'output_dir': self.out_dir})
+                       'workdir': self.config.workdir or os.getcwd(), 'branch': self.config.branch, 'output_dir': self.out_dir,
+                       **pull})
 
     def _wait(self):
         """Wait for the agent; ``(rc, timed_out)``; a stall sets ``self.stalled``, a stop at the run's budget
@@ -575,6 +586,8 @@ class Run(object):
             fields = self._fields(ended_at=format_time(self.clock()), **decision.fields)
             if getattr(self, 'skipped_mentions', None):  # untrusted mentions are named, never briefed
                 fields['mentions_skipped'] = [{'id': m.get('id'), 'author': m.get('author')} for m in self.skipped_mentions]
+            if getattr(self, 'skipped_reviews', None):   # so are untrusted reviewers' notes
+                fields['reviews_skipped'] = [{'author': n.author, 'kind': n.kind} for n in self.skipped_reviews]
             body = format_marker(decision.kind, fields, decision.text)
             error = self._post(decision.kind, body, close=decision.close)
             if error is not None:
@@ -834,6 +847,11 @@ class Run(object):
                           budget_stop=self.budget_stop)
         if item is None:
             decision.fields['board'] = 'unreadable at close-out: nothing could be credited'
+        if getattr(self, 'pull', None) is not None:   # a round: name the pull request and whether its head moved
+            again = [a for a in (item.artifacts if item is not None else ()) if a.ref == self.pull.ref]
+            rounded = round_fields(self.pull, again[0].head_sha if again else None)
+            decision.fields.update(rounded)
+            decision.text = '%s; %s' % (decision.text, round_text(rounded))
         decision.fields.update(run_cost(reading))
         decision.fields.update(self._budget_fields(reading))
         return self._closeout(decision)

@@ -73,6 +73,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None) -> List[Di
             'capacity_deaths': capacity_deaths(markers_of(item)),
             'route': route_of(item),
             'unroutable': verdict.unroutable,
+            'pull': verdict.pull,   # the open pull request the next run continues (_core.dispatch.pr_loop)
             'priority': to_jsonable(getattr(item, 'priority', None)),
             'priority_rank': priority_rank(getattr(item, 'priority', None)),
             'created_at': format_time(getattr(item, 'created_at', None)),
