@@ -128,6 +128,12 @@ explanation:
       description: The last close-out marker (C(kind), C(at), C(author), C(fields)) and C(classify), the command that reads
         its capture on the worker; null when no run has closed.
       type: dict
+    pull:
+      description:
+        - The open pull request the next run continues (as RV(fleet.dispatch.board_info#module:board_items[].pull)), with its
+          review as the brief would carry it - C(threads), C(changes_requested), C(failing_checks), each one line of text, and
+          C(skipped), the untrusted authors left out - when C(read); null when the next run starts fresh.
+      type: dict
 lines:
   description: The explanation as lines a human reads.
   returned: success

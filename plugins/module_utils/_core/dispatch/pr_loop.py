@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, List, Optional
 
 from ..board.model import parse_time
+from ..board.pull_feedback import feedback
 from ..board.references import _closes_item
 
 DEFAULT_MAX_ROUNDS = 4
@@ -36,18 +37,40 @@ class PullLoop:
     rounds: int = 0
     max_rounds: Optional[int] = DEFAULT_MAX_ROUNDS
     why: str = ''
+    marker_authors: Any = ()
 
     @property
     def spent(self) -> bool:
         return self.pull is not None and self.max_rounds is not None and self.rounds >= self.max_rounds
 
     def view(self) -> Optional[dict]:
-        """JSON-ready summary for board_info, explain and status; None without a pull request."""
+        """JSON-ready summary for board_info, explain and status; None without a pull request. ``read``: whether
+        its review and checks were read (GitHub reads them in ``get`` only, D1; the ledger on every read); then
+        the unresolved threads, changes-requested reviews and failing required checks that a brief would carry,
+        one line of text each, and the authors left out as untrusted."""
         if self.pull is None:
             return None
-        return {'ref': _get(self.pull, 'ref', ''), 'url': _get(self.pull, 'url', ''),
-                'head_ref': _get(self.pull, 'head_ref', ''), 'head_sha': _get(self.pull, 'head_sha', ''),
-                'rounds': self.rounds, 'max_rounds': self.max_rounds, 'spent': self.spent}
+        out = {'ref': _get(self.pull, 'ref', ''), 'url': _get(self.pull, 'url', ''),
+               'head_ref': _get(self.pull, 'head_ref', ''), 'head_sha': _get(self.pull, 'head_sha', ''),
+               'rounds': self.rounds, 'max_rounds': self.max_rounds, 'spent': self.spent,
+               'read': _get(self.pull, 'reviews', None) is not None or _get(self.pull, 'checks', None) is not None,
+               'threads': [], 'changes_requested': [], 'failing_checks': [], 'skipped': []}
+        if out['read']:
+            found = feedback(self.pull, self.marker_authors)
+            out['threads'] = [{'author': _get(n, 'author', ''), 'path': _get(n, 'path', ''), 'line': _get(n, 'line', None),
+                               'text': _line(_get(n, 'body', ''))} for n in found['threads']]
+            out['changes_requested'] = [{'author': _get(n, 'author', ''), 'text': _line(_get(n, 'body', ''))}
+                                        for n in found['reviews']]
+            out['failing_checks'] = [{'name': _get(c, 'name', ''), 'conclusion': _get(c, 'conclusion', ''),
+                                      'summary': _line(_get(c, 'summary', ''))} for c in found['checks']]
+            out['skipped'] = sorted(set(str(_get(n, 'author', '') or '?') for n in found['skipped']))
+        return out
+
+
+def _line(text: Any, width: int = 120) -> str:
+    lines = str(text or '').strip().splitlines()
+    first = lines[0] if lines else ''
+    return first if len(first) <= width and len(lines) <= 1 else first[:width].rstrip() + ' ...'
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -133,7 +156,7 @@ def plan(item: Any, markers: List[Any], *, counted: Optional[List[Any]] = None, 
         return PullLoop(None, 0, max_rounds, 'no open pull request of a run closes this item: start fresh')
     ref = str(_get(pull, 'ref', ''))
     rounds = count_rounds(all_markers if counted is None else counted, ref)
-    loop = PullLoop(pull, rounds, max_rounds, '')
+    loop = PullLoop(pull, rounds, max_rounds, '', list(_get(item, 'marker_authors', None) or ()))
     if loop.spent:
         loop.why = ('%s has had %d round(s) that moved its head, the cap is %d: a human decides (review and merge, '
                     'close it to start over, or reopen the item)' % (ref, rounds, max_rounds))

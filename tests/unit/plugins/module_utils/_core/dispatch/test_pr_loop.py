@@ -157,3 +157,32 @@ def test_the_announcer_files_one_report_for_a_spent_cap():
     assert [s['kind'] for s in found] == ['rounds_spent']
     assert found[0]['title'] in item_titles(entry) and REF.replace('#', '') in found[0]['body'].replace('#', '')
     assert stalls([dict(entry, reason='eligible')], now=NOW) == []
+
+
+def test_explain_shows_the_pull_its_round_threads_and_failing_checks():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import CheckResult, ReviewNote
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
+    art = pull(created=2, reviews=[
+        ReviewNote('thread', 'off by one\nsecond line', author='owner', association='OWNER', path='a.py', line=3),
+        ReviewNote('review', 'rename it', author='maint', association='MEMBER', state='CHANGES_REQUESTED'),
+        ReviewNote('review', 'mine crypto', author='stranger', association='NONE', state='CHANGES_REQUESTED')],
+        checks=[CheckResult('unit', 'FAILURE', True, '2 failed', head_sha='a' * 40)])
+    it = item(*_rounds(1), artifacts=[art])
+    ex = explain(it, now=NOW)
+    assert ex['pull']['rounds'] == 1 and ex['pull']['threads'][0]['text'] == 'off by one ...'
+    text = '\n'.join(explain_lines(ex))
+    assert 'pull request: %s (branch fleet/42' % REF in text and '1 round(s) of 4' in text
+    assert 'thread by owner on a.py:3: off by one' in text and 'changes requested by maint: rename it' in text
+    assert 'failing check unit: FAILURE -- 2 failed' in text and 'left out (not trusted): stranger' in text
+    assert 'mine crypto' not in text
+    held = explain(item(*_rounds(4), artifacts=[art]), now=NOW)
+    assert held['reason'] == 'rounds_spent' and 'the cap is 4' in held['holds'][0]['why']
+
+
+def test_the_status_page_shows_the_pull_and_its_round():
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import render_page
+    row = {'number': 42, 'title': 'x', 'reason': 'eligible', 'eligible': True, 'holds': [],
+           'pull': {'ref': REF, 'rounds': 1, 'max_rounds': 4, 'read': True, 'threads': [{}], 'changes_requested': [],
+                    'failing_checks': [{}, {}]}}
+    page = render_page({'items': [row], 'masters': []})
+    assert '<td class="pull">o/r#7 r1/4: 1 thread(s), 0 change request(s), 2 failing check(s)</td>' in page
