@@ -170,6 +170,7 @@ def main():
         with open_board(spec) as board:
             result['board'] = board.location
             item = board.get(number)
+            board.pull_details(item)
     except ItemNotFound:
         module.fail_json(msg='#%s is not on the board %s: check the number' % (number, result['board']), **result)
     except BoardError as exc:

@@ -38,7 +38,7 @@ from .._core.outcome.closeout import Decision, agent_missing, decide
 # the exit codes (one table, _core.outcome.exits): the unit's ExecMainStatus
 from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
                                    EXIT_USAGE)
-from .._core.dispatch.eligibility import live_start
+from .._core.dispatch.eligibility import last_reopen, live_start
 from .._core.dispatch.pr_loop import plan as pull_plan, round_fields, round_text
 from .._core.board.markers import format_marker, markers_of, parse_marker
 from .._core.board.mentions import provenance
@@ -492,6 +492,17 @@ class Run(object):
                     'FLEET_RUN_STARTED_AT': format_time(self.started_at)})
         return env
 
+    def _pull_details(self, item) -> None:
+        """The review and checks of the pull request this run would continue (the board's ``pull_details``; a
+        failure leaves them unread, which the brief says, and never costs the brief the item's own text)."""
+        details = getattr(self.board, 'pull_details', None)
+        if not callable(details):
+            return
+        try:
+            details(item)
+        except Exception as exc:  # noqa: BLE001 - the brief says the review was not read
+            self.log('WARNING: the review of the pull request could not be read for the brief: %s' % exc)
+
     def _brief(self, mentions) -> str:
         found = None
         pull = pull_section(None, self.config.branch)
@@ -499,7 +510,10 @@ class Run(object):
             item = self.board.get(self.ref)
             title, body = item.title, item.body
             found = provenance(item)
-            loop = pull_plan(item, markers_of(item), repo=self.config.repo)
+            self._pull_details(item)
+            markers, reopen_at = markers_of(item), last_reopen(item)
+            counted = markers if reopen_at is None else [m for m in markers if m.at is not None and m.at >= reopen_at]
+            loop = pull_plan(item, markers, counted=counted, repo=self.config.repo)   # the rounds as eligibility counts them
             self.pull = loop.pull   # the open pull request this run continues (_core.dispatch.pr_loop), for the close-out
             pull = pull_section(loop.pull, self.config.branch, rounds=loop.rounds, max_rounds=loop.max_rounds,
                                 marker_authors=item.marker_authors or ())

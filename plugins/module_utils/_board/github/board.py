@@ -627,14 +627,13 @@ class GitHubBoard(Board):
         self._older_comments(item, issue, reading=False)
         self._reopen_permissions(item)
         self._follow_commits([(item, c) for c in commits], reading=False)
-        self._pull_details(item)
         return item
 
-    def _pull_details(self, item: Item) -> None:
+    def pull_details(self, item: Item) -> None:
         """The review and checks of the open pull request the next run of ``item`` continues
-        (``_core.dispatch.pr_loop``): one ``PullDetails`` call (1 point), for that pull request only and only in
-        ``get`` -- the runner's brief, explain -- never on the queue read (D1). A call that fails leaves them
-        ``None`` (not read), which the brief says, rather than failing the whole read."""
+        (``_core.dispatch.pr_loop``): one ``PullDetails`` call (1 point), for that pull request only, when asked --
+        the runner's brief, explain -- never on the queue read nor on the runner's other reads (D1). A call that
+        fails leaves them ``None`` (not read), which the brief says, rather than failing the caller."""
         pull = continued_pull(item.artifacts, markers_of(item), item.number, item.repo)
         if pull is None or not pull.node_id:
             return

@@ -314,10 +314,12 @@ REVIEW_THREADS = 50
 """``reviewThreads(last: 50)`` of the one pull request a run continues. With ``THREAD_COMMENTS`` (20) under
 each, the ``PULL_DETAILS`` call is 1 + 50 + 1 + 1 = 53 requests = 1 point (GitHub's formula), read once per
 continued candidate in ``get`` (D1: after the cheap filter, never on the page). 100 threads would be 2 points for
-a review no agent could address in one round (unmeasured: the thread count of real review rounds)."""
+a review no agent could address in one round (a guess; settle it: the thread count of real review rounds, set the page
+above their p95)."""
 
 THREAD_COMMENTS = 20
-"""``comments(first: 20)`` of each review thread: the opening comment and its replies; a longer thread is cut."""
+"""``comments(first: 20)`` of each review thread: the opening comment and its replies; a longer thread is cut (a guess;
+settle it: the comment count of real review threads, set it above their p95 while the call stays 1 point)."""
 
 PULL_DETAILS = '''
 query PullDetails($id: ID!) {

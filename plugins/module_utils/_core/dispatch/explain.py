@@ -248,9 +248,9 @@ def pull_lines(pull: Optional[Dict[str, Any]]) -> List[str]:
     if not pull.get('read'):
         lines.append('  its review and checks were not read')
         return lines
-    lines.extend('  thread by %s on %s%s: %s' % (t['author'], t['path'] or 'the pull request',
-                                                ':%s' % t['line'] if t.get('line') else '', t['text'])
-                 for t in pull.get('threads') or ())
+    for thread in pull.get('threads') or ():
+        where = (thread['path'] or 'the pull request') + (':%s' % thread['line'] if thread.get('line') else '')
+        lines.append('  thread by %s on %s: %s' % (thread['author'], where, thread['text']))
     lines.extend('  changes requested by %s: %s' % (r['author'], r['text']) for r in pull.get('changes_requested') or ())
     lines.extend('  failing check %s: %s%s' % (c['name'], c['conclusion'], ' -- ' + c['summary'] if c['summary'] else '')
                  for c in pull.get('failing_checks') or ())

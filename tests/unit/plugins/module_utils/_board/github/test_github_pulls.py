@@ -56,6 +56,8 @@ def test_changes_requested_threads_and_failing_check_reach_the_item(gh):
     fake_reviews.add_check(gh.store, pr, 'deploy-preview', 'ERROR', required=False, kind='StatusContext')
     board = board_for(gh)
     item = board.get(num)
+    assert gh.graphql_calls('PullDetails') == []                  # a plain get does not pay for it (D1)
+    board.pull_details(item)
     verdict = evaluate(item, now=T0 + _dt.timedelta(hours=1))
     assert verdict.eligible and verdict.pull['head_ref'] == pr['headRefName'] and verdict.pull['head_sha'] == pr['headRefOid']
     art = [a for a in item.artifacts if a.ref.endswith('#%d' % pr['number'])][0]
@@ -81,7 +83,10 @@ def test_a_push_leaves_the_old_check_behind_and_moves_the_head(gh):
     fake_reviews.add_check(gh.store, pr, 'unit', 'FAILURE')
     fake_reviews.push(gh.store, pr, 'f' * 40)
     fake_reviews.add_check(gh.store, pr, 'unit', None, status='IN_PROGRESS')
-    art = board_for(gh).get(num).artifacts[0]
+    board = board_for(gh)
+    item = board.get(num)
+    board.pull_details(item)
+    art = item.artifacts[0]
     assert art.head_sha == 'f' * 40 and [c.conclusion for c in art.checks] == ['']
     assert feedback(art)['checks'] == []
 
@@ -90,7 +95,8 @@ def test_no_pull_left_by_a_run_costs_no_call(gh):
     issue = gh.store.add_issue(REPO, 'work', project=PROJECT, status='Ready')
     gh.store.add_pr(REPO, 'a stranger\'s earlier fix', closes=[issue['number']], created_at=T0 - _dt.timedelta(days=1))
     gh.store.add_comment(REPO, issue['number'], format_marker('start'), created_at=T0)
-    board_for(gh).get(issue['number'])
+    board = board_for(gh)
+    board.pull_details(board.get(issue['number']))
     assert gh.graphql_calls('PullDetails') == []
 
 
