@@ -854,16 +854,19 @@ class Run(object):
             except BoardError as exc:
                 self.log('reading the item back failed (attempt %d of 2): %s' % (attempt, exc))
                 self._reopen()
+        rounded = None
+        if self.pull is not None:   # a round: name the pull request and whether its head moved
+            again = [a for a in (item.artifacts if item is not None else ()) if a.ref == self.pull.ref]
+            rounded = round_fields(self.pull, again[0].head_sha if again else None)
         decision = decide(outcome, item, number=self.config.number, repo=self.config.repo,
+                          pushed=self.pull.ref if rounded and rounded['head_moved'] is True else '',
                           started_at=self.board_started_at or self.started_at,
                           now=now, exit_code=rc, capture=capture, ladder=self.config.backoff, timed_out=timed_out,
                           unit=self.unit, stalled=self.config.stall_timeout if self.stalled else 0,
                           budget_stop=self.budget_stop)
         if item is None:
             decision.fields['board'] = 'unreadable at close-out: nothing could be credited'
-        if getattr(self, 'pull', None) is not None:   # a round: name the pull request and whether its head moved
-            again = [a for a in (item.artifacts if item is not None else ()) if a.ref == self.pull.ref]
-            rounded = round_fields(self.pull, again[0].head_sha if again else None)
+        if rounded is not None:
             decision.fields.update(rounded)
             decision.text = '%s; %s' % (decision.text, round_text(rounded))
         decision.fields.update(run_cost(reading))

@@ -125,9 +125,19 @@ def test_github_a_merge_after_the_round_ends_the_item(gh, tmp_path):
         fake_reviews.merge(gh.store, pr, at=_dt.datetime.now(UTC) + _dt.timedelta(seconds=2))
     code, _brief = _run(_github_board(gh), tmp_path, number, push=push_and_merge, repo=REPO)
     item = _github_board(gh).get(number)
-    # D16: the pull request was created before this run started, so its merge closes the item (the forge's
-    # act) but is not this run's success; the item is closed either way and no run follows.
-    assert item.state == 'closed' and evaluate(item, now=_dt.datetime.now(UTC)).eligible is False
+    # D16's exception: the pull request predates the run, but the forge shows this run moved its head and
+    # then it merged -- the run's success, and the item is done
+    assert code == _closeout.EXIT['success'] and markers_of(item)[-1].kind == 'success'
+    assert item.state == 'closed' and evaluate(item, now=_dt.datetime.now(UTC)).reason == 'done'
+
+
+def test_github_a_merge_of_a_pull_request_this_run_did_not_push_is_not_its_success(gh, tmp_path):
+    number, pr = _github_pull(gh)
+    code, _brief = _run(_github_board(gh), tmp_path, number, repo=REPO,
+                        push=lambda: fake_reviews.merge(gh.store, pr, at=_dt.datetime.now(UTC) + _dt.timedelta(seconds=2)))
+    item = _github_board(gh).get(number)
+    assert code == _closeout.EXIT['noop'] and markers_of(item)[-1].fields['head_moved'] is False
+    assert item.state == 'closed' and evaluate(item, now=_dt.datetime.now(UTC)).reason == 'closed'
 
 
 def _ledger_pull(tmp_path):

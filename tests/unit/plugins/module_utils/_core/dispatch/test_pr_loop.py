@@ -186,3 +186,13 @@ def test_the_status_page_shows_the_pull_and_its_round():
                     'failing_checks': [{}, {}]}}
     page = render_page({'items': [row], 'masters': []})
     assert '<td class="pull">o/r#7 r1/4: 1 thread(s), 0 change request(s), 2 failing check(s)</td>' in page
+
+
+def test_a_continued_pull_request_this_run_pushed_is_credited_when_it_merges():
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.references import attribute
+    merged = pull(created=2, merged=True, state='MERGED', merged_at=t(50))
+    assert attribute([merged], 42, t(30), False) == []                       # D16: created before the run started
+    assert attribute([merged], 42, t(30), False, pushed=REF) == [merged]      # ... but this run moved its head
+    assert attribute([merged], 42, t(30), False, pushed='o/r#8') == []
+    assert attribute([pull(created=2, merged=True, state='MERGED', merged_at=t(20))], 42, t(30), False, pushed=REF) == []
+    assert attribute([merged], 42, t(30), True, pushed=REF) == []            # zero turns: never
