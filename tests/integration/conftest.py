@@ -9,7 +9,7 @@
   race harness asks for three in its own block ``10.88.220``. Each call is its own ``Bed``; the
   hosts a test module booted go down when that module ends (``_down_the_modules_hosts``).
   ``ready=True`` boots the ready host: the bare one plus the packages a test would otherwise
-  apt-install inside it (PostgreSQL, psycopg, python3-venv, libfaketime: ``tests/testbed/image/ready.Containerfile``).
+  apt-install inside it (PostgreSQL, psycopg, python3-venv, libfaketime, bubblewrap: ``tests/testbed/image/ready.Containerfile``).
   A test of an install path (the roles on a fresh worker) boots the bare host.
 
 A ``Bed`` has ``.hosts``, ``.ip[name]``, ``.inventory``, ``.key``, ``.run``, and

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import shlex
 import sys
 import time
@@ -237,3 +238,44 @@ def test_guard_to_launch_median_is_printed(fleet, tmp_path, capsys):
         assert all(len(figures[p]) == 2 for p in ('lease', 'probe', 'place', 'workspace_launch', 'release')), path
     assert any(line.startswith('guard_to_launch') and ' median ' in line for line in lines)
     assert any('the module path' in line for line in lines), lines
+
+
+def test_a_github_board_read_failing_for_two_candidates_launches_every_other(fleet, tmp_path, shared_dir):
+    """D5 through the production sweep on a GitHub board (the fake over GitHub's public schema): an
+    error body answering one candidate's details read and one blocked candidate's blockers read holds
+    those two with the cause; every other candidate is launched, and the sweep succeeds."""
+    from fakes.github import FakeGitHub
+    schema = shared_dir / 'github-schema' / 'schema.graphql'
+    if not schema.is_file():
+        pytest.skip('%s is absent: the fake GitHub executes that schema' % schema)
+    token = 'ghp_bed_sweep_token_value'
+    repo = 'acme/app'
+    with FakeGitHub(token=token, schema_path=str(schema)) as gh:
+        gh.store.add_project('acme', 1)
+
+        def ready(title):
+            return gh.store.add_issue(repo, title, project=('acme', 1), status='Ready')
+        good = [ready('good %d' % i) for i in range(4)]
+        bad = ready('details fail')
+        blocker = gh.store.add_issue(repo, 'blocker', project=('acme', 1), status='Backlog')
+        blocked = ready('blockers fail')
+        gh.store.add_blocker(repo, blocked['number'], repo, blocker['number'])
+        for operation, item in (('Details', bad), ('Blockers', blocked)):
+            gh.inject(404, {'message': 'Not Found'}, path='/graphql', operation=operation, node=item['id'], times=99)
+        # the token reaches the sweep by its environment, never on the command line
+        spec = {'kind': 'github', 'owner': 'acme', 'project': 1, 'api_url': gh.url, 'status_field': 'Status', 'ready': 'Ready'}
+        res, rec = fleet.dispatch(spec, env=fleet.env(FLEET_GITHUB_TOKEN=token))
+        out = res.stdout + res.stderr
+        assert res.returncode == 0, out[-4000:]
+        assert token not in out
+        launched = sorted(u['number'] for u in rec['launched'])
+        assert launched == sorted(g['number'] for g in good), (launched, out[-3000:])
+        # each fault was served, and the sweep said which item it held and why
+        assert set(e['operation'] for e in gh.log if e['status'] == 404) == {'Details', 'Blockers'}, gh.log
+        for item in (bad, blocked):
+            assert re.search(r'#%d\b[^\n]*Not Found' % item['number'], out), out[-3000:]
+        live = fleet.live_units()
+        for u in rec['launched']:
+            assert [k for k, units in live.items() if u['unit'] in units] == [(u['worker'], u['master'])]
+        held = set((bad['number'], blocked['number']))
+        assert not [u for units in live.values() for u in units if int(u.rsplit('-', 1)[1]) in held], live

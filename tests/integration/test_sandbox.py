@@ -229,6 +229,29 @@ git clone -q ~/hostile-origin.git ~/fleet/clones/hostile
 """
 
 
+def _run_in_default_profile(worker, number, agent):
+    """``agent`` as the run's agent of item ``number``, in a workspace of the hostile clone, under the
+    default profile; returns the workspace once the unit is gone."""
+    ws = worker.bed.ansible(worker.host, 'fleet.dispatch.workspace',
+                            {'clone': HOME + '/fleet/clones/hostile', 'number': number}, become_user=MASTER)[worker.host]
+    assert ws.get('created'), ws
+    args = {'items': [{'number': number, 'workdir': ws['path'],
+                       'command': ['fleet-runner', '--item', str(number), '--agent-command', json.dumps(agent)]}],
+            'path': worker.path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env', 'notifier': '',
+            'sandbox': DEFAULT_PROFILE}
+    res = worker.bed.ansible(worker.host, 'fleet.dispatch.launch', args, become_user=MASTER)[worker.host]
+    assert res.get('launched') == ['task-%d' % number], res
+    worker.wait_gone(number)
+    return ws['path']
+
+
+REFUSED = ('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json', 'config_rename', 'user_unit', 'gitconfig',
+           'ssh_keys', 'bashrc', 'config_parent_rename', 'local_parent_rename', 'manager_run', 'manager_env', 'manager_stop',
+           'manager_bus', 'runtime_unit', 'share_unit')
+SHARED_STATE = ('ledger_read', 'config_read', 'state_plant')
+STATE_PLANT = HOME + '/.local/state/fleet-dispatch/hostile-plant'
+
+
 def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
     """In the default profile (home writable), a hostile agent commits a json.py to the target
     repository, plants hooks, a filter and fsmonitor in the clone, and tries to rewrite its runner's
@@ -246,27 +269,17 @@ def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
                'systemd-run --user --unit=hostile-victim.service --collect sleep 600 >/dev/null')
 
     def run(number, agent):
-        ws = worker.bed.ansible(worker.host, 'fleet.dispatch.workspace',
-                                {'clone': HOME + '/fleet/clones/hostile', 'number': number}, become_user=MASTER)[worker.host]
-        assert ws.get('created'), ws
-        args = {'items': [{'number': number, 'workdir': ws['path'],
-                           'command': ['fleet-runner', '--item', str(number), '--agent-command', json.dumps(agent)]}],
-                'path': worker.path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env', 'notifier': '',
-                'sandbox': DEFAULT_PROFILE}
-        res = worker.bed.ansible(worker.host, 'fleet.dispatch.launch', args, become_user=MASTER)[worker.host]
-        assert res.get('launched') == ['task-%d' % number], res
-        worker.wait_gone(number)
-        return ws['path']
+        return _run_in_default_profile(worker, number, agent)
 
     hostile_ws = run(51, ['/bin/sh', HOME + '/hostile_agent'])
     tried = dict(line.split(' ', 1) for line in worker.ssh('cat %s/hostile.txt' % hostile_ws).stdout.split('\n') if line)
     # the clone is the agent's: its push and its plants land (what the fleet must then not run)
     assert {k: tried.pop(k) for k in ('push', 'plant_filter', 'plant_fsmonitor')} == dict.fromkeys(
         ('push', 'plant_filter', 'plant_fsmonitor'), 'ok'), tried
-    assert tried == dict.fromkeys(('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json', 'config_rename',
-                                   'user_unit', 'gitconfig', 'ssh_keys', 'bashrc', 'config_parent_rename',
-                                   'local_parent_rename', 'manager_run', 'manager_env', 'manager_stop', 'manager_bus',
-                                   'runtime_unit', 'share_unit'), 'refused'), tried
+    # without an agent sandbox the agent shares the fleet's state with its runner (docs/sandbox.md, Limits)
+    assert {k: tried.pop(k) for k in SHARED_STATE} == dict.fromkeys(SHARED_STATE, 'ok'), tried
+    assert worker.ssh('test -e %s && rm %s && echo present' % (STATE_PLANT, STATE_PLANT)).stdout.strip() == 'present'
+    assert tried == dict.fromkeys(REFUSED, 'refused'), tried
     # the user manager saw none of it: the victim still runs, no escape unit, no poisoned environment
     assert worker.ssh('systemctl --user is-active hostile-victim.service').stdout.strip() == 'active'
     assert 'LD_PRELOAD' not in worker.ssh('systemctl --user show-environment').stdout
@@ -290,3 +303,53 @@ def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
     # the control: plain git as the master runs what was planted (so the empty marks above mean something)
     worker.ssh('git -C %s/fleet/clones/hostile worktree add -q --detach /tmp/plain-%s HEAD || true' % (HOME, MASTER))
     assert 'hook-post-checkout' in worker.ssh('ls -A %s/marks' % HOME).stdout.split()
+
+
+SET_AGENT_SANDBOX = r"""
+import json, os, sys
+path = os.path.expanduser('~%s/.config/fleet-dispatch/runner.json')
+conf = json.load(open(path))
+conf['agent_sandbox'] = sys.argv[1]
+with open(path, 'w') as handle:
+    json.dump(conf, handle)
+""" % MASTER
+
+
+def test_under_its_own_sandbox_the_hostile_agent_reaches_none_of_the_fleets_state(worker):
+    """worker_runner_agent_sandbox: bwrap, in the default profile (the home writable): the fleet's state
+    directory (the SQLite ledger, the runs' records) and its configuration are empty to the agent, a
+    plant there reaches nothing on the host, every door of the other test stays shut, and a normal run
+    under the same sandbox starts and closes out on the ledger the agent could not see."""
+    assert worker.ssh('command -v bwrap').stdout.strip(), 'the ready image carries bubblewrap'
+    worker.ssh(SETUP_REPO)
+    worker.bed.ssh(worker.host, 'cat > %s/hostile_agent && chmod 755 %s/hostile_agent' % (HOME, HOME), user=MASTER,
+                   input=HOSTILE_AGENT.read_text())
+    for number in (53, 54):
+        worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (RUNNER_ROOT, CREATE % {'ledger': LEDGER, 'number': number}))
+    worker.bed.ssh(worker.host, "sudo python3 - bwrap <<'PYEOF'\n%s\nPYEOF" % SET_AGENT_SANDBOX)
+    digests = 'sha256sum %s' % ' '.join(OWN_FILES.values())
+    before = worker.ssh(digests).stdout
+    try:
+        hostile_ws = _run_in_default_profile(worker, 53, ['/bin/sh', HOME + '/hostile_agent'])
+        tried = dict(line.split(' ', 1) for line in worker.ssh('cat %s/hostile.txt' % hostile_ws).stdout.split('\n') if line)
+        assert tried.pop('push') == 'ok', tried     # its workspace and clone stay its own
+        tried.pop('plant_filter')
+        tried.pop('plant_fsmonitor')
+        # writes into the hidden directories land in the agent's throwaway mounts: on the host, nothing changed
+        for name in ('state_plant', 'runner_json', 'sandbox_json', 'board_json'):
+            tried.pop(name)
+        assert worker.ssh('test -e %s && echo present || echo absent' % STATE_PLANT).stdout.strip() == 'absent'
+        assert worker.ssh(digests).stdout == before
+        throwaway = ('runner_json', 'sandbox_json', 'board_json')
+        assert tried == dict.fromkeys(tuple(r for r in REFUSED if r not in throwaway) + ('ledger_read', 'config_read'),
+                                      'refused'), tried
+        # the ledger changed only by the runner's own markers, which the agent never touched
+        kinds = json.loads(worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF"
+                                      % (RUNNER_ROOT, MARKERS % {'ledger': LEDGER, 'number': 53})).stdout)
+        assert kinds[0] == 'start' and kinds[-1] != 'start', kinds
+        _run_in_default_profile(worker, 54, ['/bin/true'])
+        kinds = json.loads(worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF"
+                                      % (RUNNER_ROOT, MARKERS % {'ledger': LEDGER, 'number': 54})).stdout)
+        assert kinds[0] == 'start' and len(kinds) >= 2 and kinds[-1] != 'start', kinds
+    finally:
+        worker.bed.ssh(worker.host, "sudo python3 - none <<'PYEOF'\n%s\nPYEOF" % SET_AGENT_SANDBOX)

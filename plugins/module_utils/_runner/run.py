@@ -38,6 +38,7 @@ from .._core.outcome.closeout import Decision, agent_missing, decide
 # the exit codes (one table, _core.outcome.exits): the unit's ExecMainStatus
 from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
                                    EXIT_USAGE)
+from .._core.dispatch.agent_sandbox import MODES as AGENT_SANDBOX_MODES
 from .._core.dispatch.eligibility import last_reopen, live_start
 from .._core.dispatch.pr_loop import plan as pull_plan, round_fields, round_text
 from .._core.board.markers import format_marker, markers_of, parse_marker
@@ -50,7 +51,7 @@ from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file, write_c
 from .._host import spool
 from .._host.stops import take_stop_note
 # PopenSpawner: main()'s default, and the tests'
-from .spawn import (DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, missing_agent, missing_agent_message,  # noqa: F401
+from .spawn import (DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, confined_argv, find_agent, missing_agent, missing_agent_message,  # noqa: F401
                     note_agent, read_agent_credentials, stop_group, wait_agent)
 from .brief import BRIEF_VERSION, render
 from .brief_pull import section as pull_section
@@ -116,6 +117,8 @@ class RunConfig:
     chain_ledger: Optional[Dict[str, Any]] = None   # the ledger this run's session goes in (None: no chain here)
     chain_dispatch_by_default: bool = False
     budget: Budget = field(default_factory=Budget)   # the run's budget as configured (_core.outcome.budget)
+    agent_sandbox: str = 'none'        # the agent's own confinement (_core.dispatch.agent_sandbox.MODES)
+    config_dir: str = ''               # the runner's configuration directory, hidden from a confined agent
 
 
 def _default_reraise(signum):
@@ -455,6 +458,13 @@ class Run(object):
                 argv.append(part)
         return argv, (None if uses else self.brief_path)
 
+    def _confined(self, argv: List[str]) -> List[str]:
+        """``argv`` under the agent's own sandbox (``_core.dispatch.agent_sandbox``): the state and configuration
+        directories hidden, the run's output directory writable, its brief readable, the workspace kept."""
+        return confined_argv(self.config.agent_sandbox, argv, path=self._agent_env().get('PATH'), state_dir=self.config.state_dir,
+                             config_dir=self.config.config_dir, out_dir=self.out_dir, brief_path=self.brief_path,
+                             workdir=self.config.workdir)
+
     def _agent_credentials(self) -> Dict[str, str]:
         """The agent credentials file's ``NAME=value`` lines; ``ValueError`` when it is not a regular file of
         this user's with mode 0600 or stricter (it holds the agent's own key: never group- or world-readable)."""
@@ -586,6 +596,10 @@ class Run(object):
         path = self._agent_env().get('PATH')
         what = missing_agent(argv0, path)
         message = missing_agent_message(argv0, what, path, self.config.host, self.config.master) if what else ''
+        if not message and self.config.agent_sandbox == 'bwrap' and find_agent('bwrap', path) is None:
+            message = ('the agent sandbox bwrap is not on the run PATH on %s/%s (%s): install bubblewrap (fleet.dispatch.worker '
+                       'does with worker_packages_install) or set worker_runner_agent_sandbox: none'
+                       % (self.config.host, self.config.master, path or '(no PATH)'))
         note_agent(self.capacity_path, missing=message, now=self.clock(), unit=self.unit, log=self.log)
         return message
 
@@ -747,6 +761,12 @@ class Run(object):
             self.log('ERROR: %s; the agent is NOT started and no start marker is posted (no attempt is spent)' % missing)
             self._start_record(False, 'agent_missing', missing, EXIT_START_LOST)
             return EXIT_START_LOST
+        try:   # a sandbox that cannot be built refuses before the start marker, as a configuration error
+            self._confined([])
+        except ValueError as exc:
+            self.log('ERROR: %s; the agent is NOT started and no start marker is posted (no attempt is spent)' % exc)
+            self._start_record(False, 'agent_sandbox', str(exc), EXIT_START_LOST)
+            return EXIT_START_LOST
         running = self._running_elsewhere()
         if running:
             self.log('ERROR: %s; the agent is NOT started and no start marker is posted (D4: one run per item)' % running)
@@ -791,6 +811,7 @@ class Run(object):
             with open(self.brief_path, 'w', encoding='utf-8') as handle:
                 handle.write(brief)
             argv, stdin_path = self._agent_argv(brief)
+            argv = self._confined(argv)
             self.log('starting the agent: %s (brief %s, capture %s)' % (argv[0], BRIEF_VERSION, self.capture_path))
             if self.config.budget:
                 self.log(budget_note(self.config.budget, self.budget, self.config.agent))
@@ -1025,6 +1046,9 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
             raise ValueError('agent_command must be a non-empty JSON list of strings, got %r' % (agent,))
         backoff = tuple(int(x) for x in conf.get('backoff', DEFAULT_BACKOFF))
         agent_env = dict((str(k), str(v)) for k, v in (conf.get('agent_env') or {}).items())
+        agent_sandbox = conf.get('agent_sandbox') or 'none'
+        if agent_sandbox not in AGENT_SANDBOX_MODES:
+            raise ValueError('agent_sandbox must be one of %s, got %r' % (', '.join(AGENT_SANDBOX_MODES), agent_sandbox))
     except (OSError, ValueError, TypeError) as exc:
         _log_line('fleet-runner: configuration error, nothing posted: %s' % exc)
         return EXIT_USAGE
@@ -1060,7 +1084,8 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         stall_timeout=(args.stall_timeout if args.stall_timeout is not None else conf.get('stall_timeout')) or None,
         agent_credentials=expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),
         kill_grace=float(conf.get('kill_grace', KILL_GRACE)), runner_version=version, agent=agent_name,
-        tz=conf.get('tz') or local_zone(), budget=budget)
+        tz=conf.get('tz') or local_zone(), budget=budget, agent_sandbox=agent_sandbox,
+        config_dir=os.path.dirname(expand(args.config or DEFAULT_CONFIG)))
     config.chain_ledger, chain_conf = item_chain_config(args.config, environ)
     config.chain_dispatch_by_default = bool(chain_conf.get('dispatch_by_default'))
     if chain_conf.get('host'):

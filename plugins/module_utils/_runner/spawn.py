@@ -18,6 +18,7 @@ import time
 from typing import Callable, Optional, Tuple
 
 from .._core.board.model import format_time
+from .._core.dispatch.agent_sandbox import confine
 from .._core.outcome.agent_env import parse_env_file
 from .._core.outcome.capacity import agent_missing_state, clears_after_agent_found
 from .._host.files import read_capacity_file, write_capacity_file
@@ -122,6 +123,18 @@ def find_agent(argv0: str, path: Optional[str]) -> Optional[str]:
     if '/' in argv0:
         return argv0 if os.path.isfile(argv0) and os.access(argv0, os.X_OK) else None
     return shutil.which(argv0, path=path if path is not None else os.defpath)
+
+
+def confined_argv(mode: Optional[str], argv, *, path: Optional[str], state_dir: str, config_dir: str, out_dir: str,
+                  brief_path: str, workdir: str):
+    """The agent's argv under ``worker_runner_agent_sandbox`` (``_core.dispatch.agent_sandbox``), for both
+    runners: the state and configuration directories hidden, the run's output directory writable, its brief
+    readable, the workspace and the home kept. ``ValueError`` names the fix when bwrap is asked for and absent."""
+    if (mode or 'none') == 'none':
+        return list(argv)
+    return confine(mode, argv, bwrap=find_agent('bwrap', path),
+                   hidden=[p for p in (state_dir, config_dir) if p and os.path.isdir(p)],
+                   writable=[out_dir], readonly=[brief_path], keep=[p for p in (workdir, os.path.expanduser('~')) if p])
 
 
 def _interpreter(executable: str) -> str:

@@ -25,9 +25,10 @@ WAIT_PLAY = '''
   vars:
     ansible_python_interpreter: "{{ ansible_playbook_python }}"
   tasks:
-    - name: Stand in for the dispatch's own board read
+    - name: Stand in for the dispatch's own board read and its confirmed launch
       ansible.builtin.set_fact:
         _dispatch_board: {now: "{{ since }}"}
+        _dispatch_confirmed: {launched: "{{ confirmed | default([]) }}"}
     - name: Wait
       ansible.builtin.include_role:
         name: fleet.dispatch.dispatch
@@ -52,14 +53,17 @@ def board(tmp_path):
         b.upsert_item(number=4, title='finished', status='Ready')
         b.comment(4, format_marker('start', {'unit': 'task-4'}))
         b.comment(4, format_marker('success', {'unit': 'task-4'}))
+        b.upsert_item(number=5, title='finished by run r2', status='Ready')
+        b.comment(5, format_marker('start', {'unit': 'task-5', 'run': 'r2'}))
+        b.comment(5, format_marker('noop', {'unit': 'task-5', 'run': 'r2'}))
     return spec
 
 
-def _wait(tmp_path, board, issue, since, *extra):
+def _wait(tmp_path, board, issue, since, *extra, confirmed=None):
     play = tmp_path / 'wait.yml'
     play.write_text(WAIT_PLAY)
     argv = [str(BIN / 'ansible-playbook'), '-i', 'localhost,', '-c', 'local', str(play), '-e',
-            json.dumps({'dispatch_board': board, 'dispatch_issue': issue, 'since': since})] + list(extra)
+            json.dumps({'dispatch_board': board, 'dispatch_issue': issue, 'since': since, 'confirmed': confirmed or []})] + list(extra)
     return subprocess.run(argv, env=_env(tmp_path), capture_output=True, text=True, check=False, timeout=300)
 
 
@@ -79,6 +83,22 @@ def test_the_wait_ends_failed_at_its_bound_while_only_the_start_marker_is_there(
 def test_a_close_out_older_than_the_dispatch_is_not_this_runs(tmp_path, board):
     proc = _wait(tmp_path, board, 4, '2999-01-01T00:00:00.000000Z', '-e', 'dispatch_wait_timeout=1', '-e', 'dispatch_wait_delay=1')
     assert proc.returncode != 0 and 'item 4 has no close-out' in proc.stdout
+
+
+def test_the_confirmed_runs_close_out_is_read_by_its_run_id_whatever_the_clocks(tmp_path, board):
+    """D16: a worker clock behind the controller's stamps the close-out before the dispatch's read; the
+    run id the runner confirmed still names it as this dispatch's close-out."""
+    confirmed = [{'number': 5, 'unit': 'task-5', 'start': 'started', 'run': 'r2'}]
+    proc = _wait(tmp_path, board, 5, '2999-01-01T00:00:00.000000Z', confirmed=confirmed)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'item 5 closed out: noop' in proc.stdout
+
+
+def test_another_runs_close_out_is_not_this_dispatchs(tmp_path, board):
+    confirmed = [{'number': 5, 'unit': 'task-5', 'start': 'started', 'run': 'r3'}]
+    proc = _wait(tmp_path, board, 5, '2000-01-01T00:00:00.000000Z', '-e', 'dispatch_wait_timeout=1', '-e',
+                 'dispatch_wait_delay=1', confirmed=confirmed)
+    assert proc.returncode != 0 and 'item 5 has no close-out' in proc.stdout, proc.stdout
 
 
 def test_logs_says_no_master_has_the_run_and_what_to_check(tmp_path):

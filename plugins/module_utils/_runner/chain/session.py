@@ -23,7 +23,8 @@ from ..._core.board.markers import format_marker
 from ..._core.chains.chain import HANDOFF_FILE, session_unit
 from ..._core.board.model import format_time
 from ..._store.sessions import LedgerUnreachable, SessionError, SessionStore
-from ..spawn import DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, read_agent_credentials, stop_group
+from ..config import DEFAULT_CONFIG
+from ..spawn import DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, confined_argv, read_agent_credentials, stop_group
 from .config import EXIT_CLOSE_LOST, EXIT_FAILURE, EXIT_LEDGER_UNREACHABLE, EXIT_OK, EXIT_USAGE, expand, log_line, parser, session_id, start, utcnow
 from .items import handoff_fields, handoff_marker, ledger_secrets, read_handoff
 
@@ -160,10 +161,13 @@ class SessionRun(object):
             self.log('starting the agent: %s (chain brief %s)' % (argv[0], CHAIN_BRIEF_VERSION))
             try:
                 spawner = self.spawner or PopenSpawner()
+                argv = confined_argv(self.conf.get('agent_sandbox'), argv, path=env.get('PATH'), state_dir=self.conf['state_dir'],
+                                     config_dir=os.path.dirname(os.path.expanduser(DEFAULT_CONFIG)), out_dir=self.out_dir,
+                                     brief_path=self.brief_path, workdir=self.workdir)
                 self.proc = spawner.spawn(argv, stdin_path=None if uses else self.brief_path, capture_path=self.capture_path,
                                           env=env, cwd=self.workdir)
                 rc = self.proc.wait()
-            except OSError as exc:
+            except (OSError, ValueError) as exc:
                 rc = None
                 self.log('ERROR: the agent could not be started: %s' % exc)
         finally:

@@ -23,6 +23,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner.spawn import missing_agent, wait_agent
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.exits import EXIT_NOOP
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import (
     DEFAULT_UNKNOWN_RESET_COOLDOWN, agent_missing_state, dump_state, is_dark, load_state, make_state)
@@ -243,3 +244,61 @@ def test_the_three_ways_a_run_stops_have_three_close_outs():
     assert [d.fields.get('cause') for d in (timeout, stall, crash)] == ['timeout', 'stall', 'exit_code']
     assert len({timeout.text, stall.text, crash.text}) == 3
     assert 'printed nothing for 600s' in stall.text and stall.kind == 'failure'
+
+
+FAKE_BWRAP = '''#!/bin/sh
+# records its arguments, then runs what follows "--" (the confinement itself is tested on the bed)
+printf '%s\\n' "$@" > "$(dirname "$0")/../bwrap-argv.txt"
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done
+shift
+exec "$@"
+'''
+
+
+def test_the_agent_runs_under_bwrap_with_the_state_and_config_hidden(bed):
+    """worker_runner_agent_sandbox: bwrap -- the runner wraps the agent in bwrap: its state directory and
+    its configuration directory are empty to the agent; the run's output directory comes back writable."""
+    bed.install()
+    bwrap = bed.bin / 'bwrap'
+    bwrap.write_text(FAKE_BWRAP)
+    bwrap.chmod(0o755)
+    conf = bed.tmp / 'conf'
+    conf.mkdir()
+    (conf / 'runner.json').write_text(json.dumps({'agent': 'claude', 'agent_sandbox': 'bwrap'}))
+    proc = bed.run('--config', str(conf / 'runner.json'))
+    assert proc.returncode == EXIT_NOOP, proc.stderr    # the fake agent claims without a merge
+    args = (bed.tmp / 'bwrap-argv.txt').read_text().split('\n')
+    out = str(bed.state / 'runs' / 'task-7' / 'out')
+    assert args[:4] == ['--die-with-parent', '--dev-bind', '/', '/'], args
+    assert ['--tmpfs', str(bed.state)] == args[args.index(str(bed.state)) - 1:args.index(str(bed.state)) + 1]
+    assert ['--tmpfs', str(conf)] == args[args.index(str(conf)) - 1:args.index(str(conf)) + 1], 'the config directory too'
+    assert ['--bind', out, out] == args[args.index('--bind'):args.index('--bind') + 3]
+    assert bed.kinds() == ['start', 'noop']
+
+
+def test_bwrap_asked_for_and_absent_darkens_the_master_and_spends_nothing(bed):
+    bed.install()
+    (bed.tmp / 'runner.json').write_text(json.dumps({'agent': 'claude', 'agent_sandbox': 'bwrap'}))
+    proc = bed.run()
+    assert proc.returncode == _runner.EXIT_START_LOST, proc.stderr
+    assert 'the agent sandbox bwrap is not on the run PATH' in proc.stderr and 'install bubblewrap' in proc.stderr
+    assert bed.kinds() == []
+    assert _state(bed)['source'] == 'agent_missing'
+
+
+def test_a_sandbox_that_would_hide_the_workspace_refuses_before_the_start_marker(bed):
+    bed.install()
+    (bed.bin / 'bwrap').write_text(FAKE_BWRAP)
+    (bed.bin / 'bwrap').chmod(0o755)
+    (bed.tmp / 'runner.json').write_text(json.dumps({'agent': 'claude', 'agent_sandbox': 'bwrap'}))
+    proc = bed.run()    # the config directory is the workspace's parent here
+    assert proc.returncode == _runner.EXIT_START_LOST and 'cannot hide' in proc.stderr, proc.stderr
+    assert bed.kinds() == [], 'no start marker, no attempt'
+
+
+def test_an_unknown_agent_sandbox_is_a_configuration_error(bed):
+    bed.install()
+    (bed.tmp / 'runner.json').write_text(json.dumps({'agent': 'claude', 'agent_sandbox': 'jail'}))
+    proc = bed.run()
+    assert proc.returncode == _runner.EXIT_USAGE and "agent_sandbox must be one of none, bwrap, got 'jail'" in proc.stderr
+    assert bed.kinds() == []
