@@ -243,7 +243,7 @@ def decide(args):
     placed = step('place', dict(args, candidates=probed['admitted'], capacity=results, survey=probed['survey']))
     batched = step('batch', dict(args, candidates=placed['admitted'], workspaces=None))
     # plan mode: no worker gets work (the launch play reads ``work``)
-    work = {} if args['plan'] else launch_work(batched['batches'], args['clones'], args['clone'], args['branch'])
+    work = {} if args['plan'] else launch_work(batched['batches'], args['clones'], args['clone'], args['branch'], args['items'])
     reaped = reaping(args['items'] or [], now=args['now'], floor=args['reap_floor']) if args['now'] else {'threshold': None, 'due': []}
     out = {'probe': {'results': results}, 'probed': probed, 'placed': placed, 'batched': batched, 'work': work,
            'reaping': reaped, 'admitted': placed['admitted'], 'launch_args': dict(args['launch_args'] or {}),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import pull_summary
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until, place as _place
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account as _credential_account
@@ -61,9 +62,10 @@ def status_table(items):
             _humans(_ignored(it)),
             spend_cell(it),
             _cost(it.get('run_cost')),
+            _cell(pull_summary(it.get('pull')), 40),
         ])
-    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'human glyphs', 'spend', 'cost'],
-                  rows)
+    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'human glyphs', 'spend', 'cost',
+                   'pull request'], rows)
 
 
 def _ignored(item):
@@ -113,6 +115,9 @@ def why_held(item):
         return reason + ' until %s' % item.get('not_before')
     if reason == 'parked':
         return reason + ' after %s attempts' % item.get('attempts')
+    if reason == 'rounds_spent':
+        pull = item.get('pull') or {}
+        return '%s: %s had %s rounds (cap %s)' % (reason, pull.get('ref'), pull.get('rounds'), pull.get('max_rounds'))
     if reason == 'unreadable':
         return '%s: %s' % (reason, item.get('unreadable') or 'the board could not read all of it')
     if reason == 'unroutable':

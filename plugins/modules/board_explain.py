@@ -149,6 +149,12 @@ explanation:
       description: The last close-out marker (C(kind), C(at), C(author), C(fields)) and C(classify), the command that reads
         its capture on the worker; null when no run has closed.
       type: dict
+    pull:
+      description:
+        - The open pull request the next run continues (as RV(fleet.dispatch.board_info#module:board_items[].pull)), with its
+          review as the brief would carry it - C(threads), C(changes_requested), C(failing_checks), each one line of text, and
+          C(skipped), the untrusted authors left out - when C(read); null when the next run starts fresh.
+      type: dict
 lines:
   description: The explanation as lines a human reads.
   returned: success
@@ -192,6 +198,7 @@ def main():
         with open_board(spec) as board:
             result['board'] = board.location
             item = board.get(number)
+            board.pull_details(item)
     except ItemNotFound:
         module.fail_json(msg='#%s is not on the board %s: check the number' % (number, result['board']), **result)
     except BoardError as exc:

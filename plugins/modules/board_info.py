@@ -93,6 +93,8 @@ notes:
     has not moved since its last read; never dispatched until a cycle reads it, at most O(board.full_read_every) cycles later).
   - Session chains add C(chained) (the last marker is a handoff and the item's session chain is alive, or its ledger rows are not known) and
     C(chain_stopped) (its chain's last hop was refused at the depth limit; a reopen releases it). See docs/chains.md.
+  - The pull-request loop adds C(rounds_spent) (the open pull request the next run would continue has had its cap of rounds that
+    moved its head; a merge, closing the pull request or a reopen releases it). See docs/pull-requests.md.
     A reopen counts only when one of the fleet's identities or an account with write access to the repository made it.
 seealso:
   - module: fleet.dispatch.board_marker
@@ -285,6 +287,33 @@ board_items:
     budget_spent:
       description: Why the item's spend reached its item budget, with the figures (empty when it did not); reason C(budget_spent).
       type: str
+    pull:
+      description:
+        - The open pull request a run of the fleet left and the next run continues (its workspace at the head branch), or null
+          (the next run starts fresh). C(rounds) counts the runs on it that moved its head, C(spent) whether C(max_rounds) is reached.
+      type: dict
+      contains:
+        ref:
+          description: The pull request (C(owner/name#N) on GitHub, the artifact's ref on the ledger).
+          type: str
+        url:
+          description: Where a human sees it.
+          type: str
+        head_ref:
+          description: Its head branch.
+          type: str
+        head_sha:
+          description: Its head commit as read.
+          type: str
+        rounds:
+          description: Runs on it whose close-out says they moved its head.
+          type: int
+        max_rounds:
+          description: The round cap.
+          type: int
+        spent:
+          description: Whether the cap is reached (the item reads C(rounds_spent)).
+          type: bool
     priority:
       description: The board's priority field value as read (C(P1), C(high), a number), or null.
       type: raw

@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterable, List, Optional
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.cost import fleet_spend
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import pull_summary
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until
 
 RECENT_RUNS = 50  # unmeasured guess: a screenful. Experiment: ask operators which rows they scroll to; the board lists every item anyway
@@ -295,13 +296,13 @@ def _item_row(it) -> str:
     return ('<tr id="item-%s" class="item %s" data-number="%s" data-reason="%s">'
             '<td class="num">#%s</td><td class="title">%s</td><td>%s/%s</td>'
             '<td class="reason" title="%s">%s</td><td class="num">%s/%s</td><td>%s</td><td class="num">%s</td>'
-            '<td>%s</td><td class="num spend">%s</td><td class="num">%s</td></tr>') % (
+            '<td>%s</td><td class="num spend">%s</td><td class="num">%s</td><td class="pull">%s</td></tr>') % (
         _e(it.get('number')), 'eligible' if it.get('eligible') else 'held', _e(it.get('number')), _e(reason),
         _e(it.get('number')), title_cell, _e(it.get('state')), _e(it.get('status')),
         _e(', '.join(holds)), _e(reason + (' (+%s)' % ', '.join(holds[1:]) if len(holds) > 1 else '')),
         _e(it.get('attempts', 0)), _e(it.get('max_attempts', '')),
         _e(_glyphed(marker.get('kind'))), _e(age_text(marker.get('age_s'))), _e(blockers or '-'), _e(spend_cell(it)),
-        _e(_cost(it.get('run_cost'))))
+        _e(_cost(it.get('run_cost'))), _e(pull_summary(it.get('pull'))))
 
 
 def _master_row(m) -> str:
@@ -417,7 +418,7 @@ def render_page(data: Dict[str, Any]) -> str:
         parts.append('<p class="bad" id="unreadable">the queue could not be read: %s</p>' % _e(data.get('error')))
     parts.append('<h2>Board</h2>')
     parts.append(_table('board', ['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'blockers',
-                                  'spend since reopen / item budget', 'cost'],
+                                  'spend since reopen / item budget', 'cost', 'pull request'],
                         [_item_row(it) for it in items]))
     parts.append('<h2>Fleet</h2>')
     parts.append(_table('fleet', ['worker', 'master', 'live runs', 'state', 'reset', 'headroom', 'last probe'],

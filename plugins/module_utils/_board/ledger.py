@@ -17,6 +17,7 @@ from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFoun
 from .._core.dispatch.announce import REPORT_STATUS, SILENCED_STATUS
 from .._core.board.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
 from .._core.board.naming import item_number
+from . import ledger_pulls as _pulls
 from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable, Undecodable
 
 LEDGER_AUTHOR = 'fleet.dispatch'
@@ -62,7 +63,10 @@ MIGRATIONS = [
         "ALTER TABLE items ADD COLUMN effort TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE items ADD COLUMN priority TEXT NOT NULL DEFAULT ''",
     ]),
-    # Room for later board migrations (version 5+). The handoff claims are NOT board
+    # An artifact's pull-request head, review notes and check results (_board/ledger_pulls.py): an older
+    # controller or runner refuses a board at version 5 rather than start a fresh branch beside an open PR.
+    _pulls.MIGRATION,
+    # Room for later board migrations (version 6+). The handoff claims are NOT board
     # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
     # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
     # not board tables either (component 'lease', _store.lease.MIGRATIONS): do not add them here.
@@ -141,6 +145,7 @@ class LedgerBoard(Board):
         self._migrations = list(MIGRATIONS if migrations is None else migrations)
         # a store migrated only part of the way (tests of forward migration) has no route columns
         self._routes = any(m[0] == ROUTE_VERSION for m in self._migrations)
+        self._pull_columns = any(m[0] == _pulls.PULLS_VERSION for m in self._migrations)
         try:
             self._store = SqlStore(path=path, dsn=dsn, timeout=timeout, create=create)
         except SqlError as exc:
@@ -244,7 +249,7 @@ class LedgerBoard(Board):
 
         ``now`` is accepted for the protocol and unused: the ledger has no time-dependent read.
         """
-        items = self._tx(lambda tx: self._load(tx, None, self._reports, self._routes), unreadable=True)
+        items = self._tx(lambda tx: self._load(tx, None, self._reports, self._routes, self._pull_columns), unreadable=True)
         for item in items:
             item.marker_authors = list(self.marker_authors)
         self._attach_sessions(items, None)
@@ -277,7 +282,7 @@ class LedgerBoard(Board):
 
     def get(self, number):
         number = _number(number)
-        items = self._tx(lambda tx: self._load(tx, number, routes=self._routes), unreadable=True)
+        items = self._tx(lambda tx: self._load(tx, number, routes=self._routes, pulls=self._pull_columns), unreadable=True)
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
         items[0].marker_authors = list(self.marker_authors)
@@ -285,7 +290,7 @@ class LedgerBoard(Board):
         return items[0]
 
     @staticmethod
-    def _load(tx, number, reports=True, routes=True):
+    def _load(tx, number, reports=True, routes=True, pulls=True):
         """Fetch each table once (filtered to one item when ``number`` is given) and join in Python."""
         if number is None:
             where, args = '', ()
@@ -342,15 +347,23 @@ class LedgerBoard(Board):
         for artifact, item in links:
             closes.setdefault(artifact, []).append(item)
         wanted = set(a for a, i in links if number is None or i == number)
-        for aid, ref, title, url, created, merged, merged_at in tx.all(
-                'SELECT id, ref, title, url, created_at, merged, merged_at FROM artifacts ORDER BY created_at, id'):
+        by_id = {}
+        for row in tx.all('SELECT id, ref, title, url, created_at, merged, merged_at%s FROM artifacts ORDER BY created_at, id'
+                          % (', state, head_ref, head_sha' if pulls else '')):
+            aid, ref, title, url, created, merged, merged_at = row[:7]
+            state, head_ref, head_sha = row[7:] if pulls else ('', '', '')
             if aid not in wanted:
                 continue
             for item in closes.get(aid, []):
                 if item in items:
-                    items[item].artifacts.append(Artifact(
-                        ref=ref, created_at=parse_time(created), merged=bool(merged), merged_at=parse_time(merged_at),
-                        closes=list(closes[aid]), url=url, title=title))
+                    art = Artifact(ref=ref, created_at=parse_time(created), merged=bool(merged), merged_at=parse_time(merged_at),
+                                   closes=list(closes[aid]), url=url, title=title,
+                                   state=state or ('MERGED' if merged else ''), head_ref=head_ref, head_sha=head_sha,
+                                   cross_repo=False if head_ref else None)
+                    items[item].artifacts.append(art)
+                    by_id.setdefault(aid, []).append(art)
+        if pulls:
+            _pulls.attach(tx, by_id, number)
         return [items[k] for k in sorted(items)]
 
     def reports(self):
@@ -595,7 +608,8 @@ class LedgerBoard(Board):
         return self._tx(lambda tx: bool(tx.run('DELETE FROM dependencies WHERE item = ? AND blocker = ?', (number, blocker))),
                         write=True)
 
-    def add_artifact(self, ref, created_at=None, merged=False, merged_at=None, closes=(), title='', url='', actor=None):
+    def add_artifact(self, ref, created_at=None, merged=False, merged_at=None, closes=(), title='', url='', actor=None,
+                     head_ref=None, head_sha=None, state=None):
         """Record (or update, by ``ref``) an artifact and the items its closing reference names.
 
         A MERGED artifact closes every open item it closes, like a forge: the item goes
@@ -604,9 +618,19 @@ class LedgerBoard(Board):
         the same ref updates title/url/merged/merged_at and adds closes; ``created_at`` keeps
         its first value (D16 attributes by it). Returns
         ``{'ref', 'id', 'created', 'closed': [numbers this call closed]}``.
+
+        ``head_ref``/``head_sha``/``state`` (board version 5): the pull request's branch, its tip and
+        ``OPEN``/``CLOSED``/``MERGED``; None leaves a recorded value as it is (a push records the new tip).
         """
         if not ref:
             raise BoardError('an artifact needs a ref')
+        pull = dict((k, v) for k, v in (('head_ref', head_ref), ('head_sha', head_sha), ('state', state)) if v is not None)
+        if 'state' in pull:
+            pull['state'] = str(pull['state']).upper()
+            if pull['state'] not in _pulls.STATES:
+                raise BoardError('an artifact state is one of %s, not %r' % (', '.join(_pulls.STATES[1:]), state))
+        if pull and not self._pull_columns:
+            raise BoardError('this ledger has no pull request columns (board schema version %d)' % _pulls.PULLS_VERSION)
         created, merged_fixed, merged = self._fixed(created_at), self._fixed(merged_at), bool(merged)
         numbers = sorted(set(_number(n) for n in (closes or ())))
 
@@ -627,6 +651,8 @@ class LedgerBoard(Board):
             for n in numbers:
                 tx.run('INSERT INTO artifact_closes (artifact, item) VALUES (?, ?) ON CONFLICT (artifact, item) DO NOTHING',
                        (aid, n))
+            for column in sorted(pull):
+                tx.run('UPDATE artifacts SET %s = ? WHERE id = ?' % column, (pull[column], aid))
             closed = []
             if merged:
                 targets = [r[0] for r in tx.all('SELECT item FROM artifact_closes WHERE artifact = ? ORDER BY item', (aid,))]
@@ -634,4 +660,33 @@ class LedgerBoard(Board):
                     if self._set_state(tx, n, 'closed', merged_text, actor if actor is not None else ref):
                         closed.append(n)
             return {'ref': ref, 'id': aid, 'created': row is None, 'closed': closed}
+        return self._tx(write, write=True)
+
+    # -- pull-request details (board version 5, _board/ledger_pulls.py) ------------------------------
+
+    def add_review(self, ref, body, *, kind='review', author='', association='', state='', path='', line=None, at=None):
+        """Record a review note on the artifact ``ref``: a ``review`` (``state`` CHANGES_REQUESTED, APPROVED,
+        COMMENTED, DISMISSED) or a ``thread`` comment (unresolved until ``resolve_review``). Returns its id."""
+        if kind not in _pulls.KINDS:
+            raise BoardError('a review note is one of %s, not %r' % (', '.join(_pulls.KINDS), kind))
+        fixed = self._fixed(at)
+
+        def write(tx):
+            aid = _pulls.artifact_id(tx, ref, BoardError)
+            return _pulls.add_review(tx, aid, kind=kind, body=str(body or ''), author=author, association=association,
+                                     state=state, path=path, line=line, at=format_time(fixed or self._now(tx)))
+        return self._tx(write, write=True)
+
+    def resolve_review(self, note_id, resolved=True):
+        """Mark a review thread's note resolved (or not); returns whether it exists."""
+        return self._tx(lambda tx: _pulls.resolve_review(tx, note_id, resolved), write=True)
+
+    def set_check(self, ref, name, conclusion, *, head_sha='', required=True, summary='', url='', at=None):
+        """Record the latest result of check ``name`` on the artifact's head ``head_sha`` (``''`` while it runs)."""
+        fixed = self._fixed(at)
+
+        def write(tx):
+            aid = _pulls.artifact_id(tx, ref, BoardError)
+            _pulls.set_check(tx, aid, name=name, head_sha=head_sha, conclusion=conclusion, required=required,
+                             summary=summary, url=url, at=format_time(fixed or self._now(tx)))
         return self._tx(write, write=True)

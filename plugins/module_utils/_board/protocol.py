@@ -70,6 +70,12 @@ class Board(object):
         """One item with comments, events, blockers and artifacts. ``ItemNotFound`` if absent."""
         raise NotImplementedError
 
+    def pull_details(self, item: Item) -> None:
+        """Read into ``item``'s artifact the review and checks of the open pull request its next run continues
+        (``_core.dispatch.pr_loop``), where ``get`` left them out. Asked for per candidate (the runner's brief,
+        explain), never on every read (D1). A board whose reads already hold them (the ledger) does nothing."""
+        return None
+
     def mentions(self, number) -> list:
         """Unread mentions on the item. Boards without mentions return ``[]``."""
         return []

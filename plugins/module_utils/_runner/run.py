@@ -40,11 +40,12 @@ from .._core.outcome.closeout import Decision, agent_missing, decide
 from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
                                    EXIT_USAGE)
 from .._core.dispatch.agent_sandbox import MODES as AGENT_SANDBOX_MODES
-from .._core.dispatch.eligibility import live_start
+from .._core.dispatch.eligibility import last_reopen, live_start
 from .._core.dispatch.item_budget import from_env as item_budget_from_env, tighter
+from .._core.dispatch.pr_loop import plan as pull_plan, round_fields, round_text
 from .._core.outcome.account_budget import ACCOUNT_ENV
 from .._core.dispatch.route import GENERIC_ENV, ROUTE_ENV
-from .._core.board.markers import format_marker, parse_marker
+from .._core.board.markers import format_marker, markers_of, parse_marker
 from .._core.board.mentions import provenance
 from .._core.board.model import CLOCK_SKEW_WARN, format_time, parse_time, skew_text
 from .._core.board.naming import unit_name
@@ -57,6 +58,7 @@ from .._host.stops import take_stop_note
 from .spawn import (DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, confined_argv, find_agent, missing_agent, missing_agent_message,  # noqa: F401
                     note_agent, read_agent_credentials, stop_group, wait_agent)
 from .brief import BRIEF_VERSION, render
+from .brief_pull import section as pull_section
 from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, Parser, board_spec, expand, open_runner_board,
                      runner_conf, user)
 from .chain.items import ItemSession, item_chain_config, ledger_secrets
@@ -164,6 +166,8 @@ class Run(object):
         self.capture_path = os.path.join(self.run_dir, 'capture.log')
         self.brief_path = os.path.join(self.run_dir, 'brief.md')
         self.skipped_mentions = []  # type: List[Dict[str, Any]]
+        self.pull = None            # the open pull request this run continues, read with the brief
+        self.skipped_reviews = []   # type: List[Any]
         self.capacity_path = os.path.join(config.state_dir, CAPACITY_FILE)
         self.proc = None
         self.stalled = False
@@ -506,22 +510,43 @@ class Run(object):
                     'FLEET_RUN_STARTED_AT': format_time(self.started_at)})
         return env
 
+    def _pull_details(self, item) -> None:
+        """The review and checks of the pull request this run would continue (the board's ``pull_details``; a
+        failure leaves them unread, which the brief says, and never costs the brief the item's own text)."""
+        details = getattr(self.board, 'pull_details', None)
+        if not callable(details):
+            return
+        try:
+            details(item)
+        except Exception as exc:  # noqa: BLE001 - the brief says the review was not read
+            self.log('WARNING: the review of the pull request could not be read for the brief: %s' % exc)
+
     def _brief(self, mentions) -> str:
         found = None
+        pull = pull_section(None, self.config.branch)
         try:
             item = self.board.get(self.ref)
             title, body = item.title, item.body
             found = provenance(item)
+            self._pull_details(item)
+            markers, reopen_at = markers_of(item), last_reopen(item)
+            counted = markers if reopen_at is None else [m for m in markers if m.at is not None and m.at >= reopen_at]
+            loop = pull_plan(item, markers, counted=counted, repo=self.config.repo)   # the rounds as eligibility counts them
+            self.pull = loop.pull   # the open pull request this run continues (_core.dispatch.pr_loop), for the close-out
+            pull = pull_section(loop.pull, self.config.branch, rounds=loop.rounds, max_rounds=loop.max_rounds,
+                                marker_authors=item.marker_authors or ())
         except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds
             self.log('WARNING: the item could not be read for the brief: %s' % exc)
             title, body = '(unreadable)', '(the item could not be read when this run started: %s)' % exc
+        self.skipped_reviews = pull.pop('skipped')
         if found and found.get('untrusted_edit'):
             self.log('WARNING: the item\'s text was edited after review by %s, who may not write to the repository; '
                      'the brief says so' % (found.get('editor') or 'an unknown account'))
         ref = ('%s#%d' % (self.config.repo, self.config.number)) if self.config.repo else '#%d' % self.config.number
         return render({'unit': self.unit, 'host': self.config.host, 'master': self.config.master, 'item_ref': ref,
                        'provenance': found, 'item_title': title, 'item_body': body, 'mentions': mentions,
-                       'workdir': self.config.workdir or os.getcwd(), 'branch': self.config.branch, 'output_dir': self.out_dir})
+                       'workdir': self.config.workdir or os.getcwd(), 'branch': self.config.branch, 'output_dir': self.out_dir,
+                       **pull})
 
     def _wait(self):
         """Wait for the agent; ``(rc, timed_out)``; a stall sets ``self.stalled``, a stop at the run's budget
@@ -597,6 +622,8 @@ class Run(object):
             fields = self._fields(ended_at=format_time(self.clock()), **decision.fields)
             if getattr(self, 'skipped_mentions', None):  # untrusted mentions are named, never briefed
                 fields['mentions_skipped'] = [{'id': m.get('id'), 'author': m.get('author')} for m in self.skipped_mentions]
+            if getattr(self, 'skipped_reviews', None):   # so are untrusted reviewers' notes
+                fields['reviews_skipped'] = [{'author': n.author, 'kind': n.kind} for n in self.skipped_reviews]
             body = format_marker(decision.kind, fields, decision.text)
             error = self._post(decision.kind, body, close=decision.close)
             if error is not None:
@@ -859,13 +886,21 @@ class Run(object):
             except BoardError as exc:
                 self.log('reading the item back failed (attempt %d of 2): %s' % (attempt, exc))
                 self._reopen()
+        rounded = None
+        if self.pull is not None:   # a round: name the pull request and whether its head moved
+            again = [a for a in (item.artifacts if item is not None else ()) if a.ref == self.pull.ref]
+            rounded = round_fields(self.pull, again[0].head_sha if again else None)
         decision = decide(outcome, item, number=self.config.number, repo=self.config.repo,
+                          pushed=self.pull.ref if rounded and rounded['head_moved'] is True else '',
                           started_at=self.board_started_at or self.started_at,
                           now=now, exit_code=rc, capture=capture, ladder=self.config.backoff, timed_out=timed_out,
                           unit=self.unit, stalled=self.config.stall_timeout if self.stalled else 0,
                           budget_stop=self.budget_stop)
         if item is None:
             decision.fields['board'] = 'unreadable at close-out: nothing could be credited'
+        if rounded is not None:
+            decision.fields.update(rounded)
+            decision.text = '%s; %s' % (decision.text, round_text(rounded))
         decision.fields.update(run_cost(reading))
         decision.fields.update(self._budget_fields(reading))
         return self._closeout(decision)

@@ -175,6 +175,9 @@ class Resolvers(object):
             ('Commit', 'associatedPullRequests'): self.associated_pulls,
             ('Mutation', 'updateProjectV2ItemFieldValue'): self.update_field_value,
         }
+        from .reviews import RESOLVERS as _reviews
+        for key, fn in _reviews.items():
+            self.table[key] = functools.partial(fn, self)
 
     def resolve(self, source, info, **args):
         if isinstance(source, dict) and source.get('__forbidden__'):

@@ -320,7 +320,9 @@ class Store(object):
                 '__typename': 'PullRequest', 'number': n, 'title': title or 'pr %d' % n,
                 'url': 'https://github.com/%s/pull/%d' % (repo, n), 'repository': r,
                 'createdAt': iso(created_at) or self.now(), 'merged': merged, 'mergedAt': iso(merged_at),
-                'state': state or ('MERGED' if merged else 'OPEN'), 'baseRefName': base, 'headRefName': 'topic-%d' % n})
+                'state': state or ('MERGED' if merged else 'OPEN'), 'baseRefName': base, 'headRefName': 'topic-%d' % n,
+                'headRefOid': '%040x' % n, 'isCrossRepository': False,
+                'review_threads': [], 'reviews': [], 'checks': []})
             for ref in closes:
                 issue = self.issue(*(ref if isinstance(ref, tuple) else (repo, ref)))
                 if link == 'manual' or (link and base == default):

@@ -29,6 +29,8 @@ from ..protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFou
 from ..._core.dispatch.announce import REPORT_LABEL, SILENCED_LABEL
 from ..._core.board.markers import markers_of
 from ..._core.dispatch.eligibility import reopen_ignored
+from ..._core.dispatch.pr_loop import continued_pull
+from .pulls import details_into
 from ..._core.board.mentions import handles_of, unseen_mentions
 from ..._core.board.model import Comment, Item, format_time, parse_time
 from ..._core.board.references import defang
@@ -626,6 +628,22 @@ class GitHubBoard(Board):
         self._reopen_permissions(item)
         self._follow_commits([(item, c) for c in commits], reading=False)
         return item
+
+    def pull_details(self, item: Item) -> None:
+        """The review and checks of the open pull request the next run of ``item`` continues
+        (``_core.dispatch.pr_loop``): one ``PullDetails`` call (1 point), for that pull request only, when asked --
+        the runner's brief, explain -- never on the queue read nor on the runner's other reads (D1). A call that
+        fails leaves them ``None`` (not read), which the brief says, rather than failing the caller."""
+        pull = continued_pull(item.artifacts, markers_of(item), item.number, item.repo)
+        if pull is None or not pull.node_id:
+            return
+        try:
+            data = self._graphql('PullDetails', {'id': pull.node_id}, reading=False)
+        except BoardError:
+            return
+        node = data.get('node')
+        if isinstance(node, dict) and node.get('__typename') == 'PullRequest':
+            details_into(pull, node)
 
     def _resolve(self, number) -> Tuple[str, int]:
         """An item reference -> (owner/name, number), using the spec's ``repo`` or this project."""

@@ -107,7 +107,7 @@ fragment IssueDetail on Issue {
 
 _PULL_FRAGMENT = '''
 fragment PullFields on PullRequest {
-  number url title state merged mergedAt createdAt baseRefName
+  id number url title state merged mergedAt createdAt baseRefName headRefName headRefOid isCrossRepository
   repository { nameWithOwner defaultBranchRef { name } }
 }
 '''
@@ -310,6 +310,50 @@ field that says it. Asked only for reopens by someone who is not the fleet, once
 login per board instance (1 point each); reading collaborators needs push access, which the fleet's
 token has. No answer, or an error, leaves the permission unknown and the reopen does not count."""
 
+REVIEW_THREADS = 50
+"""``reviewThreads(last: 50)`` of the one pull request a run continues. With ``THREAD_COMMENTS`` (20) under
+each, the ``PULL_DETAILS`` call is 1 + 50 + 1 + 1 = 53 requests = 1 point (GitHub's formula), read once per
+continued candidate in ``get`` (D1: after the cheap filter, never on the page). 100 threads would be 2 points for
+a review no agent could address in one round (a guess; settle it: the thread count of real review rounds, set the page
+above their p95)."""
+
+THREAD_COMMENTS = 20
+"""``comments(first: 20)`` of each review thread: the opening comment and its replies; a longer thread is cut (a guess;
+settle it: the comment count of real review threads, set it above their p95 while the call stays 1 point)."""
+
+PULL_DETAILS = '''
+query PullDetails($id: ID!) {
+  %s
+  node(id: $id) {
+    __typename
+    ... on PullRequest {
+      number state headRefName headRefOid isCrossRepository
+      reviewThreads(last: %d) {
+        nodes {
+          isResolved isOutdated path line
+          comments(first: %d) { nodes { body createdAt author { __typename login } authorAssociation } }
+        }
+      }
+      latestOpinionatedReviews(first: 100) {
+        nodes { state body submittedAt author { __typename login } authorAssociation }
+      }
+      statusCheckRollup {
+        contexts(first: 100) {
+          nodes {
+            __typename
+            ... on CheckRun { name status conclusion title summary detailsUrl isRequired(pullRequestId: $id) }
+            ... on StatusContext { context state description targetUrl isRequired(pullRequestId: $id) }
+          }
+        }
+      }
+    }
+  }
+}
+''' % (RATE_LIMIT_FIELDS, REVIEW_THREADS, THREAD_COMMENTS)
+"""The review and checks of the pull request a run continues (``_core.dispatch.pr_loop``): unresolved threads,
+each reviewer's latest opinion, and the head's check runs and commit statuses with whether the base branch's
+protection requires them (``isRequired``)."""
+
 DOCUMENTS = {
     'OwnerType': OWNER_TYPE,
     'BoardPage': BOARD_PAGE,
@@ -322,6 +366,7 @@ DOCUMENTS = {
     'CommitPulls': COMMIT_PULLS,
     'Preflight': PREFLIGHT,
     'Permission': PERMISSION,
+    'PullDetails': PULL_DETAILS,
 }
 """Every GraphQL document the board can send, by operation name. ``GitHubBoard._graphql`` refuses any
 other, so this dict *is* the list tests/unit/plugins/module_utils/_board/github/test_documents.py

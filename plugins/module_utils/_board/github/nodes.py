@@ -132,7 +132,14 @@ def artifact_of(pr: Dict[str, Any], issue_number: int, base_branch: str = '') ->
                     closes=[issue_number],
                     url=pr.get('url') or '',
                     title=pr.get('title') or '',
-                    base=base, into_closing_branch=closing)
+                    base=base, into_closing_branch=closing, state=_text(pr.get('state')),
+                    head_ref=_text(pr.get('headRefName')), head_sha=_text(pr.get('headRefOid')),
+                    cross_repo=pr['isCrossRepository'] if isinstance(pr.get('isCrossRepository'), bool) else None,
+                    node_id=_text(pr.get('id')))
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ''
 
 
 def detail_into(item: Item, issue: Dict[str, Any], base_branch: str = '') -> List[str]:

@@ -112,6 +112,39 @@ class Blocker:
 
 
 @dataclass
+class ReviewNote:
+    """A reviewer's word on a pull request: a comment of an unresolved review thread (``kind``
+    ``thread``) or a submitted review (``kind`` ``review``, ``state`` GitHub's ``PullRequestReviewState``:
+    ``CHANGES_REQUESTED``, ``APPROVED``, ``COMMENTED``, ``DISMISSED``). Author fields as ``Comment``'s."""
+
+    kind: str
+    body: str
+    author: str = ''
+    author_type: str = ''
+    association: str = ''
+    state: str = ''
+    path: str = ''
+    line: Optional[int] = None
+    resolved: bool = False
+    outdated: bool = False
+    created_at: Optional[_dt.datetime] = None
+
+
+@dataclass
+class CheckResult:
+    """One check on a pull request's head: ``conclusion`` upper case (GitHub's ``CheckConclusionState``,
+    or a commit status's ``StatusState``), ``''`` while it runs; ``required`` whether the base branch's
+    protection requires it; ``head_sha`` the commit it ran on (``''``: not known)."""
+
+    name: str
+    conclusion: str = ''
+    required: bool = False
+    summary: str = ''
+    url: str = ''
+    head_sha: str = ''
+
+
+@dataclass
 class Artifact:
     """A change that may prove work done: a pull request, or a ledger change.
 
@@ -134,6 +167,18 @@ class Artifact:
     title: str = ''
     base: str = ''
     into_closing_branch: Optional[bool] = None
+    state: str = ''
+    """``OPEN``, ``CLOSED`` or ``MERGED`` (GitHub's ``PullRequestState``; the ledger's recorded one); ``''``: not known."""
+    head_ref: str = ''
+    head_sha: str = ''
+    cross_repo: Optional[bool] = None
+    """The branch the pull request merges from, its tip, and whether it lives in another repository (a
+    fork, which a run cannot push to): ``''``/``None`` when not known."""
+    node_id: str = ''
+    """The forge's id of the pull request (GitHub's node ``id``), ``''`` when none: how its details are read."""
+    reviews: Optional[List[ReviewNote]] = None
+    checks: Optional[List[CheckResult]] = None
+    """Its review notes and check results, read per candidate (D1); ``None``: not read."""
 
 
 @dataclass

@@ -159,7 +159,8 @@ def artifacts_since(artifacts: Iterable[Any], number: int, run_started_at: Any, 
     return found
 
 
-def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_turns: bool, repo: str = '') -> list:
+def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_turns: bool, repo: str = '',
+              pushed: str = '') -> list:
     """The artifacts that may be credited to the run that started at ``run_started_at`` (D2, D16).
 
     An artifact counts only when all hold:
@@ -176,6 +177,9 @@ def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_t
     * it was created AND merged strictly after the run started (D16: a quota-limited run that
       merged nothing was credited with the previous run's PR). Strictly: on a tie the artifact
       is not credited, because a false success is invisible while a missing one is a loud no-op.
+      One exception, ``pushed``: the ref of the open pull request this run continued and whose head
+      the forge shows moved during the run (``_core.dispatch.pr_loop.round_fields``, read from the
+      board, not the agent's word) -- it predates the run by construction, so only its merge must.
 
     ``run_started_at`` of ``None`` means the run's start is unknown: nothing can be proved to
     postdate it, so nothing is credited. Artifacts may be ``_core.board.model.Artifact`` objects or dicts;
@@ -204,7 +208,8 @@ def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_t
             continue
         if created is None or merged_at is None:
             continue
-        if not (created > started and merged_at > started):
+        continued = bool(pushed) and str(_get(artifact, 'ref', '')) == pushed
+        if not ((created > started or continued) and merged_at > started):
             continue
         if not any(_closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
             continue

@@ -112,7 +112,8 @@ def item_titles(item) -> List[str]:
     ref = _ref(item)
     return [defang(TITLE_PREFIX + 'tombstone: %s' % ref),
             defang(TITLE_PREFIX + 'capacity deaths on %d accounts: %s' % (DEFAULT_CAPACITY_ACCOUNTS, ref)),
-            defang(TITLE_PREFIX + 'orphan not reaped (worker blind): %s' % ref)]
+            defang(TITLE_PREFIX + 'orphan not reaped (worker blind): %s' % ref),
+            defang(TITLE_PREFIX + 'round cap spent: %s' % ref)]
 
 
 def _stall(kind, subject, title, lines, since=None):
@@ -167,6 +168,15 @@ def stalls(items, *, masters=None, capacity=None, blind=None, unreaped=None, now
                 'Remedy (a human): reopen the item if the work is not finished (a reopen outranks the marker), '
                 'close the item if it is finished, or post a left-open marker if it should stay open and dispatchable.'],
                 since=last.get('at')))
+        if reason == 'rounds_spent':
+            pull = item.get('pull') or {}
+            out.append(_stall('rounds_spent', _ref(item), 'round cap spent: %s' % _ref(item), [
+                'Item %s is held: its pull request %s had %s round(s) that moved its head (the cap is %s) and is '
+                'still not merged. A review loop that does not converge is not going to by itself.'
+                % (_ref(item), pull.get('ref') or '?', pull.get('rounds'), pull.get('max_rounds')),
+                '',
+                'Remedy (a human): review and merge the pull request, close it (the next run starts fresh), '
+                'or close and reopen the item (a reopen starts the count again).']))
         deaths = [d for d in item.get('capacity_deaths') or []
                   if item.get('state', 'open') == 'open' and parse_time(d.get('at')) is not None
                   and now - parse_time(d['at']) <= capacity_window]

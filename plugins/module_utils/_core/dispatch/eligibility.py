@@ -21,15 +21,15 @@ from ..chains.chain import item_chain
 from ..board.markers import Marker, is_marker_author, markers_of
 from ..board.model import parse_time
 from .item_budget import describe as budget_words, item_spend, spent as budget_spent
+from .pr_loop import DEFAULT_MAX_ROUNDS, is_round, plan as pull_plan
 from .route import unroutable as route_hold
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
-           'unreadable', 'deferred', 'chained', 'chain_stopped', 'unroutable',
-           'budget_spent')
+           'unreadable', 'deferred', 'chained', 'chain_stopped', 'unroutable', 'budget_spent', 'rounds_spent')
 
 # Precedence, highest first (see module docstring); 'eligible' is what is left.
 PRECEDENCE = ('unreadable', 'deferred', 'done', 'closed', 'running', 'chained', 'chain_stopped', 'tombstone', 'retry_wait', 'parked',
-              'budget_spent', 'unroutable', 'blocked', 'not_ready')
+              'budget_spent', 'rounds_spent', 'unroutable', 'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
 # capacity: the seed's rule -- a worker going dark is not the work failing, and a fleet-wide
@@ -62,6 +62,7 @@ class Verdict:
     unroutable: str = ''            # why no configured master offers the agent profile the item asks for
     spend: Any = None               # what its runs since the last reopen stated they spent (ItemSpend)
     budget_spent: str = ''          # why its spend reached the item budget (``_core.dispatch.item_budget``)
+    pull: Optional[dict] = None     # the open pull request the next run continues (``_core.dispatch.pr_loop``)
 
 
 def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) -> int:
@@ -70,7 +71,8 @@ def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) ->
     A run's ending is the first marker after its start and before the next start. A start with
     no ending yet (a live run, or an orphan the reaper has not reset) counts; so do ``stopped``
     (a supervisor timeout stops a stuck run with SIGTERM: not counting it would let a task that
-    always times out loop forever) and ``reset``.
+    always times out loop forever) and ``reset``. A round -- a run that moved its open pull request's
+    head (``_core.dispatch.pr_loop.is_round``) -- is bounded by the round cap instead, not counted here.
     """
     uncounted = frozenset(uncounted or ())
     markers = list(markers or [])
@@ -79,7 +81,7 @@ def count_attempts(markers: List[Marker], uncounted: Any = UNCOUNTED_ENDINGS) ->
         if marker.kind != 'start':
             continue
         ending = markers[index + 1] if index + 1 < len(markers) else None
-        if ending is not None and ending.kind != 'start' and ending.kind in uncounted:
+        if ending is not None and ending.kind != 'start' and (ending.kind in uncounted or is_round(ending)):
             continue
         attempts += 1
     return attempts
@@ -203,7 +205,7 @@ def live_start(item: Any) -> Optional[Marker]:
 
 def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = DEFAULT_MAX_ATTEMPTS,
              markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS, agents: Any = None,
-             item_budget: Any = None) -> Verdict:
+             item_budget: Any = None, max_rounds: Optional[int] = DEFAULT_MAX_ROUNDS) -> Verdict:
     """Decide whether ``item`` may be dispatched at ``now`` (see the module docstring for the rules).
 
     ``ready``: the status value that means "dispatch me"; ``None`` or ``''`` skips the status test
@@ -212,6 +214,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     the fleet's masters offer; an item asking for another is ``unroutable`` (``None``: not judged here).
     ``item_budget``: the per-item cap (``_core.outcome.budget.Budget``); an item whose runs since the last
     reopen spent it is ``budget_spent`` (``_core.dispatch.item_budget``; ``None``: no cap).
+    ``max_rounds``: the round cap on the open pull request the next run would continue (``rounds_spent``).
     """
     when = _time(now)
     if when is None:
@@ -269,6 +272,9 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
         if limit:
             holds.append('budget_spent')
             over = budget_words(item_budget, spend, limit)
+    loop = pull_plan(item, all_markers, counted=since, max_rounds=max_rounds)
+    if loop.spent:
+        holds.append('rounds_spent')
     no_route = route_hold(item, agents)
     if no_route:
         holds.append('unroutable')
@@ -280,7 +286,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     reason = holds[0] if holds else 'eligible'
     return Verdict(eligible=(reason == 'eligible'), reason=reason, attempts=attempts, last_marker=last,
                    open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds, chain=chain,
-                   unroutable=no_route, spend=spend, budget_spent=over)
+                   unroutable=no_route, spend=spend, budget_spent=over, pull=loop.view())
 
 
 def run_durations(markers: List[Marker], exclude: Any = ()) -> List[float]:

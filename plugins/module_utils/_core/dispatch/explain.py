@@ -45,6 +45,8 @@ def _starts(markers, reopen_at, uncounted) -> List[Dict[str, Any]]:
             counted, why = False, 'before the reopen at %s: a reopen starts the count again' % format_time(reopen_at)
         elif end_kind in uncounted:
             counted, why = False, 'its run ended in a %s marker, which does not spend an attempt' % end_kind
+        elif end_kind is not None and (ending.get('fields') or {}).get('pr') and ending['fields'].get('head_moved') is True:
+            counted, why = False, 'a round: it moved the head of %s, which the round cap bounds' % ending['fields']['pr']
         elif end_kind is None:
             counted = True
             why = ('no ending yet (a live run, or an orphan the reaper has not reset)' if ending is None
@@ -101,6 +103,10 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
             verdict.attempts, max_attempts)
     if hold == 'budget_spent':
         return verdict.budget_spent
+    if hold == 'rounds_spent':
+        pull = verdict.pull or {}
+        return ('%s had %s round(s) that moved its head, the cap is %s: review and merge it, close it (the next run starts '
+                'fresh) or reopen the item' % (pull.get('ref'), pull.get('rounds'), pull.get('max_rounds')))
     if hold == 'unroutable':
         return '%s: provision a worker with that profile (worker_runner_agent) or change the item\'s route' % verdict.unroutable
     if hold == 'blocked':
@@ -194,6 +200,7 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         'spend': verdict.spend.fields() if verdict.spend is not None else None,
         'item_budget': item_budget.fields() if item_budget else {},
         'budget_left': remaining(item_budget, verdict.spend).fields() if item_budget else {},
+        'pull': verdict.pull,
     }
 
 
@@ -251,6 +258,7 @@ def explain_lines(ex: Dict[str, Any]) -> List[str]:
             chain.get('session'), chain.get('tail'), chain.get('depth'), chain.get('state'),
             '' if chain.get('alive') or chain.get('stopped') else ': it ended without a marker of its own, so the item is '
             'back in the queue'))
+    lines.extend(pull_lines(ex.get('pull')))
     run = ex['last_run']
     if run:
         lines.append('last run: %s at %s (%s)' % (run['kind'], run['at'],
@@ -259,3 +267,37 @@ def explain_lines(ex: Dict[str, Any]) -> List[str]:
     else:
         lines.append('last run: none closed')
     return lines
+
+
+def pull_lines(pull: Optional[Dict[str, Any]]) -> List[str]:
+    """The open pull request the next run continues, its round, threads and failing checks, as lines."""
+    if not pull:
+        return ['pull request: none of a run is open (the next run starts fresh)']
+    lines = ['pull request: %s (branch %s at %s), %s round(s) of %s%s' % (
+        pull.get('ref'), pull.get('head_ref'), (pull.get('head_sha') or '?')[:12], pull.get('rounds'),
+        pull.get('max_rounds') or 'no cap', ' -- the cap is spent' if pull.get('spent') else '')]
+    if not pull.get('read'):
+        lines.append('  its review and checks were not read')
+        return lines
+    for thread in pull.get('threads') or ():
+        where = (thread['path'] or 'the pull request') + (':%s' % thread['line'] if thread.get('line') else '')
+        lines.append('  thread by %s on %s: %s' % (thread['author'], where, thread['text']))
+    lines.extend('  changes requested by %s: %s' % (r['author'], r['text']) for r in pull.get('changes_requested') or ())
+    lines.extend('  failing check %s: %s%s' % (c['name'], c['conclusion'], ' -- ' + c['summary'] if c['summary'] else '')
+                 for c in pull.get('failing_checks') or ())
+    if not (pull.get('threads') or pull.get('changes_requested') or pull.get('failing_checks')):
+        lines.append('  no unresolved thread, no changes requested, no failing required check')
+    if pull.get('skipped'):
+        lines.append('  left out (not trusted): %s' % ', '.join(pull['skipped']))
+    return lines
+
+
+def pull_summary(pull: Optional[Dict[str, Any]]) -> str:
+    """One cell for the status table and page: the pull request, its round, and what its review asks."""
+    if not pull:
+        return '-'
+    text = '%s r%s/%s' % (pull.get('ref'), pull.get('rounds'), pull.get('max_rounds') or '-')
+    if pull.get('read'):
+        text += ': %d thread(s), %d change request(s), %d failing check(s)' % (
+            len(pull.get('threads') or ()), len(pull.get('changes_requested') or ()), len(pull.get('failing_checks') or ()))
+    return text

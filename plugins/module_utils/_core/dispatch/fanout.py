@@ -92,15 +92,22 @@ def plan_answers(answers: List[Dict[str, Any]]):
 
 
 def launch_work(batches: List[Dict[str, Any]], clones: Dict[str, str], clone: str, branch: str,
-                ) -> Dict[str, List[Dict[str, Any]]]:
-    """worker -> the items of its one ``worker_launch`` call (each with its master, clone and branch)."""
+                items: Any = None) -> Dict[str, List[Dict[str, Any]]]:
+    """worker -> the items of its one ``worker_launch`` call (each with its master, clone and branch).
+
+    ``items``: the ``board_info`` items; one whose ``pull`` names the open pull request its next run continues
+    (``_core.dispatch.pr_loop``) gets that pull request's head branch instead of ``branch``: its workspace is
+    detached at the head (D10), not at a fresh ``branch``."""
+    heads = dict(((i.get('repo') or '', i.get('number')), (i.get('pull') or {}).get('head_ref'))
+                 for i in items or [] if isinstance(i, dict) and isinstance(i.get('pull'), dict))
     work = {}
     for batch in batches or []:
         for entry in batch.get('launch') or []:
             repo = entry.get('repo') or ''
             work.setdefault(batch['worker'], []).append({
                 'master': batch['master'], 'number': entry['number'], 'repo': repo,
-                'clone': (clones or {}).get(repo) or clone, 'branch': branch, 'host': batch['worker'],
+                'clone': (clones or {}).get(repo) or clone, 'branch': heads.get((repo, entry['number'])) or branch,
+                'host': batch['worker'],
                 'command': list(entry.get('command') or []), 'setenv': dict(entry.get('setenv') or {}),
             })
     return work

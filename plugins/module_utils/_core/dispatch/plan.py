@@ -83,6 +83,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budge
             'item_budget': item_budget.fields() if item_budget else {},
             'budget_left': remaining(item_budget, spend).fields() if item_budget else {},
             'budget_spent': verdict.budget_spent,
+            'pull': verdict.pull,   # the open pull request the next run continues (_core.dispatch.pr_loop)
             'priority': to_jsonable(getattr(item, 'priority', None)),
             'priority_rank': priority_rank(getattr(item, 'priority', None)),
             'created_at': format_time(getattr(item, 'created_at', None)),

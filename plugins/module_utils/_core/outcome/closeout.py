@@ -44,7 +44,7 @@ class Decision:
 
 def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str = '', exit_code: Optional[int] = None,
            capture: str = '', ladder=DEFAULT_BACKOFF, timed_out: bool = False, unit: str = '',
-           stalled: float = 0, budget_stop: Optional[Dict[str, Any]] = None) -> Decision:
+           stalled: float = 0, budget_stop: Optional[Dict[str, Any]] = None, pushed: str = '') -> Decision:
     """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
 
     ``outcome`` is ``_core.outcome.agents.read_capture(capture, agent).outcome(exit_code)`` -- the ONE parse that feeds both the gate and
@@ -57,6 +57,8 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     not a failure of the work, an attempt all the same -- with the provider limit's capacity state, if the
     capture also shows one.
 
+    ``pushed``: the pull request this run continued and moved the head of (``attribute``'s exception).
+
     Order: a time-attributed merged artifact is a success whatever the exit code (D2: the forge's
     word, not the agent's); else a budget stop; else a provider limit is capacity; else a timeout is a failure (a bare
     timeout is never transient, D7); else a stall (``stalled``: the seconds of silence after which the
@@ -65,7 +67,7 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     """
     artifacts = list(item.artifacts) if item is not None else None
     markers = markers_of(item) if item is not None else []
-    credited = attribute(artifacts or [], number, started_at, outcome.zero_turns, repo)
+    credited = attribute(artifacts or [], number, started_at, outcome.zero_turns, repo, pushed=pushed)
     base = {'exit_code': exit_code, 'turns': outcome.turns, 'envelope': outcome.envelope is not None}
     cap = outcome.capacity
     cap_state = state_from(cap, now=now, unit=unit) if cap else None

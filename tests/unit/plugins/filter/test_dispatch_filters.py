@@ -61,8 +61,17 @@ def test_status_table_shows_the_stated_cost_of_the_runs():
     items = [dict(ITEMS[0], run_cost={'runs': 2, 'cost_usd': 0.657, 'priced_runs': 1}),
              dict(ITEMS[0], number=2, run_cost={'runs': 1, 'cost_usd': None, 'priced_runs': 0})]
     lines = filt('status_table')(items).splitlines()
-    assert lines[0].split()[-1] == 'cost'
-    assert lines[2].split()[-1] == '$0.66+' and lines[3].split()[-1] == '-'
+    assert lines[0].split()[-3:] == ['cost', 'pull', 'request']
+    assert lines[2].split()[-2] == '$0.66+' and lines[3].split()[-2] == '-'
+
+
+def test_status_table_shows_the_pull_request_a_run_continues_and_its_round():
+    pull = {'ref': 'o/r#7', 'rounds': 2, 'max_rounds': 4, 'read': False}
+    items = [dict(ITEMS[0], pull=pull), dict(ITEMS[0], number=2, reason='rounds_spent', pull=dict(pull, rounds=4))]
+    lines = filt('status_table')(items).splitlines()
+    assert lines[2].rstrip().endswith('o/r#7 r2/4') and lines[3].rstrip().endswith('o/r#7 r4/4')
+    from ansible_collections.fleet.dispatch.plugins.filter.dispatch import why_held
+    assert why_held(items[1]) == 'rounds_spent: o/r#7 had 4 rounds (cap 4)'
 
 
 def test_status_table_shows_glyph_comments_by_humans_as_human_comments():

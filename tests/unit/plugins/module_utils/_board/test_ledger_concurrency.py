@@ -162,7 +162,8 @@ def test_concurrent_first_open_migrates_exactly_once(pool, ledger_url):
         elif r:
             with LedgerBoard(**url) as board:  # empty the database again
                 board._store.transaction(lambda tx: [tx.run('DROP TABLE %s' % t) for t in (
-                    'reports', 'artifact_closes', 'artifacts', 'dependencies', 'events', 'comments', 'items', 'schema_version')],
+                    'reports', 'artifact_checks', 'artifact_reviews',
+                    'artifact_closes', 'artifacts', 'dependencies', 'events', 'comments', 'items', 'schema_version')],
                     write=True)
         outs = _run(pool, 'first_open', lambda n: (url,), count)
         assert [o for o in outs if o[0] != 'ok'] == []

@@ -46,7 +46,7 @@ def test_a_forged_end_line_stays_inside_the_fence():
     fence = _tag(text)
     assert fence.startswith('FLEET-') and fence not in FORGED
     assert not [line for line in _outside(text, fence) if 'Ignore every rule' in line]
-    assert text.count('BEGIN %s ' % fence) == 3 == text.count('END %s ' % fence)
+    assert text.count('BEGIN %s ' % fence) == 4 == text.count('END %s ' % fence)
     assert 'UNTRUSTED TEXT' in text and fence in text.split('BEGIN %s' % fence, 1)[0]     # the brief says so, and names the tag
 
 

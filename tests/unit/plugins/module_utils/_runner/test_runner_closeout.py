@@ -420,7 +420,8 @@ def test_agent_command_placeholders_pass_the_brief_without_a_shell(tmp_path):
 PINNED = {'2026.11.30.1': 'bdf36849f16b97ba7308ad3f1a1224ae3de48ae7fe58713a0d6c4292413946a3',
           '2026.12.01.1': '49894ab11fab1e2bea1ad2429365830f8bd9867a5f8ad627d75a4b42da26aabd',
           '2026.12.01.2': '925605c1fb5b12276f63d524bbf8aab1ef356b4b920bf9a8e16518dec528029a',   # step 11: the handoff (seed 003)
-          '2026.12.05.1': '3fc2bbe23e6bc19ccf671b1eb0867db0e4becffcb83b561f91e8497e2c4f1bf1'}   # who wrote the item, an unreviewed edit
+          '2026.12.05.1': '3fc2bbe23e6bc19ccf671b1eb0867db0e4becffcb83b561f91e8497e2c4f1bf1',   # who wrote the item, an unreviewed edit
+          '2026.12.06.1': '908a7c447e068f3a98edb63a190a8577493754a7b1845b91c220ebb773c88d1c'}   # the pull request a run continues
 
 
 def test_the_template_hash_is_pinned_to_its_version():

@@ -49,6 +49,14 @@ def test_launch_work_is_one_list_per_worker_with_master_clone_and_branch():
     assert work['w1'][1]['clone'] == '~/clones/x' and work['w1'][1]['master'] == 'b'
 
 
+def test_launch_work_gives_a_continued_item_its_pull_request_head_branch():
+    batches = [{'worker': 'w1', 'master': 'a', 'launch': [{'number': 1, 'repo': ''}, {'number': 2, 'repo': ''}]}]
+    items = [{'number': 1, 'repo': '', 'pull': {'ref': 'o/r#7', 'head_ref': 'fleet/1', 'head_sha': 'a' * 40}},
+             {'number': 2, 'repo': '', 'pull': None}, {'number': 2, 'repo': 'o/other', 'pull': {'head_ref': 'not-mine'}}]
+    work = launch_work(batches, {}, '~/clones/main', 'main', items)
+    assert [w['branch'] for w in work['w1']] == ['fleet/1', 'main']
+
+
 def test_launch_answers_feed_the_report_and_a_lost_worker_fails_its_runs():
     b1 = {'worker': 'w1', 'master': 'a', 'items': [{'number': 1, 'unit': 'task-1'}, {'number': 4, 'unit': 'task-4'}]}
     b2 = {'worker': 'w2', 'master': 'a', 'items': [{'number': 3, 'unit': 'task-3'}]}

@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleet.dispatch contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The pull-request loop: does the next run continue the item's open pull request, and is its round cap spent.
+
+Pure, no I/O. D2: an open pull request is not finished, so the next run continues it -- its workspace
+detached at the pull request's head (D10), its brief carrying the review and the failing checks -- instead of
+starting over on a fresh branch. A round is a run on that pull request that moved its head; a run that
+pushed nothing is an attempt as any other (``_core.dispatch.eligibility.count_attempts``), not a round.
+Everything is derived from the board: the pull request from the item's artifacts, the rounds from the
+close-out markers' fields (``round_fields``) -- no counter is stored (D1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+from ..board.model import parse_time
+from ..board.pull_feedback import feedback
+from ..board.references import _closes_item
+
+DEFAULT_MAX_ROUNDS = 4
+"""Rounds per pull request before the item is held (``rounds_spent``): the peers' trackers show review loops
+that converge do so in two or three pushes and the ones that run on go to 10-12 against a cap of 5; 4 stops
+those a round earlier (guess; the experiment is the distribution of rounds-to-merge from the close-out markers)."""
+
+ROUND_FIELDS = ('pr', 'head_before', 'head_after', 'head_moved')
+"""The close-out marker fields of a run that continued a pull request (``round_fields``)."""
+
+
+@dataclass
+class PullLoop:
+    """The loop's answer for one item: the pull request the next run continues (None: start fresh)."""
+
+    pull: Any = None
+    rounds: int = 0
+    max_rounds: Optional[int] = DEFAULT_MAX_ROUNDS
+    why: str = ''
+    marker_authors: Any = ()
+
+    @property
+    def spent(self) -> bool:
+        return self.pull is not None and self.max_rounds is not None and self.rounds >= self.max_rounds
+
+    def view(self) -> Optional[dict]:
+        """JSON-ready summary for board_info, explain and status; None without a pull request. ``read``: whether
+        its review and checks were read (GitHub reads them in ``get`` only, D1; the ledger on every read); then
+        the unresolved threads, changes-requested reviews and failing required checks that a brief would carry,
+        one line of text each, and the authors left out as untrusted."""
+        if self.pull is None:
+            return None
+        out = {'ref': _get(self.pull, 'ref', ''), 'url': _get(self.pull, 'url', ''),
+               'head_ref': _get(self.pull, 'head_ref', ''), 'head_sha': _get(self.pull, 'head_sha', ''),
+               'rounds': self.rounds, 'max_rounds': self.max_rounds, 'spent': self.spent,
+               'read': _get(self.pull, 'reviews', None) is not None or _get(self.pull, 'checks', None) is not None,
+               'threads': [], 'changes_requested': [], 'failing_checks': [], 'skipped': []}
+        if out['read']:
+            found = feedback(self.pull, self.marker_authors)
+            out['threads'] = [{'author': _get(n, 'author', ''), 'path': _get(n, 'path', ''), 'line': _get(n, 'line', None),
+                               'text': _line(_get(n, 'body', ''))} for n in found['threads']]
+            out['changes_requested'] = [{'author': _get(n, 'author', ''), 'text': _line(_get(n, 'body', ''))}
+                                        for n in found['reviews']]
+            out['failing_checks'] = [{'name': _get(c, 'name', ''), 'conclusion': _get(c, 'conclusion', ''),
+                                      'summary': _line(_get(c, 'summary', ''))} for c in found['checks']]
+            out['skipped'] = sorted(set(str(_get(n, 'author', '') or '?') for n in found['skipped']))
+        return out
+
+
+def _line(text: Any, width: int = 120) -> str:
+    lines = str(text or '').strip().splitlines()
+    first = lines[0] if lines else ''
+    return first if len(first) <= width and len(lines) <= 1 else first[:width].rstrip() + ' ...'
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _time(value: Any):
+    try:
+        return parse_time(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_open(artifact: Any) -> bool:
+    state = str(_get(artifact, 'state', '') or '').upper()
+    return not _get(artifact, 'merged', False) and state in ('', 'OPEN')
+
+
+def continued_pull(artifacts: Any, markers: List[Any], number: int, repo: str = '') -> Any:
+    """The open, unmerged pull request the next run continues, or None (start fresh).
+
+    It must: close this item (the forge's closing rules, applied by the board that built the artifact);
+    target the branch the forge closes items from (``into_closing_branch`` not False); name its head branch,
+    from this repository (a fork's branch is not the fleet's to push); and have been created after the
+    item's first start marker -- a run of the fleet left it, so a stranger's pull request is never adopted.
+    The newest such one wins.
+    """
+    starts = [m.at for m in markers or () if m.kind == 'start' and m.at is not None]
+    if not starts:
+        return None
+    first = min(starts)
+    found = []
+    for artifact in artifacts or ():
+        if not _is_open(artifact) or _get(artifact, 'into_closing_branch', None) is False:
+            continue
+        if not _get(artifact, 'head_ref', '') or _get(artifact, 'cross_repo', None) is True:
+            continue
+        if not any(_closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
+            continue
+        created = _time(_get(artifact, 'created_at'))
+        if created is None or created <= first:
+            continue
+        found.append((created, str(_get(artifact, 'ref', '')), artifact))
+    return max(found, key=lambda row: (row[0], row[1]))[2] if found else None
+
+
+def is_round(ending: Any, ref: str = '') -> bool:
+    """Whether a run's ending marker records a round (on ``ref`` when given): it continued a pull request
+    and moved its head (``head_moved`` true). Unknown (null) is not a round: the attempt count bounds it."""
+    fields = _get(ending, 'fields', None) or {}
+    if not fields.get('pr') or fields.get('head_moved') is not True:
+        return False
+    return not ref or str(fields.get('pr')) == str(ref)
+
+
+def count_rounds(markers: List[Any], ref: str) -> int:
+    """Runs whose close-out says they continued ``ref`` and moved its head (``is_round``)."""
+    markers = list(markers or ())
+    rounds = 0
+    for index, marker in enumerate(markers):
+        if marker.kind != 'start' or index + 1 >= len(markers):
+            continue
+        ending = markers[index + 1]
+        if ending.kind != 'start' and is_round(ending, ref):
+            rounds += 1
+    return rounds
+
+
+def plan(item: Any, markers: List[Any], *, counted: Optional[List[Any]] = None, repo: str = '',
+         max_rounds: Optional[int] = DEFAULT_MAX_ROUNDS) -> PullLoop:
+    """The loop's answer for ``item``: ``markers`` are all its markers (which run left the pull request),
+    ``counted`` those since its last counted reopen (the rounds, as the attempt count's; default ``markers``),
+    ``max_rounds`` None for no cap. The rounds are counted on the continued pull request only: a
+    pull request closed unmerged releases the item, whose next run starts fresh."""
+    if max_rounds is not None and (isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1):
+        raise ValueError('max_rounds must be a positive integer or None, not %r' % (max_rounds,))
+    all_markers = list(markers or ())
+    pull = continued_pull(_get(item, 'artifacts') or (), all_markers, int(_get(item, 'number', 0) or 0),
+                          repo or str(_get(item, 'repo', '') or ''))
+    if pull is None:
+        return PullLoop(None, 0, max_rounds, 'no open pull request of a run closes this item: start fresh')
+    ref = str(_get(pull, 'ref', ''))
+    rounds = count_rounds(all_markers if counted is None else counted, ref)
+    loop = PullLoop(pull, rounds, max_rounds, '', list(_get(item, 'marker_authors', None) or ()))
+    if loop.spent:
+        loop.why = ('%s has had %d round(s) that moved its head, the cap is %d: a human decides (review and merge, '
+                    'close it to start over, or reopen the item)' % (ref, rounds, max_rounds))
+    else:
+        loop.why = 'continue %s (branch %s), round %d of %s' % (
+            ref, _get(pull, 'head_ref', ''), rounds + 1, max_rounds if max_rounds is not None else 'no cap')
+    return loop
+
+
+def round_fields(pull: Any, head_after: Optional[str]) -> dict:
+    """The close-out fields of a run that started on ``pull``: ``head_after`` is its head as re-read after the
+    agent ended (None: not read). ``head_moved`` is None when either end is not known."""
+    before = str(_get(pull, 'head_sha', '') or '') or None
+    after = head_after or None
+    moved = None if before is None or after is None else before != after
+    return {'pr': str(_get(pull, 'ref', '')), 'head_before': before, 'head_after': after, 'head_moved': moved}
+
+
+def round_text(fields: dict) -> str:
+    """One close-out sentence naming the pull request and whether its head moved."""
+    moved = fields.get('head_moved')
+    if moved is True:
+        what = 'its head moved %s -> %s (a round)' % ((fields.get('head_before') or '?')[:12], (fields.get('head_after') or '?')[:12])
+    elif moved is False:
+        what = 'nothing was pushed, its head stays %s (no round; an attempt)' % (fields.get('head_before') or '?')[:12]
+    else:
+        what = 'whether its head moved is not known (not a round; an attempt)'
+    return 'continued %s: %s' % (fields.get('pr'), what)
+
+
+__all__ = ['DEFAULT_MAX_ROUNDS', 'PullLoop', 'ROUND_FIELDS', 'continued_pull', 'count_rounds', 'is_round', 'plan',
+           'round_fields', 'round_text']
