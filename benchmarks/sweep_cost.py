@@ -158,7 +158,9 @@ def sweep(workdir, spec, mode, profile=0):
     for var in ('ANSIBLE_CALLBACK_RESULT_FORMAT', 'ANSIBLE_STDOUT_CALLBACK', 'ANSIBLE_CONFIG'):
         env.pop(var, None)
     if profile:
-        env.update(ANSIBLE_CALLBACKS_ENABLED='ansible.posix.profile_tasks', PROFILE_TASKS_TASK_OUTPUT_LIMIT=str(profile))
+        # ansible.posix comes with the ``ansible`` package, on the interpreter's path
+        env.update(ANSIBLE_CALLBACKS_ENABLED='ansible.posix.profile_tasks', PROFILE_TASKS_TASK_OUTPUT_LIMIT=str(profile),
+                   ANSIBLE_COLLECTIONS_SCAN_SYS_PATH='true')
     argv = [str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), str(REPO / 'playbooks' / 'sweep.yml'),
             '-e', json.dumps({'dispatch_board': spec, 'dispatch_mode': mode,
                               'dispatch_lease_path': str(workdir / 'leases')})]
@@ -244,7 +246,7 @@ def main():
                             '%s %.0f' % module, anymb, os.getloadavg()[0], built, goal))
                         if args.profile and size == sizes[-1]:
                             tail = runs[-1][4].split('PLAY RECAP')[-1].splitlines()
-                            print('\n'.join('    ' + line for line in tail if ' -- ' in line or '-----' in line))
+                            print('\n'.join('    ' + line for line in tail if re.search(r'-{3,} +[0-9.]+s$', line)))
                         sys.stdout.flush()
             finally:
                 for drop in drops or ():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.fleet.dispatch.plugins.filter.board_table import board_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until, place as _place
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
@@ -173,6 +174,8 @@ def plan_table(plan, items=None):
         rows.append(['#%s' % a['number'], 'launch', where + (' (%s)' % asked if asked else ''), _cell(a.get('title'), 40)])
     for u in plan.get('unplaced', []):
         rows.append(['#%s' % u['number'], 'hold', '-', u.get('why', '')])
+    if isinstance(items, dict):
+        items = board_table(items)
     for it in items or []:
         if not it.get('eligible'):
             rows.append(['#%s' % it.get('number'), 'skip', '-', why_held(it)])

@@ -14,12 +14,15 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.fleet.dispatch.plugins.action.guard import answers
+from ansible_collections.fleet.dispatch.plugins.filter.board_table import board_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import survey
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, decide, reaping
 
 
 def reap_due(items, now, floor=DEFAULT_FLOOR_S):
-    """``{threshold: {...}, due: [...]}`` for the board_info ``items`` at ``now``."""
+    """``{threshold: {...}, due: [...]}`` for the board_info ``items`` (or its whole answer: ``board_table``) at ``now``."""
+    if isinstance(items, dict):
+        items = board_table(items)
     if not isinstance(items, list):
         raise AnsibleFilterError('reap_due expects the items list of fleet.dispatch.board_info')
     try:

@@ -54,3 +54,4 @@ def test_status_shows_a_reaped_item_distinctly():
     table = filt('status_table')([{'number': 5, 'title': 't', 'state': 'open', 'status': 'Ready', 'reason': 'eligible',
                                    'attempts': 1, 'max_attempts': 3, 'last_marker': {'kind': 'reset', 'age_s': 5}}])
     assert 'reset (reaped)' in table.splitlines()[2]
+
