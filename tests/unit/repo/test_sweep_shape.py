@@ -3,6 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The sweep's shape, read from its task files (never its times): what a cycle costs must not grow with the board.
 
+* No message loop: a debug task says one summary a cycle, never one task result per item.
 * The board crosses the module boundary once: the sweep's read writes its table (board_info ``table``), and every
   task of the sweep that reads ``_dispatch_board.board_items`` does so only where the read wrote no table.
 """
@@ -15,6 +16,8 @@ import yaml
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 TASKS = REPO / 'roles' / 'dispatch' / 'tasks'
+LOOPS = ('loop', 'with_items', 'with_list', 'with_dict', 'with_subelements', 'with_sequence')
+DEBUG = ('debug', 'ansible.builtin.debug', 'ansible.legacy.debug')
 
 
 def _entries():
@@ -46,6 +49,15 @@ def test_the_scan_follows_the_cycle():
     names = _entries()
     assert {'cycle.yml', 'main.yml', 'read.yml', 'reap.yml', 'decide.yml', 'finish.yml', 'apply_finish.yml',
             'announce.yml', 'page.yml', 'record.yml'} <= set(names), names
+
+
+def test_no_debug_task_loops_over_items():
+    found = []
+    for name in _entries():
+        for task in _tasks(yaml.safe_load((TASKS / name).read_text())):
+            if any(k in task for k in DEBUG) and any(k in task for k in LOOPS):
+                found.append('%s: %s' % (name, task.get('name')))
+    assert not found, 'one message a cycle, not one per item: %s' % found
 
 
 def test_the_sweep_reads_the_board_into_its_table():
