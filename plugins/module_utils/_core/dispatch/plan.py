@@ -44,7 +44,8 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None) -> List[Di
     the agent profiles the fleet's masters offer (``_core.dispatch.route.unroutable``; None: not judged)."""
     out = []
     for item in items:
-        verdict = evaluate(item, now=now, ready=ready, max_attempts=max_attempts, agents=agents)
+        markers = markers_of(item)      # parsed once per item: every field below reads the same markers
+        verdict = evaluate(item, now=now, ready=ready, max_attempts=max_attempts, markers=markers, agents=agents)
         out.append({
             'id': item.id,
             'number': item.number,
@@ -64,13 +65,13 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None) -> List[Di
             'blockers': [{'number': b.number, 'repo': b.repo, 'state': b.state} for b in item.blockers],
             'open_blockers': list(getattr(verdict, 'open_blockers', []) or []),
             'artifacts': to_jsonable(item.artifacts),
-            'run_cost': run_cost(markers_of(item)),
+            'run_cost': run_cost(markers),
             'human_markers': human_markers(item),
             'ignored_reopens': [dict(r, at=format_time(r['at'])) for r in ignored_reopens(item)],
             'chain': getattr(verdict, 'chain', None),   # after a handoff marker: its chain's last hop
-            'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.dispatch.reaper)
+            'run_durations': run_durations(markers, exclude=('reset',)),   # the reaper's threshold (_core.dispatch.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',
-            'capacity_deaths': capacity_deaths(markers_of(item)),
+            'capacity_deaths': capacity_deaths(markers),
             'route': route_of(item),
             'unroutable': verdict.unroutable,
             'priority': to_jsonable(getattr(item, 'priority', None)),
