@@ -20,11 +20,11 @@ items), the rest done (start, success, closed). Asserts nothing; the issue's goa
 2x the 100-item sweep, 150 MB) is printed beside each row.
 
     python benchmarks/sweep_cost.py                              # 100, 1,000, 5,000, 20,000 items, plan
-    python benchmarks/sweep_cost.py --sizes 100 20000 --apply --repeat 3
-    FLEET_TEST_PG_DSN=$(tests/services/postgres.sh | tail -1) python benchmarks/sweep_cost.py
+    python benchmarks/sweep_cost.py --sizes 100 20000 --apply --repeat 3 --profile 10
+    FLEET_TEST_PG_DSN=$(tests/services/postgres.sh | tail -1) python benchmarks/sweep_cost.py --backends postgres
 
-By hand only (about 4 minutes plan-only on SQLite on 2 cores, building the boards included): not in
-tests/run's benchmarks phase.
+By hand only: the default run takes minutes (building the 20,000-item board alone takes one to two on 2
+cores), over tests/run's 90 s for a CI benchmark, so its benchmarks phase runs only its --help.
 """
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ class Peak(threading.Thread):
 def run_playbook(argv, env):
     """Wall seconds, the largest module process (name, MB), the largest process of the run (MB), returncode."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     peak = Peak(proc.pid)
     peak.start()
     out = []
@@ -177,8 +177,11 @@ def one_task(workdir):
 
 def backends(args):
     where = pathlib.Path(args.boards) if args.boards else None
-    yield 'sqlite', lambda size, tmp: {'kind': 'ledger', 'path': str((where or tmp) / ('ledger-%d.sqlite3' % size))}, None
-    if args.pg and os.environ.get('FLEET_TEST_PG_DSN'):
+    if 'sqlite' in args.backends:
+        yield 'sqlite', lambda size, tmp: {'kind': 'ledger', 'path': str((where or tmp) / ('ledger-%d.sqlite3' % size))}, None
+    if 'postgres' in args.backends and not os.environ.get('FLEET_TEST_PG_DSN'):
+        print('\n[postgres] skipped: FLEET_TEST_PG_DSN is not set (tests/services/postgres.sh prints one)')
+    if 'postgres' in args.backends and os.environ.get('FLEET_TEST_PG_DSN'):
         import conftest
         drops = []
 
@@ -198,13 +201,15 @@ def main():
                         help="also print the N dearest tasks of the largest board's sweep (ansible.posix.profile_tasks)")
     parser.add_argument('--boards', metavar='DIR',
                         help='keep the SQLite boards in DIR and reuse them on the next run (for repeated readings)')
-    parser.add_argument('--no-pg', dest='pg', action='store_false', help='SQLite only, even with FLEET_TEST_PG_DSN set')
+    parser.add_argument('--backends', nargs='+', choices=['sqlite', 'postgres'], default=['sqlite', 'postgres'],
+                        help='the ledger backends (postgres only with FLEET_TEST_PG_DSN set)')
     args = parser.parse_args()
     import conftest  # noqa: F401  pylint: disable=unused-import  (the collection import path)
     modes = ['plan', 'apply'] if args.apply else ['plan']
     sizes = sorted(args.sizes)
     print('sweep cost: playbooks/sweep.yml on a localhost worker (inventory.example), commit %s, %d CPUs' % (
-        subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip(),
+        subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', 'HEAD'], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, check=False).stdout.strip(),
         os.cpu_count()))
     print('goal: the largest board within %.0fx the %d-item sweep, %d MB' % (GOAL_RATIO, sizes[0], GOAL_MB))
     for backend, make_spec, drops in backends(args):
