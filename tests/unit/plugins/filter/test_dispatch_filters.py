@@ -40,6 +40,11 @@ def test_plan_table_says_where_and_why_not():
     assert 'blocked by #1, #2' in text
     assert 'retry_wait until 2026-11-30T12:30:00Z' in text
     assert 'revoked until a human clears it (fleet.dispatch.clear_capacity)' in text and 'unknown' not in text
+    # finished work holds no decision: one line a reason when there are several, an item's own line when it is alone
+    done = [dict(ITEMS[1], number=n, reason='done', open_blockers=[]) for n in (20, 21, 22)]
+    rows = filt('plan_table')({'assignments': []}, ITEMS + done + [dict(ITEMS[1], number=30, reason='closed')]).splitlines()
+    assert [r.split()[:2] for r in rows if 'done' in r or 'closed' in r] == [['skip', '-'], ['#30', 'skip']]
+    assert [r for r in rows if 'done: 3 items (finished; each in the board table)' in r] and 'blocked by #1, #2' in text
 
 
 def test_status_table_leads_the_last_marker_with_its_glyph_and_keeps_the_columns_aligned():
