@@ -204,7 +204,7 @@ def main():
     parser.add_argument('--backends', nargs='+', choices=['sqlite', 'postgres'], default=['sqlite', 'postgres'],
                         help='the ledger backends (postgres only with FLEET_TEST_PG_DSN set)')
     args = parser.parse_args()
-    import conftest  # noqa: F401  pylint: disable=unused-import  (the collection import path)
+    import conftest  # noqa: F401  pylint: disable=unused-import
     modes = ['plan', 'apply'] if args.apply else ['plan']
     sizes = sorted(args.sizes)
     print('sweep cost: playbooks/sweep.yml on a localhost worker (inventory.example), commit %s, %d CPUs' % (
@@ -215,7 +215,7 @@ def main():
     for backend, make_spec, drops in backends(args):
         with tempfile.TemporaryDirectory(prefix='sweep-cost-') as tmp:
             tmp = pathlib.Path(tmp)
-            walls = [one_task(tmp)[0] for _ in range(max(args.repeat, 1))]
+            walls = [one_task(tmp)[0] for _round in range(max(args.repeat, 1))]
             print('\n[%s] one-task playbook (ping) on the same inventory: %.2f s (load1 %.2f)' % (
                 backend, statistics.median(walls), os.getloadavg()[0]))
             print('%-7s %6s %7s %8s %7s %7s %-22s %8s %6s %s' % (
@@ -230,7 +230,7 @@ def main():
                     floor = floor_seconds(spec)
                     for mode in modes:
                         runs = []
-                        for _ in range(args.repeat):
+                        for _round in range(args.repeat):
                             profile = args.profile if size == sizes[-1] else 0
                             runs.append(sweep(tmp / ('%s-%d' % (mode, size)), spec, mode, profile))
                             if runs[-1][3] != 0:

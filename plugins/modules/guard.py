@@ -184,7 +184,7 @@ options:
   table:
     description:
       - Read O(items) from this file, the O(fleet.dispatch.board_info#module:table) a sweep's board read wrote (O(stage=announce),
-        O(stage=decide)): the whole board then never passes through a template. O(items), when given, wins.
+        O(stage=decide)), so the whole board never passes through a template. O(items), when given, wins.
     type: path
     version_added: 0.1.0
   wait:
