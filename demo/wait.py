@@ -62,7 +62,11 @@ def summary(directory):
     """The demo's closing lines, from the last sweep's plan.json."""
     with open(os.path.join(directory, 'plan.json'), encoding='utf-8') as handle:
         plan = json.load(handle)
-    for item in plan['items']:
+    items = plan.get('items')
+    if items is None:                                   # a sweep's plan names its board table instead
+        with open(plan['table'], encoding='utf-8') as handle:
+            items = json.load(handle)['items']
+    for item in items:
         last = item.get('last_marker') or {}
         if (last.get('fields') or {}).get('host'):       # a marker a run of this demo posted
             print('item #%d %-42s %s/%s, %s: last marker %s %s' % (

@@ -25,8 +25,10 @@ from __future__ import annotations
 import datetime
 import time
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import TableError, read_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent_env import secret_looking
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import parse_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
@@ -63,6 +65,8 @@ ARGUMENT_SPEC = dict(
     # stage=announce (D14)
     # stage=announce and stage=confirm (None: confirm skips the board check)
     items=dict(type='list', elements='dict'),
+    # stage=announce and stage=decide: the items from board_info's table file instead (a sweep's read)
+    table=dict(type='path'),
     previous=dict(type='dict', default={}),
     unreaped=dict(type='list', elements='dict', default=[]),
     now=dict(type='str', default=''),
@@ -140,6 +144,11 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        if args['table'] and args['items'] is None:
+            try:
+                args['items'] = read_table(args['table'])
+            except TableError as exc:
+                raise AnsibleActionFail(str(exc))
         if args['stage'] == 'decide':
             outs, out = decide(args)
         elif args['stage'] == 'lease':
@@ -247,6 +256,7 @@ def decide(args):
     reaped = reaping(args['items'] or [], now=args['now'], floor=args['reap_floor']) if args['now'] else {'threshold': None, 'due': []}
     out = {'probe': {'results': results}, 'probed': probed, 'placed': placed, 'batched': batched, 'work': work,
            'reaping': reaped, 'admitted': placed['admitted'], 'launch_args': dict(args['launch_args'] or {}),
+           'skipped': [it.get('number') for it in args['items'] or [] if not it.get('eligible')],
            'refused': probed['refused'] + placed['refused'] + batched['refused']}
     if args['plan']:
         out['plan'] = plan_view(placed['plan'], probed['refused'], unprobed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.fleet.dispatch.plugins.filter.board_table import board_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import pull_summary
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until, place as _place
@@ -170,6 +171,10 @@ def start_line(row):
     return '%s on %s/%s: %s' % (row.get('unit'), row.get('worker'), row.get('master'), row.get('start_text') or 'launched')
 
 
+# the reasons of finished work: the plan table says each in one line, however many items
+FINISHED = ('done', 'closed')
+
+
 def plan_table(plan, items=None):
     """Which item would go where, and why each other item would not."""
     if not isinstance(plan, dict):
@@ -182,9 +187,22 @@ def plan_table(plan, items=None):
         rows.append(['#%s' % a['number'], 'launch', where + (' (%s)' % asked if asked else ''), _cell(a.get('title'), 40)])
     for u in plan.get('unplaced', []):
         rows.append(['#%s' % u['number'], 'hold', '-', u.get('why', '')])
+    if isinstance(items, dict):
+        items = board_table(items)
+    finished = {}
     for it in items or []:
-        if not it.get('eligible'):
+        if it.get('eligible'):
+            continue
+        if it.get('reason') in FINISHED:
+            finished.setdefault(it['reason'], []).append(it)
+        else:
             rows.append(['#%s' % it.get('number'), 'skip', '-', why_held(it)])
+    for reason in FINISHED:             # finished work holds no decision: one line a reason, not one an item
+        done = finished.get(reason) or []
+        if len(done) == 1:
+            rows.append(['#%s' % done[0].get('number'), 'skip', '-', why_held(done[0])])
+        elif done:
+            rows.append(['', 'skip', '-', '%s: %d items (finished; each in the board table)' % (reason, len(done))])
     for d in plan.get('dark', []):
         rows.append(['', 'dark', '%s/%s' % (d.get('worker'), d.get('master')),
                      '%s %s' % (d.get('source'), dark_until(d.get('source'), d.get('reset_at')))])

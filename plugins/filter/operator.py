@@ -10,14 +10,21 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import TableError, read_table
 from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet, fleet_record, fleet_text, render_metrics, render_page, spend_text
 
 
-def _check(name, data):
+def _check(name, data, items=True):
     if not isinstance(data, dict):
         raise AnsibleFilterError('%s expects a dict of the cycle (items, now, board, masters, ...), not %s'
                                  % (name, type(data).__name__))
-    return dict(data)
+    data = dict(data)
+    if items and data.get('table'):   # the board table a sweep's read wrote (board_info's table): its items, read here
+        try:
+            data['items'] = read_table(data['table'])
+        except TableError as exc:
+            raise AnsibleFilterError('%s: %s' % (name, exc))
+    return data
 
 
 def status_page(data):
@@ -32,7 +39,7 @@ def status_metrics(data):
 
 def status_fleet(data):
     """What this cycle probed of the fleet, for the cycles that probe nothing (fleet.json); ``None`` when it probed nothing."""
-    data = _check('status_fleet', data)
+    data = _check('status_fleet', data, items=False)
     if data.get('masters') is None and data.get('survey') is None:
         return None
     return fleet_record(fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), data.get('now')),
@@ -41,7 +48,7 @@ def status_fleet(data):
 
 def status_fleet_table(data):
     """Every configured master, usable or dark with its source and reset, as an aligned text table."""
-    return fleet_text(_check('status_fleet_table', data))
+    return fleet_text(_check('status_fleet_table', data, items=False))
 
 
 def status_spend_table(data):

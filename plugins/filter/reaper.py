@@ -5,7 +5,7 @@
 
 ``reap_due`` is the clock half (which starts are older than the threshold, and the threshold with
 its reading); ``reap_decide`` the probe half (which of them no master runs, with every master
-answering). The decisions are ``module_utils._core.dispatch.reaper``; the probe answers are read exactly as
+answering); ``reap_said`` the cycle's one message. The decisions are ``module_utils._core.dispatch.reaper``; the probe answers are read exactly as
 the guard reads them (``plugins/action/guard.py``: ``answers``, ``_core.dispatch.plan.survey``).
 """
 
@@ -14,12 +14,15 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.fleet.dispatch.plugins.action.guard import answers
+from ansible_collections.fleet.dispatch.plugins.filter.board_table import board_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import survey
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, decide, reaping
 
 
 def reap_due(items, now, floor=DEFAULT_FLOOR_S):
-    """``{threshold: {...}, due: [...]}`` for the board_info ``items`` at ``now``."""
+    """``{threshold: {...}, due: [...]}`` for the board_info ``items`` (or its whole answer: ``board_table``) at ``now``."""
+    if isinstance(items, dict):
+        items = board_table(items)
     if not isinstance(items, list):
         raise AnsibleFilterError('reap_due expects the items list of fleet.dispatch.board_info')
     try:
@@ -40,6 +43,18 @@ def reap_decide(reaping, probes, masters, now, leases=None, lease_enabled=True):
         raise AnsibleFilterError('reap_decide: %s' % exc)
 
 
+def reap_said(reaped, reset=''):
+    """The reaper's cycle in lines, for one message: each held item with why, then (when ``reset`` names what becomes
+    of them: plan mode, check mode, a hand dispatch) each item it would reset."""
+    if not isinstance(reaped, dict):
+        raise AnsibleFilterError('reap_said expects the answer of fleet.dispatch.reap_decide')
+    lines = ['#%s (%s, started %s): %s' % (h.get('number'), h.get('unit'), h.get('started_at'), h.get('why'))
+             for h in reaped.get('held') or []]
+    if reset:
+        lines.extend('#%s: %s - %s' % (r.get('number'), reset, r.get('text')) for r in reaped.get('reap') or [])
+    return lines
+
+
 class FilterModule(object):
     def filters(self):
-        return {'reap_due': reap_due, 'reap_decide': reap_decide}
+        return {'reap_due': reap_due, 'reap_decide': reap_decide, 'reap_said': reap_said}

@@ -80,6 +80,17 @@ options:
     type: bool
     default: true
     version_added: 0.1.0
+  table:
+    description:
+      - Write every item of the board with its decision (the entries of RV(board_items)) to this JSON file on the controller,
+        replaced whole, mode 0600, and return RV(board_items) only for the items of O(numbers) (none without it).
+      - A sweep of a large board then carries the board across the module boundary once, as RV(candidates) and RV(counts); the
+        steps that need every item read the file (the dispatch role's C(board_table.json) beside C(plan.json)).
+      - C({board_id}) in the path is replaced by RV(board_id) (the board's own state subdirectory); a missing directory is made, mode 0700.
+      - Written in check mode too (it is this read's output, not a change to the board); an unreadable queue writes an empty table,
+        so the previous read never stands for this one.
+    type: path
+    version_added: 0.1.0
 notes:
   - Reason codes are C(eligible), C(not_ready), C(closed), C(blocked), C(running), C(retry_wait), C(done), C(tombstone), C(parked)
     and C(unreadable) (the board could not read part of the item, for example a repository the token may not read; the item's C(unreadable)
@@ -164,10 +175,21 @@ cost:
   returned: always
   type: dict
   sample: {cost: 1, remaining: 4999, reset_at: '2026-11-30T02:00:00Z'}
+counts:
+  description: How many items of the board each reason code decides (every item read, whatever O(numbers) names).
+  returned: always
+  type: dict
+  sample: {eligible: 3, done: 120, blocked: 4}
+table:
+  description: The file O(table) was written to (empty when O(table) is not set).
+  returned: always
+  type: str
+  sample: /root/.local/state/fleet-dispatch/sqlite-ledger-5d41402a/board_table.json
 board_items:
   description:
     - Every item on the board (or those in O(numbers)), with its decision. Not named C(items), which in a template
       is the dict's own method.
+    - With O(table), only the items of O(numbers) (the whole board is in the file).
   returned: always
   type: list
   elements: dict
@@ -344,6 +366,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity, open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import TableError, write_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import board_id
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
@@ -386,6 +409,7 @@ def main():
             agents=dict(type='list', elements='str'),
             item_budget_tokens=dict(type='int', default=0, no_log=False),   # a count of tokens, not a secret
             item_budget_usd=dict(type='float', default=0),
+            table=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -393,14 +417,24 @@ def main():
     if module.params['numbers']:
         spec.pop('read_memory', None)  # a hand dispatch reads its items in full, never deferred
     now = module_now(module)
-    result = dict(changed=False, readable=True, error='', board='', now=format_time(now),
-                  cost=None, board_items=[], candidates=[], board_id=board_id(*board_identity(spec)))
+    result = dict(changed=False, readable=True, error='', board='', now=format_time(now), cost=None, board_items=[],
+                  candidates=[], counts={}, table='', board_id=board_id(*board_identity(spec)))
+    if module.params['table']:
+        result['table'] = module.params['table'].replace('{board_id}', result['board_id'])
+
+    def write(assessed):
+        if result['table']:
+            try:
+                write_table(result['table'], assessed, result['now'])
+            except TableError as exc:
+                module.fail_json(msg=str(exc), **result)
     try:
         with open_board(spec) as board:
             result['board'] = board.location
             read = board.read(now=now)
     except BoardUnreadable as exc:
         result.update(readable=False, error=str(exc))
+        write([])
         if module.params['mode'] == 'apply':
             module.fail_json(msg='the queue cannot be read, so nothing can be decided: %s' % exc, **result)
         module.warn('the queue cannot be read; plan mode reports it and returns no candidates: %s' % exc)
@@ -416,11 +450,21 @@ def main():
     wanted = module.params['numbers']
     assessed = assess(items, now=now, ready=spec.get('ready', 'Ready'),
                       max_attempts=module.params['max_attempts'], agents=module.params['agents'], item_budget=cap)
+    cost = read.cost
+    del items, read     # the board's own objects: only the decisions go on (the module's peak memory)
+    counts = {}
+    for entry in assessed:
+        counts[entry['reason']] = counts.get(entry['reason'], 0) + 1
+    write(assessed)
+    chosen = candidates(assessed)
+    if module.params['table'] and not wanted:
+        assessed = []
     if wanted:
         assessed = [entry for entry in assessed if entry['number'] in wanted]
         if module.params['warn_refusals']:
             _warn_refusals(module, wanted, assessed)
-    result.update(cost=read.cost, board_items=assessed, candidates=candidates(assessed))
+    result.update(cost=cost, board_items=assessed, candidates=[c for c in chosen if not wanted or c['number'] in wanted],
+                  counts=counts)
     module.exit_json(**result)
 
 

@@ -181,6 +181,12 @@ options:
         marker of its run id on this board. Omit it (null) when the board was not read; the board check is then skipped.
     type: list
     elements: dict
+  table:
+    description:
+      - Read O(items) from this file, the O(fleet.dispatch.board_info#module:table) a sweep's board read wrote (O(stage=announce),
+        O(stage=decide)), so the whole board never passes through a template. O(items), when given, wins.
+    type: path
+    version_added: 0.1.0
   wait:
     description: The start check's bound in seconds, for the words of an unconfirmed start (O(stage=confirm)).
     type: float
@@ -389,6 +395,11 @@ unprobed:
   returned: when O(stage=decide) and O(plan)
   type: list
   elements: dict
+skipped:
+  description: O(stage=decide) - the numbers of the items of O(items) (or O(table)) that may not run, in board order.
+  returned: when O(stage=decide)
+  type: list
+  elements: int
 launch_args:
   description: O(stage=decide) - O(launch_args) as given.
   returned: when O(stage=decide)

@@ -97,6 +97,11 @@ def test_the_summary_names_the_dark_master_and_its_reset(tmp_path, capsys):
     assert wait.main(['--summary', str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert 'item #1 Write the importer' in out and '\u2705 success' in out and 'item #2' not in out
+    # a sweep's plan names the board table its read wrote instead of carrying the items
+    (tmp_path / 'board_table.json').write_text(json.dumps({'now': 'x', 'items': plan.pop('items')}))
+    (tmp_path / 'plan.json').write_text(json.dumps(dict(plan, table=str(tmp_path / 'board_table.json'))))
+    assert wait.main(['--summary', str(tmp_path)]) == 0
+    assert out == capsys.readouterr().out
     assert 'held: #4 every master is dark' in out
     assert 'master fleet-demo/fleet1: dark (rate_limit) until 2026-12-01T12:00:00Z' in out
 

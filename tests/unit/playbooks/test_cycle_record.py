@@ -76,5 +76,8 @@ def test_plan_mode_reports_the_reaper_and_a_blind_master_never_reaps(tmp_path, b
     assert rec['reap_threshold']['runs'] == 1 and '2x the longest of 1 runs' in rec['reap_threshold']['source']
     assert [h['number'] for h in rec['reap_held']] == [3] and 'blind is not dead' in rec['reap_held'][0]['why']
     assert rec['reaped'] == [] and rec['reap_would'] == []
+    # said in the reaper's one message of the cycle, not a task result per item
+    said = res.stdout.split('Say what the reaper holds back and why, and what it would reset', 1)[1].split('TASK [', 1)[0]
+    assert said.count('ok: [localhost]') == 1 and '#3 (task-3, started ' in said and 'blind is not dead' in said
     with open_board(board) as b:
         assert [len(b.get(n).comments) for n in (1, 2, 3, 4)] == before

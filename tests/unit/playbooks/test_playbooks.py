@@ -63,6 +63,12 @@ def test_sweep_plans_every_candidate_and_explains_the_rest(tmp_path, board):
     plan = json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())
     assert [(a['number'], a['worker'], a['master']) for a in plan['assignments']] == [(1, 'localhost', 'agent1')]
     assert sorted(plan['skipped']) == [2, 3, 4]
+    # the board crossed the module boundary once: every item is in the read's table, plan.json names it and counts
+    assert 'items' not in plan and plan['counts'] == {'eligible': 1, 'blocked': 1, 'running': 1, 'tombstone': 1}
+    table = json.loads(pathlib.Path(plan['table']).read_text())
+    assert pathlib.Path(plan['table']).parent == state_file(tmp_path / 'state', 'plan.json').parent
+    assert sorted((i['number'], i['reason']) for i in table['items']) == [
+        (1, 'eligible'), (2, 'blocked'), (3, 'running'), (4, 'tombstone')]
     assert 'blocked by #1' in res.stdout and 'tombstone' in res.stdout
     # a plan sweep reaches no apply-only step: no task error, not even an ignored one
     assert '[ERROR]' not in res.stdout + res.stderr and 'ignored=0' in res.stdout

@@ -47,7 +47,9 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budge
     ``item_budget``: the per-item cap (``_core.dispatch.item_budget``; None: none)."""
     out = []
     for item in items:
-        verdict = evaluate(item, now=now, ready=ready, max_attempts=max_attempts, agents=agents, item_budget=item_budget)
+        markers = markers_of(item)      # parsed once per item: every field below reads the same markers
+        verdict = evaluate(item, now=now, ready=ready, max_attempts=max_attempts, markers=markers, agents=agents,
+                           item_budget=item_budget)
         spend = verdict.spend
         out.append({
             'id': item.id,
@@ -68,15 +70,15 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budge
             'blockers': [{'number': b.number, 'repo': b.repo, 'state': b.state} for b in item.blockers],
             'open_blockers': list(getattr(verdict, 'open_blockers', []) or []),
             'artifacts': to_jsonable(item.artifacts),
-            'run_cost': run_cost(markers_of(item)),
-            'spend_by_master': spend_by_master(markers_of(item)),   # every run, by the master its close-out names
-            'spend_by_account_day': spend_by_account_day(markers_of(item)),   # an account's daily budget
+            'run_cost': run_cost(markers),
+            'spend_by_master': spend_by_master(markers),   # every run, by the master its close-out names
+            'spend_by_account_day': spend_by_account_day(markers),   # an account's daily budget
             'human_markers': human_markers(item),
             'ignored_reopens': [dict(r, at=format_time(r['at'])) for r in ignored_reopens(item)],
             'chain': getattr(verdict, 'chain', None),   # after a handoff marker: its chain's last hop
-            'run_durations': run_durations(markers_of(item), exclude=('reset',)),   # the reaper's threshold (_core.dispatch.reaper)
+            'run_durations': run_durations(markers, exclude=('reset',)),   # the reaper's threshold (_core.dispatch.reaper)
             'unreadable': getattr(item, 'unreadable', '') or '',
-            'capacity_deaths': capacity_deaths(markers_of(item)),
+            'capacity_deaths': capacity_deaths(markers),
             'route': route_of(item),
             'unroutable': verdict.unroutable,
             'spend': spend.fields() if spend is not None else None,

@@ -227,3 +227,20 @@ def test_plan_mode_with_no_candidate_still_names_the_dark_masters():
     # apply's decide step with no candidate still warns nothing about the masters, and has no plan view
     out, warnings = _warned(dict(_decide_args(), candidates=[]))
     assert 'plan' not in out and [w for w in warnings if 'dark' in w] == []
+
+
+def test_the_decide_step_reads_the_board_from_its_table(tmp_path):
+    """A sweep's read wrote its table (board_info table): the decide step reads the reaper's clock half and the items
+    that may not run from that file, exactly as from the items given inline; a table that is gone fails the step."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import write_table
+    items = [{'number': 5, 'repo': '', 'eligible': False, 'reason': 'running', 'run_durations': [],
+              'last_marker': {'kind': 'start', 'at': '2026-12-01T10:00:00.000000Z'}},
+             {'number': 8, 'repo': '', 'eligible': True, 'reason': 'eligible', 'run_durations': [120.0], 'last_marker': None}]
+    write_table(str(tmp_path / 'board_table.json'), items, '2026-12-01T12:00:00.000000Z')
+    base = dict(_decide_args(), now='2026-12-01T12:00:00Z', reap_floor=600)
+    inline, _w = _warned(dict(base, items=items))
+    filed, _w = _warned(dict(base, table=str(tmp_path / 'board_table.json')))
+    assert [d['number'] for d in filed['reaping']['due']] == [5] and filed['reaping'] == inline['reaping']
+    assert filed['skipped'] == inline['skipped'] == [5]
+    with pytest.raises(AnsibleActionFail, match='cannot read the board table'):
+        _action(dict(base, table=str(tmp_path / 'gone.json'))).run(task_vars={})

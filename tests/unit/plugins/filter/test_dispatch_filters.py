@@ -40,6 +40,11 @@ def test_plan_table_says_where_and_why_not():
     assert 'blocked by #1, #2' in text
     assert 'retry_wait until 2026-11-30T12:30:00Z' in text
     assert 'revoked until a human clears it (fleet.dispatch.clear_capacity)' in text and 'unknown' not in text
+    # finished work holds no decision: one line a reason when there are several, an item's own line when it is alone
+    done = [dict(ITEMS[1], number=n, reason='done', open_blockers=[]) for n in (20, 21, 22)]
+    rows = filt('plan_table')({'assignments': []}, ITEMS + done + [dict(ITEMS[1], number=30, reason='closed')]).splitlines()
+    assert [r.split()[:2] for r in rows if 'done' in r or 'closed' in r] == [['skip', '-'], ['#30', 'skip']]
+    assert [r for r in rows if 'done: 3 items (finished; each in the board table)' in r] and 'blocked by #1, #2' in text
 
 
 def test_status_table_leads_the_last_marker_with_its_glyph_and_keeps_the_columns_aligned():
@@ -105,3 +110,19 @@ def test_credential_account_shares_one_key_and_sets_no_account_without_one():
     assert filt('credential_account')({}) == '' and filt('credential_account')(None) == ''
     with pytest.raises(AnsibleFilterError):
         filt('credential_account')('KEY=k1')
+
+
+def test_the_page_and_the_metrics_read_the_board_from_its_table(tmp_path):
+    """A sweep hands the page its board table's path, never the board through a template: the page and the
+    metrics render from the file exactly what they render from the items given inline."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import write_table
+    now = '2026-11-30T12:00:00.000000Z'
+    write_table(str(tmp_path / 'board_table.json'), ITEMS, now)
+    inline = {'items': ITEMS, 'now': now, 'board': 'ledger:x', 'readable': True}
+    filed = dict(inline, items=[], table=str(tmp_path / 'board_table.json'))
+    assert filt('status_page')(filed) == filt('status_page')(inline)
+    assert filt('status_metrics')(filed) == filt('status_metrics')(inline)
+    assert filt('plan_table')({'assignments': []}, {'table': str(tmp_path / 'board_table.json')}) == \
+        filt('plan_table')({'assignments': []}, ITEMS)
+    with pytest.raises(AnsibleFilterError, match='cannot read the board table'):
+        filt('status_page')(dict(filed, table=str(tmp_path / 'gone.json')))

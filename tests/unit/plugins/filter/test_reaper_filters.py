@@ -54,3 +54,16 @@ def test_status_shows_a_reaped_item_distinctly():
     table = filt('status_table')([{'number': 5, 'title': 't', 'state': 'open', 'status': 'Ready', 'reason': 'eligible',
                                    'attempts': 1, 'max_attempts': 3, 'last_marker': {'kind': 'reset', 'age_s': 5}}])
     assert 'reset (reaped)' in table.splitlines()[2]
+
+
+def test_the_reaper_says_its_cycle_in_one_message():
+    """One message a cycle (reap.yml): each held item with why, then what would be reset - or nothing of the resets
+    when the cycle posts their markers."""
+    reaped = {'held': [{'number': 6, 'unit': 'task-6', 'started_at': 'T6', 'why': 'not reaped: w2/a is blind'}],
+              'reap': [{'number': 5, 'unit': 'task-5', 'text': 'no live unit anywhere'}]}
+    assert filt('reap_said')(reaped, 'would be reset') == ['#6 (task-6, started T6): not reaped: w2/a is blind',
+                                                           '#5: would be reset - no live unit anywhere']
+    assert filt('reap_said')(reaped) == ['#6 (task-6, started T6): not reaped: w2/a is blind']
+    assert filt('reap_said')({'held': [], 'reap': []}, 'would be reset') == []
+    with pytest.raises(AnsibleFilterError):
+        filt('reap_said')([], 'x')

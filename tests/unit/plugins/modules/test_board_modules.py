@@ -80,6 +80,38 @@ def test_reasons_candidates_and_hand_dispatch_refusals(run_module, board):
     assert [i['reason'] for i in res['board_items']] == ['running', 'tombstone'] and warns == []
 
 
+def test_table_carries_the_board_across_once_as_candidates_and_counts(run_module, board, tmp_path):
+    """A sweep's read writes every item to its table and returns the candidates and the counts - not the board
+    twice; the table holds exactly what board_items would have held, and the board_table filter reads it back."""
+    from ansible_collections.fleet.dispatch.plugins.filter.board_table import board_table
+    make(run_module, board, number=1, title='free', status='Ready')
+    make(run_module, board, number=2, title='backlog', status='Backlog')
+    make(run_module, board, number=3, title='blocked', status='Ready', blocked_by=[2])
+    kind, full, warns = info(run_module, board, now=NOW)
+    path = str(tmp_path / '{board_id}' / 'board_table.json')
+    kind, res, warns = info(run_module, board, now=NOW, table=path)
+    assert kind == 'exit' and res['readable'] is True
+    assert res['table'] == path.replace('{board_id}', res['board_id'])
+    assert res['board_items'] == [], 'the board is in the file, not in the answer'
+    assert [c['number'] for c in res['candidates']] == [1] and res['candidates'] == full['candidates']
+    assert res['counts'] == {'eligible': 1, 'not_ready': 1, 'blocked': 1} == full['counts']
+    assert board_table(res) == full['board_items'] and board_table(full) == full['board_items']
+    assert oct((tmp_path / res['board_id'] / 'board_table.json').stat().st_mode & 0o777) == '0o600'
+    # a hand dispatch with a table still answers for the items it names
+    kind, res, warns = info(run_module, board, now=NOW, table=path, numbers=[3])
+    assert [i['number'] for i in res['board_items']] == [3] and res['candidates'] == []
+    assert [i['number'] for i in board_table(dict(res, board_items=[]))] == [1, 2, 3], 'the file holds the whole board'
+
+
+def test_an_unreadable_board_empties_its_table(run_module, tmp_path):
+    """The previous read's table never stands for a read that failed."""
+    from ansible_collections.fleet.dispatch.plugins.filter.board_table import board_table
+    table = tmp_path / 'board_table.json'
+    table.write_text('{"now": "x", "items": [{"number": 1}]}')
+    kind, res, warns = info(run_module, dict(kind='ledger', path=str(tmp_path / 'typo.sqlite3')), table=str(table))
+    assert kind == 'exit' and res['readable'] is False and board_table(res) == []
+
+
 def test_board_item_check_mode_idempotence_and_diff(run_module, board):
     make(run_module, board, number=2, title='first', status='Ready')
     make(run_module, board, number=3, title='second', status='Ready')
