@@ -55,13 +55,7 @@ def spend_by_master(markers: Iterable[Any]) -> List[Dict[str, Any]]:
         fields = getattr(marker, 'fields', None) or {}
         key = (str(fields.get('host') or ''), str(fields.get('master') or ''))
         groups.setdefault(key, []).append(marker)
-    out = []
-    for (host, master) in sorted(groups):
-        cost = run_cost(groups[(host, master)])
-        if cost['runs']:
-            out.append({'host': host, 'master': master, 'runs': cost['runs'], 'priced_runs': cost['priced_runs'],
-                        'tokens': cost['tokens'], 'cost_usd': cost['cost_usd']})
-    return out
+    return _rows(groups, ('host', 'master'))
 
 
 def fleet_spend(rows: Iterable[Any]) -> List[Dict[str, Any]]:
@@ -101,12 +95,17 @@ def spend_by_account_day(markers: Iterable[Any]) -> List[Dict[str, Any]]:
             continue
         day = at.astimezone(_dt.timezone.utc).date().isoformat()
         groups.setdefault((account, day), []).append(marker)
+    return _rows(groups, ('account', 'day'))
+
+
+def _rows(groups: Dict[Tuple[str, str], List[Any]], names: Tuple[str, str]) -> List[Dict[str, Any]]:
+    """One ``run_cost`` row per group key (named ``names``) that closed a run, sorted by the key."""
     out = []
-    for (account, day) in sorted(groups):
-        cost = run_cost(groups[(account, day)])
+    for key in sorted(groups):
+        cost = run_cost(groups[key])
         if cost['runs']:
-            out.append({'account': account, 'day': day, 'runs': cost['runs'], 'priced_runs': cost['priced_runs'],
-                        'tokens': cost['tokens'], 'cost_usd': cost['cost_usd']})
+            out.append(dict(zip(names, key), runs=cost['runs'], priced_runs=cost['priced_runs'], tokens=cost['tokens'],
+                            cost_usd=cost['cost_usd']))
     return out
 
 
