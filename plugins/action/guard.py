@@ -256,7 +256,7 @@ def decide(args):
     reaped = reaping(args['items'] or [], now=args['now'], floor=args['reap_floor']) if args['now'] else {'threshold': None, 'due': []}
     out = {'probe': {'results': results}, 'probed': probed, 'placed': placed, 'batched': batched, 'work': work,
            'reaping': reaped, 'admitted': placed['admitted'], 'launch_args': dict(args['launch_args'] or {}),
-           'skipped': [it.get('number') for it in args['items'] or [] if not it.get('eligible')],
+           'ineligible': [it.get('number') for it in args['items'] or [] if not it.get('eligible')],
            'refused': probed['refused'] + placed['refused'] + batched['refused']}
     if args['plan']:
         out['plan'] = plan_view(placed['plan'], probed['refused'], unprobed)

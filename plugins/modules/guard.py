@@ -395,8 +395,10 @@ unprobed:
   returned: when O(stage=decide) and O(plan)
   type: list
   elements: dict
-skipped:
-  description: O(stage=decide) - the numbers of the items of O(items) (or O(table)) that may not run, in board order.
+ineligible:
+  description:
+    - O(stage=decide) - the numbers of the items of O(items) (or O(table)) that may not run, in board order (the plan's
+      C(skipped); C(skipped) itself is a result key Ansible reserves for a skipped task).
   returned: when O(stage=decide)
   type: list
   elements: int

@@ -241,6 +241,6 @@ def test_the_decide_step_reads_the_board_from_its_table(tmp_path):
     inline, _w = _warned(dict(base, items=items))
     filed, _w = _warned(dict(base, table=str(tmp_path / 'board_table.json')))
     assert [d['number'] for d in filed['reaping']['due']] == [5] and filed['reaping'] == inline['reaping']
-    assert filed['skipped'] == inline['skipped'] == [5]
+    assert filed['ineligible'] == inline['ineligible'] == [5]
     with pytest.raises(AnsibleActionFail, match='cannot read the board table'):
         _action(dict(base, table=str(tmp_path / 'gone.json'))).run(task_vars={})
