@@ -302,7 +302,10 @@ def test_a_cycle_runs_the_sweep_and_writes_the_plan(host):
     assert plan['mode'] == MODE and plan['board'] == BOARD['path'], plan
     record = json.loads(host.file(host.run('ls %s' % CYCLE).stdout.split()[0]).content_string)
     assert record['result'] == 'ok' and record['readable'] is True and record['mode'] == MODE, record
-    eligible = sorted(i['number'] for i in plan['items'] if i['eligible'])
+    # a sweep's plan names the board table it wrote (every item once) instead of embedding the items
+    table = host.file(plan['table'])
+    assert table.is_file and table.user == USER and table.mode == 0o600, plan['table']
+    eligible = sorted(i['number'] for i in json.loads(table.content_string)['items'] if i['eligible'])
     # the demo board's candidates: the importer (#1), the closed blocker's dependant (#5), the
     # reopened item (#10), the capacity deaths (#12) and the finished-left-open item (#13); the
     # stand-in runs post no marker, so they stay candidates while the timer's runs are live
