@@ -30,10 +30,12 @@ import fcntl
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -48,6 +50,9 @@ HOST_OCTETS = range(10, 250)
 # a hung call from hanging CI. Playbooks of other tests may need more: FLEET_TESTBED_CALL_TIMEOUT.
 # The addresses .10-.249 of each block leave .1-.9 and .250-.254 for hand use.
 CALL_TIMEOUT = int(os.environ.get('FLEET_TESTBED_CALL_TIMEOUT', '600'))
+# ssh's own words for a connection that failed before the command started (it exits 255 then)
+SSH_SETUP_FAILED = re.compile(r'banner exchange|kex_exchange_identification|Connection (timed out|refused|reset|closed)')
+SSH_SETUP_TRIES = 3
 # FLEET_TESTBED_KEEP=1: leave the hosts up after the session, for a human to look at a failure.
 KEEP = os.environ.get('FLEET_TESTBED_KEEP') == '1'
 
@@ -193,7 +198,17 @@ class Bed:
                 '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
                 '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=5',
                 '%s@%s' % (user, self.ip[name]), cmd]
-        return _run(argv, check=check, input=input, timeout=timeout or CALL_TIMEOUT)
+        # A login that never got past the handshake ran nothing: under a loaded CI machine sshd can
+        # miss the banner deadline, so that (and only that) is tried again.
+        for attempt in range(SSH_SETUP_TRIES):
+            proc = _run(argv, check=False, input=input, timeout=timeout or CALL_TIMEOUT)
+            if proc.returncode != 255 or not SSH_SETUP_FAILED.search(proc.stderr or '') \
+                    or attempt == SSH_SETUP_TRIES - 1:
+                break
+            time.sleep(2 * (attempt + 1))
+        if check and proc.returncode != 0:
+            raise CommandFailed(proc.returncode, argv, proc.stdout, proc.stderr)
+        return proc
 
     # -- ansible ----------------------------------------------------------------------
     def ansible(self, pattern, module, args=None, become_user=None, check=False, extra_vars=None,
