@@ -185,7 +185,7 @@ def fleet(bed_factory, tmp_path_factory):
         bed.ansible(host, 'fleet.dispatch.capacity_clear', {'source': 'any'}, become_user=MASTER)
 
     bed.ssh(host, 'sudo tee %s >/dev/null && sudo chmod 755 %s' % (HOSTILE_ON_HOST, HOSTILE_ON_HOST), input=HOSTILE.read_text())
-    py(CREATE % {'ledger': LEDGER, 'numbers': [31, 32, 39] + sorted(SCENARIOS.values())})
+    py(CREATE % {'ledger': LEDGER, 'numbers': [30, 31, 32, 39] + sorted(SCENARIOS.values())})
     f.py, f.launch, f.read, f.unit_done, f.capacity = py, launch, read, unit_done, capacity
     f.script, f.clear_capacity = script, clear_capacity
     try:
@@ -285,6 +285,65 @@ def test_real_claude_running_the_escapes_as_tool_calls_reaches_nothing_of_the_fl
         fleet.script([{'text': 'done'}])
         ssh('systemctl --user stop hostile-victim.service')
 
+
+
+# The same escapes with the agent under its own bubblewrap (worker_runner_agent_sandbox: bwrap): what bwrap
+# turns into writes on a throwaway mount instead of refusals (test_sandbox.py reads the same split).
+THROWAWAY = ('runner_json', 'sandbox_json', 'board_json')
+SEEN = ('{ echo CONFIG; ls -A %(home)s/.config/fleet-dispatch; echo STATE; ls -A %(home)s/.local/state/fleet-dispatch; '
+        'echo CREDENTIALS; cat %(home)s/.config/fleet-dispatch/credentials.env; } > seen.txt 2>&1; sh %(hostile)s'
+        % {'home': HOME, 'hostile': HOSTILE_ON_HOST})
+
+
+def test_real_claude_under_its_bwrap_sees_none_of_the_fleets_state_and_closes_out(fleet):
+    """The real CLI under the strict agent sandbox: Claude Code (its home config, its cache and the endpoint still
+    reached) runs a Bash tool call that lists the fleet's configuration and state directories, reads the
+    credentials file and runs every escape of the hostile agent. Both directories are empty to it, the runner's
+    files are unchanged byte for byte, each escape is refused, and the run closes out on the board."""
+    def ssh(cmd, check=False):
+        return fleet.bed.ssh(fleet.host, cmd, user=MASTER, check=check).stdout
+
+    fleet.bed.ssh(fleet.host, 'command -v bwrap >/dev/null || sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq '
+                  'bubblewrap >/dev/null')
+    conf = HOME + '/.config/fleet-dispatch/runner.json'
+    sentinel = HOME + '/.local/state/fleet-dispatch/strict-sentinel'
+    ssh('touch %s' % sentinel, check=True)
+    assert 'runner.json' in ssh('ls -A %s/.config/fleet-dispatch' % HOME).split()
+    own = ' '.join(HOME + p for p in ('/.local/bin/fleet-runner', '/.config/fleet-dispatch/runner.json',
+                                      '/.config/fleet-dispatch/sandbox.json', '/.config/fleet-dispatch/board.json'))
+    workdir = HOME + '/fleet/workspaces/strict'
+    ssh('mkdir -p %s/marks %s; systemd-run --user --unit=hostile-victim.service --collect sleep 600' % (HOME, workdir), check=True)
+    set_sandbox = "sudo python3 -c \"import json,sys; p='%s'; c=json.load(open(p)); c['agent_sandbox']=sys.argv[1]; " \
+                  "json.dump(c, open(p, 'w'))\" %%s" % conf
+    fleet.bed.ssh(fleet.host, set_sandbox % 'bwrap')
+    before = ssh('sha256sum %s' % own)
+    fleet.script([{'shell': SEEN}, {'text': 'done'}])
+    try:
+        assert not fleet.launch(30, workdir=workdir).get('failed')
+        fleet.unit_done(30)
+        data = fleet.read(30)
+        log = ssh('cat %s/.local/state/fleet-dispatch/runs/task-30/capture.log | tail -c 3000' % HOME)
+        assert data['kinds'] == ['start', 'noop'], (data, log)
+        seen = ssh('cat %s/seen.txt' % workdir)
+        config, rest = seen.split('STATE', 1)
+        state, credentials = rest.split('CREDENTIALS', 1)
+        # the configuration directory empty; of the state directory only the run's own output directory
+        assert config.split() == ['CONFIG'] and set(state.split()) <= {'runs'}, seen
+        assert 'No such file' in credentials and 'ANTHROPIC_API_KEY' not in credentials, seen
+        tried = dict(line.split(' ', 1) for line in ssh('cat %s/hostile.txt' % workdir).split('\n') if line)
+        for name in THROWAWAY:
+            tried.pop(name)
+        assert {k: tried.get(k) for k in REFUSED if k not in THROWAWAY} == dict.fromkeys(
+            (k for k in REFUSED if k not in THROWAWAY), 'refused'), tried
+        assert tried.get('config_read') == 'refused', tried
+        assert ssh('sha256sum %s' % own) == before, 'the runner\'s files, byte for byte'
+        assert ssh('systemctl --user is-active hostile-victim.service').strip() == 'active'
+        assert any(r.get('path', '').startswith('/v1/messages') for r in fleet.endpoint.requests)
+    finally:
+        fleet.bed.ssh(fleet.host, set_sandbox % 'none', check=False)
+        ssh('rm -f %s' % sentinel)
+        fleet.script([{'text': 'done'}])
+        ssh('systemctl --user stop hostile-victim.service')
 
 # Codex CLI and Gemini CLI, each on a master of its own beside fagent on the same host: the worker role installs
 # them (the profile's pinned package and Node 22), points them at the same endpoint, and a real unit runs each.
