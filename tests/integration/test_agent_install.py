@@ -286,7 +286,6 @@ def test_real_claude_running_the_escapes_as_tool_calls_reaches_nothing_of_the_fl
         ssh('systemctl --user stop hostile-victim.service')
 
 
-
 # The same escapes with the agent under its own bubblewrap (worker_runner_agent_sandbox: bwrap): what bwrap
 # turns into writes on a throwaway mount instead of refusals (test_sandbox.py reads the same split).
 THROWAWAY = ('runner_json', 'sandbox_json', 'board_json')
@@ -344,6 +343,7 @@ def test_real_claude_under_its_bwrap_sees_none_of_the_fleets_state_and_closes_ou
         ssh('rm -f %s' % sentinel)
         fleet.script([{'text': 'done'}])
         ssh('systemctl --user stop hostile-victim.service')
+
 
 # Codex CLI and Gemini CLI, each on a master of its own beside fagent on the same host: the worker role installs
 # them (the profile's pinned package and Node 22), points them at the same endpoint, and a real unit runs each.
