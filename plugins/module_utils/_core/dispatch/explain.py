@@ -198,8 +198,10 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         'last_run': last_run,
         'chain': verdict.chain,
         'spend': verdict.spend.fields() if verdict.spend is not None else None,
-        'item_budget': item_budget.fields() if item_budget else {},
-        'budget_left': remaining(item_budget, verdict.spend).fields() if item_budget else {},
+        'item_budget': verdict.item_budget.fields() if verdict.item_budget else {},
+        'budget_left': remaining(verdict.item_budget, verdict.spend).fields() if verdict.item_budget else {},
+        'budget_field': to_jsonable(_get(item, 'budget', None)),
+        'budget_note': verdict.budget_note,
         'pull': verdict.pull,
     }
 
@@ -244,6 +246,10 @@ def explain_lines(ex: Dict[str, Any]) -> List[str]:
     lines.append('blockers:' if ex['blockers'] else 'blockers: none')
     lines.extend('  #%s %s%s' % (b['number'], b['state'], ' (blocks)' if b['blocks'] else '') for b in ex['blockers'])
     lines.append(spend_line(ex))
+    if ex.get('budget_note'):
+        lines.append('budget field: %r -- %s' % (ex.get('budget_field'), ex['budget_note']))
+    elif ex.get('budget_field') not in (None, ''):
+        lines.append('budget field: %r -- each limit it names replaces the dispatcher\'s item budget' % (ex['budget_field'],))
     route = ex.get('route') or {}
     asked = ', '.join('%s %s' % (k, route[k]) for k in ('agent', 'model', 'effort') if route.get(k))
     lines.append('route: %s' % (asked or 'none asked (any master, the agent as provisioned)'))

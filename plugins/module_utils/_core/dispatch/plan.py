@@ -82,9 +82,11 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budge
             'route': route_of(item),
             'unroutable': verdict.unroutable,
             'spend': spend.fields() if spend is not None else None,
-            'item_budget': item_budget.fields() if item_budget else {},
-            'budget_left': remaining(item_budget, spend).fields() if item_budget else {},
+            'item_budget': verdict.item_budget.fields() if verdict.item_budget else {},
+            'budget_left': remaining(verdict.item_budget, spend).fields() if verdict.item_budget else {},
             'budget_spent': verdict.budget_spent,
+            'budget_field': to_jsonable(getattr(item, 'budget', None)),
+            'budget_note': verdict.budget_note,
             'pull': verdict.pull,   # the open pull request the next run continues (_core.dispatch.pr_loop)
             'priority': to_jsonable(getattr(item, 'priority', None)),
             'priority_rank': priority_rank(getattr(item, 'priority', None)),
