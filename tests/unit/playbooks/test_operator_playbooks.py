@@ -110,11 +110,15 @@ def test_status_shows_spend_per_item_and_per_master_on_the_text_the_page_and_the
         b.upsert_item(number=5, title='spent', status='Ready')
         b.comment(5, format_marker('start', {'unit': 'task-5', 'host': 'w7', 'master': 'agent1'}), author='fleet-bot')
         b.comment(5, format_marker('noop', {'unit': 'task-5', 'host': 'w7', 'master': 'agent1', 'tokens': 1200,
-                                            'cost_usd': 0.3}), author='fleet-bot')
-    res = playbook('status.yml', tmp_path, board, '-e', 'dispatch_item_budget_tokens=5000')
+                                            'cost_usd': 0.3, 'account': 'acct-7'}), author='fleet-bot')
+    res = playbook('status.yml', tmp_path, board, '-e', 'dispatch_item_budget_tokens=5000',
+                   '-e', 'dispatch_account_budget_tokens=1000')
     assert res.returncode == 0, res.stdout + res.stderr
     assert '1200 tok, $0.3 / 5000 tok' in res.stdout          # the item, against its item budget
     assert 'w7/agent1' in res.stdout and 'master (as its runs name it)' in res.stdout
+    # the account's day against its daily budget (the row is there whichever of the last seven UTC days it is)
+    row = [line for line in res.stdout.splitlines() if 'acct-7' in line]
+    assert len(row) == 1 and '1200 tok' in row[0] and '$0.3' in row[0] and '1000 tok' in row[0] and 'spent (tokens)' in row[0], row
     state, = (tmp_path / 'state' / 'fleet-dispatch').glob('*/status.html')
     page = state.read_text(encoding='utf-8')
     assert 'data-spend-master="w7/agent1"' in page and '1200 tok, $0.3 / 5000 tok' in page
