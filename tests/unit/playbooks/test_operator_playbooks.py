@@ -185,3 +185,25 @@ def test_a_cycle_that_probes_nothing_keeps_the_last_sweep_fleet_on_the_page(tmp_
     assert json.loads(fleet_json.read_text(encoding='utf-8')) == record
     prom = (state.parent / 'fleet-dispatch.prom').read_text(encoding='utf-8')
     assert 'fleet_dispatch_dark_masters{source="rate_limit"} 1' in prom and 'fleet_dispatch_live_runs{' not in prom
+
+
+def test_explain_places_on_the_fleet_the_last_sweep_saw_and_names_a_spent_account(tmp_path, board):
+    """fleet.json says localhost/agent1's account spent its daily budget until the next day: explain places nothing there."""
+    state = tmp_path / 'board-dir'
+    state.mkdir()
+    why = 'the agent account spent its daily budget (budget): gets nothing until 2026-12-07T00:00:00Z, the next day'
+    (state / 'fleet.json').write_text(json.dumps({'at': '2026-12-06T14:50:00Z', 'masters': [
+        {'worker': 'localhost', 'master': 'agent1', 'dark': True, 'source': 'budget', 'reset_at': '2026-12-07T00:00:00Z',
+         'why': why, 'headroom': {}, 'probe': 'ok'}]}), encoding='utf-8')
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_board_dir=%s' % state,
+                   '-e', 'dispatch_now=2026-12-06T15:00:00Z')
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert 'localhost/agent1 %s (the sweep at 2026-12-06T14:50:00Z)' % why in res.stdout
+    assert 'placement now: localhost/agent1' not in res.stdout
+    # after the day boundary the same record darkens nothing: the clock cleared it
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_board_dir=%s' % state,
+                   '-e', 'dispatch_now=2026-12-07T00:00:01Z')
+    assert res.returncode == 0 and 'localhost/agent1 %s' % why not in res.stdout
+    (state / 'fleet.json').write_text('{not json', encoding='utf-8')
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_board_dir=%s' % state)
+    assert res.returncode == 0 and 'fleet_record is not JSON' in res.stdout + res.stderr

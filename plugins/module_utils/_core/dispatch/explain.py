@@ -116,6 +116,36 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
     return hold
 
 
+def masters_seen(masters: Optional[List[Dict[str, Any]]], record: Any, now: Any) -> Optional[List[Dict[str, Any]]]:
+    """The configured ``masters`` as the last probing sweep saw them (``record``: its ``fleet.json``, ``{at,
+    masters: [{worker, master, dark, source, reset_at, why, headroom}]}``), for placing one item by hand: a master
+    the sweep saw dark stays dark with its source and why while its stated reset is ahead of ``now`` (a rate
+    limit, an account's spent daily budget until the next day); one with no stated reset (revoked, unknown)
+    stays dark; a master the record does not name is as configured (unprobed). ``record`` that is not a record:
+    the masters as they are (D5)."""
+    if masters is None or not isinstance(record, dict) or not isinstance(record.get('masters'), list):
+        return masters
+    when = parse_time(now)
+    seen = dict(('%s/%s' % (r.get('worker'), r.get('master')), r) for r in record['masters'] if isinstance(r, dict))
+    out = []
+    for master in masters:
+        entry = dict(master)
+        got = seen.get('%s/%s' % (entry.get('worker'), entry.get('master')))
+        if got is not None:
+            if isinstance(got.get('headroom'), dict):
+                entry['headroom'] = dict(got['headroom'])
+            try:
+                reset = parse_time(got.get('reset_at')) if got.get('reset_at') not in (None, 'unknown') else None
+            except ValueError:
+                reset = None    # a reset the record does not state readably: dark, as "unknown"
+            if got.get('dark') and (reset is None or when is None or reset > when):
+                entry.update(dark=True, source=got.get('source'), reset_at=got.get('reset_at') or 'unknown',
+                             why='%s (the sweep at %s)' % (got.get('why') or 'dark: %s' % (got.get('source') or 'unknown'),
+                                                         record.get('at') or 'an unknown time'))
+        out.append(entry)
+    return out
+
+
 def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = 3,
             masters: Optional[List[Dict[str, Any]]] = None, uncounted: Any = UNCOUNTED_ENDINGS,
             agents: Any = None, item_budget: Any = None) -> Dict[str, Any]:
@@ -169,6 +199,9 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         else:
             placement = {'placed': False, 'worker': None, 'master': None, 'why': plan['unplaced'][0]['why']}
         placement['dark'] = plan['dark']
+        if plan['dark']:
+            placement['why'] += '; dark: ' + '; '.join('%s/%s %s' % (d['worker'], d['master'], d['why'] or d['source'] or 'dark')
+                                                     for d in plan['dark'])
 
     last_run = None
     for marker in reversed(markers):
