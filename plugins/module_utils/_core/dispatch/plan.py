@@ -23,7 +23,7 @@ from .item_budget import left_env, remaining
 from ..board.markers import human_markers, markers_of
 from ..board.model import format_time, to_jsonable
 from ..board.naming import lease_name, oldest_wins, unit_name
-from .route import offers, ordered, priority_rank, route_env, route_of
+from .route import PROFILE_ENV, offers, ordered, priority_rank, route_env, route_of
 
 
 def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
@@ -463,7 +463,8 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     ``FLEET_ITEM``, ``FLEET_REPO``, ``FLEET_UNIT``, ``FLEET_DISPATCH_OWNER`` and the lease's fencing
     token ``FLEET_LEASE_FENCE`` (empty without a lease) as non-secret environment, and an item with a
     route the names its agent reads the model and effort from (``_core.dispatch.route.route_env``;
-    they win over ``setenv``: the item asked), and an item with an item budget what is left of it
+    they win over ``setenv``: the item asked) and the agent profile it was placed for (``PROFILE_ENV``),
+    and an item with an item budget what is left of it
     (``budget_left``, ``_core.dispatch.item_budget.left_env``).
     """
     workdirs, broken = _workdirs(workspaces) if workspaces is not None else ({}, {})
@@ -485,6 +486,8 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
                     'FLEET_DISPATCH_OWNER': owner or '',
                     'FLEET_LEASE_FENCE': '' if lease.get('token') is None else str(lease.get('token'))})
         env.update(route_env(cand.get('route') or {}, cand.get('agent') or ''))
+        if cand.get('agent'):
+            env[PROFILE_ENV] = str(cand['agent'])   # the profile it was placed for: its worker may offer several
         if cand.get('account'):
             env[ACCOUNT_ENV] = str(cand['account'])   # the run names its account in its markers (its daily budget)
         env.update(left_env(cand.get('budget_left')))   # what is left of the item's budget (_core.dispatch.item_budget)
