@@ -11,8 +11,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import TableError, read_table
-from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import (account_text, fleet, fleet_record, fleet_text, render_metrics,
-                                                                         render_page, spend_text)
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import (
+    account_text, fleet, fleet_record, fleet_text, render_metrics, render_page, spend_text)
 
 
 def _check(name, data, items=True):

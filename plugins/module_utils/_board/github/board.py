@@ -48,7 +48,8 @@ class GitHubBoard(Board):
 
     Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
     (``Ready``), ``agent_field``/``model_field``/``effort_field``/``priority_field``/``budget_field`` (the route,
-    priority and item budget fields, ``Agent``/``Model``/``Effort``/``Priority``/``Budget``), ``token`` (else the first of ``tokens.TOKEN_ENV`` set), ``api_url``
+    priority and item budget fields, ``Agent``/``Model``/``Effort``/``Priority``/``Budget``), ``token`` (else the
+    first of ``tokens.TOKEN_ENV`` set), ``api_url``
     (``https://api.github.com``), ``owner_type`` (``organization``/``user``/``auto``), ``repo``
     (optional ``owner/name`` for bare item numbers), ``read_memory`` (a file path: skip re-reading
     items whose page row has not moved, ``memory.py``) and ``full_read_every`` (cycles, default

@@ -139,9 +139,9 @@ def masters_seen(masters: Optional[List[Dict[str, Any]]], record: Any, now: Any)
             except ValueError:
                 reset = None    # a reset the record does not state readably: dark, as "unknown"
             if got.get('dark') and (reset is None or when is None or reset > when):
+                why = got.get('why') or 'dark: %s' % (got.get('source') or 'unknown')
                 entry.update(dark=True, source=got.get('source'), reset_at=got.get('reset_at') or 'unknown',
-                             why='%s (the sweep at %s)' % (got.get('why') or 'dark: %s' % (got.get('source') or 'unknown'),
-                                                         record.get('at') or 'an unknown time'))
+                             why='%s (the sweep at %s)' % (why, record.get('at') or 'an unknown time'))
         out.append(entry)
     return out
 
@@ -200,8 +200,8 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
             placement = {'placed': False, 'worker': None, 'master': None, 'why': plan['unplaced'][0]['why']}
         placement['dark'] = plan['dark']
         if plan['dark']:
-            placement['why'] += '; dark: ' + '; '.join('%s/%s %s' % (d['worker'], d['master'], d['why'] or d['source'] or 'dark')
-                                                     for d in plan['dark'])
+            placement['why'] += '; dark: ' + '; '.join(
+                '%s/%s %s' % (d['worker'], d['master'], d['why'] or d['source'] or 'dark') for d in plan['dark'])
 
     last_run = None
     for marker in reversed(markers):

@@ -181,5 +181,5 @@ def route_gaps(route: Dict[str, str], profile: str) -> List[str]:
     return [key for key in ('model', 'effort') if _text((route or {}).get(key)) and key not in native]
 
 
-__all__ = ['PROFILES', 'PRIORITY_WORDS', 'ROUTE_ENV', 'GENERIC_ENV', 'PROFILE_ENV', 'offered_profiles', 'run_profile', 'route_of', 'priority_rank', 'order_key', 'ordered',
-           'offers', 'unroutable', 'route_env', 'route_gaps']
+__all__ = ['PROFILES', 'PRIORITY_WORDS', 'ROUTE_ENV', 'GENERIC_ENV', 'PROFILE_ENV', 'offered_profiles', 'run_profile', 'route_of',
+           'priority_rank', 'order_key', 'ordered', 'offers', 'unroutable', 'route_env', 'route_gaps']
