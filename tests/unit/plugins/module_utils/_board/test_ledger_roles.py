@@ -9,8 +9,6 @@ SQLite has no roles: it records no writer and reads authors as before.
 """
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import (
@@ -23,35 +21,15 @@ START = '🚀 run started'
 
 
 @pytest.fixture
-def ledger(fresh_database):
+def ledger(fresh_database, pg_role):
     """``(fleet_dsn, make_role)``: a fresh database the fleet's role owns, and a factory of other
-    login roles (``make_role(grants) -> dsn``), dropped with the database."""
-    psycopg = pytest.importorskip('psycopg')
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    login roles (``make_role(*grants) -> dsn``)."""
+    pytest.importorskip('psycopg')
     dsn, drop = fresh_database()
     LedgerBoard(dsn=dsn).close()   # the fleet's role migrates: it owns the tables
-    admin = psycopg.connect(dsn, autocommit=True)
-    made = []
-
-    def make_role(*grants):
-        name = 'forge_' + uuid.uuid4().hex[:10]
-        try:
-            admin.execute("CREATE ROLE %s LOGIN PASSWORD 'forge'" % name)
-        except psycopg.errors.InsufficientPrivilege as exc:
-            pytest.skip('the test server\'s role cannot create roles (%s): tests/services/postgres.sh grants CREATEROLE' % exc)
-        made.append(name)
-        for grant in grants:
-            admin.execute(grant % name)
-        params = conninfo_to_dict(dsn)
-        params.update(user=name, password='forge')
-        return make_conninfo(**params)
     try:
-        yield dsn, make_role
+        yield dsn, lambda *grants: pg_role(dsn, *grants)
     finally:
-        for name in made:   # a role with grants cannot be dropped; these grants name it, PUBLIC's do not
-            admin.execute('REVOKE ALL ON ALL TABLES IN SCHEMA public FROM %s' % name)
-            admin.execute('DROP ROLE %s' % name)
-        admin.close()
         drop()
 
 
