@@ -44,7 +44,7 @@ MIGRATION = (ROLES_VERSION, "comments record their writer's role; other roles on
     {'postgres': "GRANT SELECT (number, state) ON items TO PUBLIC"},
     {'postgres': "GRANT UPDATE (state, updated_at) ON items TO PUBLIC"},
     {'postgres': "GRANT INSERT ON events TO PUBLIC"},
-    # the owner is not subject to these policies; every other role is
+    # the owner and its members (with the owner's privileges) are not subject to these policies; every other role is
     {'postgres': "ALTER TABLE items ENABLE ROW LEVEL SECURITY"},
     {'postgres': "CREATE POLICY forge_read ON items FOR SELECT TO PUBLIC USING (true)"},
     {'postgres': "CREATE POLICY forge_close ON items FOR UPDATE TO PUBLIC USING (true) "

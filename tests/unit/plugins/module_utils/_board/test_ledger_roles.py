@@ -206,3 +206,21 @@ def test_a_version_5_store_migrates_and_its_markers_stay_markers(ledger_url):
     assert kinds == ['start', 'success']
     # SQLite records no writer (one trust); PostgreSQL the role of each write since version 6
     assert [w for (w,) in writers] == (['', ''] if 'path' in ledger_url else ['', 'fleet'])
+
+
+def test_a_member_of_the_owner_role_is_the_fleet(ledger):
+    """A fleet that logs its runners in as roles of their own, members of the owner, keeps every write (PostgreSQL
+    lets a member of a table's owner pass its row policies, and the reader counts it among the fleet's roles)."""
+    fleet_dsn, make_role = ledger
+    member_dsn = make_role('GRANT %s TO %%s' % _user(fleet_dsn))
+    member = LedgerBoard(dsn=member_dsn)
+    try:
+        member.upsert_item(number=7, title='item 7', status='Ready')
+        member.post_marker(7, START, close=True)
+        member.upsert_item(number=7, state='reopened', status='Ready')
+    finally:
+        member.close()
+    item = _item(fleet_dsn, 7)
+    assert (item.state, [e.kind for e in item.events]) == ('open', ['closed', 'reopened'])
+    assert [(c.body, c.author) for c in item.comments] == [(START, LEDGER_AUTHOR)]
+    assert [m.kind for m in markers_of(item)] == ['start']
