@@ -89,7 +89,7 @@ def test_the_forge_cannot_write_a_marker_or_change_an_item(ledger):
         ('close', lambda: forge.set_state(7, 'closed')),
         ('blocker', lambda: forge.add_blocker(7, 8)),
         ('review', lambda: forge.add_review('pr-x', 'LGTM', association='OWNER')),
-        ('read', lambda: forge.read()),
+        ('read', forge.read),
     ]
     try:
         for name, attempt in attempts:
