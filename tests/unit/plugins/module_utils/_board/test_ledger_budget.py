@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The ledger's item budget column (board version 6) on SQLite AND PostgreSQL (``ledger_url``): written, read
+"""The ledger's item budget column (board version 7) on SQLite AND PostgreSQL (``ledger_url``): written, read
 back, refused when it is not a budget, migrated onto an older store, refused by a collection that does not know it."""
 from __future__ import annotations
 
@@ -67,17 +67,17 @@ def test_the_ledger_budget_raises_a_held_items_budget(board):
     assert entry['reason'] == 'eligible' and entry['budget_left'] == {'tokens': 11000}
 
 
-def test_a_version_5_store_migrates_to_budgets_and_an_older_collection_refuses_it(ledger_url):
+def test_a_version_6_store_migrates_to_budgets_and_an_older_collection_refuses_it(ledger_url):
     before = [m for m in MIGRATIONS if m[0] < BUDGET_VERSION]
     old = LedgerBoard(create=True, clock=Clock(), migrations=before, **ledger_url)
-    old.upsert_item(title='from v5', status='Ready', agent='claude')
+    old.upsert_item(title='from v6', status='Ready', agent='claude')
     with pytest.raises(BoardError):
         old.upsert_item(number=1, budget='$1')   # no budget column yet: refused, not ignored
     old.close()
     new = LedgerBoard(clock=Clock(), migrations=[m for m in MIGRATIONS if m[0] <= BUDGET_VERSION], **ledger_url)
     assert new.migrated == [BUDGET_VERSION] and new.schema_version() == BUDGET_VERSION
     item = new.get(1)
-    assert (item.title, item.agent, item.budget) == ('from v5', 'claude', None)
+    assert (item.title, item.agent, item.budget) == ('from v6', 'claude', None)
     new.upsert_item(number=1, budget='$1')
     assert new.read().items[0].budget == '$1'
     new.close()
