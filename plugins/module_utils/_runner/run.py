@@ -30,8 +30,10 @@ from typing import Any, Dict, List, Optional
 
 from .._board.protocol import BoardError, BoardUnreadable
 from .._core.outcome.agent_env import BOARD_SECRET_ENV, agent_environment
-from .._core.outcome.agents import (DEFAULT_PROFILE, ENVELOPE_TYPE, UsageMeter, agent_argv, profile as agent_profile, read_capture,
-                                    route_argv)
+from .._core.outcome.capture import read_capture
+from .._core.outcome.envelope import ENVELOPE_TYPE
+from .._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, profile as agent_profile, route_argv
+from .._core.outcome.usage import UsageMeter
 from .._core.outcome.budget import Budget, describe as describe_budget, enforceable, parse_budget, reached, stop_for
 from .._core.outcome.capacity import (board_unreachable_state, clears_after_agent_found, clears_after_clean_run, clears_after_start,
                                       clears_after_update, update_failed_state)
@@ -116,7 +118,7 @@ class RunConfig:
     agent_credentials: str = ''        # the agent's own credentials file (0600); '' or absent: none
     run_id: str = ''
     runner_version: str = ''
-    agent: str = DEFAULT_PROFILE       # the agent profile that reads the capture (_core.outcome.agents)
+    agent: str = DEFAULT_PROFILE       # the agent profile that reads the capture (_core.outcome.profiles)
     tz: Any = None                     # the zone of reset times the agent printed without one
     chain_ledger: Optional[Dict[str, Any]] = None   # the ledger this run's session goes in (None: no chain here)
     chain_dispatch_by_default: bool = False

@@ -30,7 +30,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capac
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import announce as _announce
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_why
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import read_capture
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import read_capture
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
