@@ -346,7 +346,7 @@ def read_capture(capture: Any, agent: Any = None, *, exit_code: Optional[int] = 
     reading.message = (match_line or '')[:_MESSAGE_MAX]
     if kind in ('rate_limit', 'transient'):
         reading.reset = limit_reset(kind, signature, facts, flat, when=when, tz=tz, day=day,
-                                     google=prof.name == 'gemini' or is_google(facts, flat))
+                                    google=prof.name == 'gemini' or is_google(facts, flat))
     return reading
 
 

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .envelope import ENVELOPE_SHAPES
 
+
 @dataclass(frozen=True)
 class AgentProfile:
     """How one agent CLI is run and read.
@@ -38,7 +39,6 @@ class AgentProfile:
     stream_argv: Tuple[str, ...] = ()    # the argv whose output states usage as it streams, when argv's does not
     route_args: Tuple[Tuple[str, str, str], ...] = ()   # how its CLI takes an item's model/effort: (key, option, prefix)
     route_at: int = 1                    # where in argv they go (after the executable, or its subcommand)
-
 
 
 # Where a profile's output states the agent's usage, so when a run budget can be checked (UsageMeter):

@@ -61,7 +61,6 @@ def tzinfo_of(tz: Any) -> Optional[_dt.tzinfo]:
     return None
 
 
-
 _MONTHS = {'jan': 1, 'feb': 2, 'mar': 3, 'apr': 4, 'may': 5, 'jun': 6, 'jul': 7, 'aug': 8, 'sep': 9, 'oct': 10,
            'nov': 11, 'dec': 12,
            # Portuguese abbreviations (Codex prints localized dates: "10 de jul. de 2026")
@@ -244,10 +243,10 @@ def stated_reset(text: str, *, now: Optional[_dt.datetime], tz: Any, on_date: Op
     return resolved[-1] if resolved else found[-1][1]
 
 
-
 def structured_reset(resets: List[Tuple[str, Any]], now: Optional[_dt.datetime]) -> Optional[Stated]:
-    """A reset a JSON field states (``resets``: ``(key as written, value)`` pairs): an instant (``resets_at``/``resetsAt``) wins over a wait
-    (``resets_in_seconds``, ``retry-after``, ``retryDelay``), whose seconds it keeps as ``in_s``."""
+    """A reset JSON fields state (``resets``: ``(key as written, value)`` pairs): an instant (``resets_at``/
+    ``resetsAt``) wins over a wait (``resets_in_seconds``, ``retry-after``, ``retryDelay``), whose seconds it
+    keeps as ``in_s``."""
     best, exact = None, None
     for key, value in resets:
         if key in ('resets_at', 'resetsAt'):
@@ -266,10 +265,12 @@ def structured_reset(resets: List[Tuple[str, Any]], now: Optional[_dt.datetime])
 
 
 def parse_time_safe(value: Any) -> Optional[_dt.datetime]:
+    """``parse_time(value)``, or None when it is not a time."""
     try:
         return parse_time(value)
     except (TypeError, ValueError):
         return None
+
 
 # Google's per-day quotas reset at midnight Pacific time: documented ("Requests per day (RPD) quotas
 # reset at midnight Pacific time", https://ai.google.dev/gemini-api/docs/rate-limits), not a guess.

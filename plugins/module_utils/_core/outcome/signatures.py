@@ -68,6 +68,7 @@ def _embedded(text: str) -> List[dict]:
 
 
 def collect_facts(value: Any, facts: Facts, depth: int = 0) -> None:
+    """Add what ``value`` (a decoded object, list or string holding JSON) states to ``facts``."""
     if depth > _MAX_DEPTH:
         return
     if isinstance(value, list):
@@ -213,9 +214,9 @@ _TRANSIENT = [
 ]
 # A failure the text states (only read when no envelope and no limit/transient signature decided).
 FAILURE_TEXT = _rx(r'\berror\b|\bfailed\b|\bfailure\b|\btimed\s+out\b|\btimeout\b|\bUnknown\s+arguments?\b|\bBad\s+Request\b'
-               r'|\bexception\b|\btraceback\b|\bpanicked\b|\bETIMEDOUT\b|\bprompt\s+is\s+too\s+long\b'
-               r'|\bcontext\s+(?:window|length)\b.{0,40}\bexceeded\b|\binvalid\s+model\b|\bpermission\s+denied\b'
-               r'|\bcommand\s+not\s+found\b|\bno\s+such\s+file\b')
+                   r'|\bexception\b|\btraceback\b|\bpanicked\b|\bETIMEDOUT\b|\bprompt\s+is\s+too\s+long\b'
+                   r'|\bcontext\s+(?:window|length)\b.{0,40}\bexceeded\b|\binvalid\s+model\b|\bpermission\s+denied\b'
+                   r'|\bcommand\s+not\s+found\b|\bno\s+such\s+file\b')
 # A success envelope that is no longer JSON (a reporter elided "stats": { ... }, a log cut it), still
 # known by its keys: Gemini CLI's {"response": "...", "stats": ...}, Claude Code's subtype success
 # with is_error false.
@@ -268,6 +269,7 @@ def flat_text(text: str) -> str:
 
 
 def line_at(text: str, start: int, end: int) -> str:
+    """The whole line of ``text`` around the span ``start``..``end``, stripped."""
     head = text.rfind('\n', 0, start) + 1
     tail = text.find('\n', end)
     return text[head:tail if tail >= 0 else len(text)].strip()
@@ -283,6 +285,7 @@ def _first(table, text: str):
 
 
 def is_google(facts: Facts, flat: str) -> bool:
+    """Whether the capture is Google's (its own markers or status words)."""
     return bool(_GOOGLE.search(flat)) or bool(set(facts.words) & {'RESOURCE_EXHAUSTED', 'RATE_LIMIT_EXCEEDED'})
 
 

@@ -15,18 +15,21 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .envelope import envelope_shape, json_objects
 
+
 def num_or_none(value: Any) -> Optional[float]:
+    """``value`` when it is a number (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value
 
 
 def int_or_none(value: Any) -> Optional[int]:
+    """``value`` when it is an int (not a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-
 def gemini_usage(stats: Any) -> Dict[str, Any]:
+    """Gemini CLI's per-model token counts (``stats.models.*.tokens``) summed per key."""
     total = {}
     models = stats.get('models') if isinstance(stats, dict) else None
     if not isinstance(models, dict):
@@ -41,6 +44,7 @@ def gemini_usage(stats: Any) -> Dict[str, Any]:
 
 
 def clean_usage(usage: Any) -> Dict[str, Any]:
+    """The integer counts of a usage object ({} for anything else)."""
     if not isinstance(usage, dict):
         return {}
     return dict((k, v) for k, v in usage.items() if int_or_none(v) is not None)
@@ -161,6 +165,7 @@ class UsageMeter(object):
 
 
 def old_codex_usage(objects) -> Dict[str, Any]:
+    """The last ``token_count`` event's usage of codex exec --json before 0.40 ({} when none)."""
     usage = {}
     for obj, _start, _end in objects:
         msg = obj.get('msg')
@@ -168,7 +173,6 @@ def old_codex_usage(objects) -> Dict[str, Any]:
             info = msg.get('info') if isinstance(msg.get('info'), dict) else {}
             usage = clean_usage(info.get('total_token_usage') if isinstance(info.get('total_token_usage'), dict) else msg)
     return usage
-
 
 
 __all__ = ['Spend', 'TOKEN_KEYS', 'UsageMeter', 'clean_usage', 'gemini_usage', 'int_or_none', 'num_or_none', 'old_codex_usage',
