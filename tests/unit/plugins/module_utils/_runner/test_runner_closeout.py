@@ -18,6 +18,7 @@ import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import brief as _brief
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import posting as _posting
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import is_clean_run, read_capture
@@ -251,8 +252,8 @@ def test_a_close_out_that_cannot_be_posted_is_logged_loudly_never_swallowed(tmp_
     assert 'THE CLOSE-OUT WAS NOT POSTED' in text and 'post this by hand' in text
     assert _runner.format_marker('noop', {})[:1] in text        # the marker itself is in the log
     # start + close-out + one immediate retry + one per spooled retry, each after its delay
-    assert sleeps == list(_runner.CLOSEOUT_RETRY_DELAYS)
-    assert calls['n'] == 3 + len(_runner.CLOSEOUT_RETRY_DELAYS)
+    assert sleeps == list(_posting.CLOSEOUT_RETRY_DELAYS)
+    assert calls['n'] == 3 + len(_posting.CLOSEOUT_RETRY_DELAYS)
     record = json.loads((tmp_path / 'state' / 'runs' / 'task-7' / 'closeout.json').read_text())
     assert record['posted'] is False and record['exit_code'] == _runner.EXIT_CLOSEOUT_LOST
     assert [m.kind for m in markers_of(ledger.get(7))] == ['start']
@@ -277,7 +278,7 @@ def test_a_board_back_within_the_retries_gets_the_close_out_once_and_the_spool_e
     code, run = _run(tmp_path, board, 'claim', sleeps=sleeps)
     assert code == 10 and run.result is not None
     assert [m.kind for m in markers_of(ledger.get(7))] == ['start', 'noop']
-    assert sleeps == list(_runner.CLOSEOUT_RETRY_DELAYS[:2])
+    assert sleeps == list(_posting.CLOSEOUT_RETRY_DELAYS[:2])
     assert list((tmp_path / 'state' / 'spool').iterdir()) == []
 
 
