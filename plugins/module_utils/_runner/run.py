@@ -8,7 +8,9 @@
 isolated from ``/``, the workspace given as ``--workdir``: ``boot.py``).
 It imports the same board adapters and decisions as the modules -- one implementation, two
 callers. The close-out decision is ``_core.outcome.closeout.decide``, the self-update
-``update.self_update``.
+``update.self_update``. ``Run`` holds the start path; its other concerns are mixins beside it:
+``signals``, ``posting`` (board writes, the close-out spool), ``workspace`` (run directory, brief),
+``capacity``, ``supervise`` (the agent process and its budget) and ``closeout``.
 
 The rules in full, with their reasons: ``docs/internals.md``, section "The run".
 """
