@@ -40,16 +40,15 @@ from .._core.outcome.budget import Budget, enforceable, parse_budget
 from .._core.outcome.capacity import clears_after_agent_found, clears_after_update
 from .._core.outcome.closeout import Decision, agent_missing
 from .._core.outcome.envelope import ENVELOPE_TYPE
-from .._core.outcome.exits import (EXIT_CLOSEOUT_LOST, EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED,  # noqa: F401
-                                   EXIT_USAGE)
+from .._core.outcome.exits import EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED, EXIT_USAGE
 from .._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, profile as agent_profile, route_argv
 from .._core.outcome.retry import DEFAULT_BACKOFF
-from .._host.files import CAPACITY_FILE, START_FILE, read_capacity_file  # noqa: F401
+from .._host.files import CAPACITY_FILE, read_capacity_file
 from .brief import BRIEF_VERSION
 from .capacity import CapacityMixin, note_update_outcome
 from .chain.items import ItemSession, item_chain_config
 from .classify import local_zone
-from .closeout import CloseoutMixin, run_cost  # noqa: F401
+from .closeout import CloseoutMixin
 from .config import (DEFAULT_BOARD_SPEC, DEFAULT_CONFIG, DEFAULT_STATE_DIR, Parser, board_spec, expand, open_runner_board,
                      runner_conf, user)
 from .posting import PostingMixin

@@ -16,7 +16,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.close
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Item
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import classify as classify_mod
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import cli
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as program
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.closeout import run_cost
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 5, 12, 3, 0, tzinfo=UTC)
@@ -148,9 +148,9 @@ def test_the_runner_help_names_classify(capsys):
 
 
 def test_run_cost_only_what_is_stated():
-    assert program.run_cost(read_capture(CLAUDE_OK, 'claude')) == {'tokens': 120, 'cost_usd': 0.5}
-    assert program.run_cost(read_capture(CODEX_OK, 'codex')) == {'tokens': 15}
-    assert program.run_cost(read_capture('plain text', 'custom')) == {}
+    assert run_cost(read_capture(CLAUDE_OK, 'claude')) == {'tokens': 120, 'cost_usd': 0.5}
+    assert run_cost(read_capture(CODEX_OK, 'codex')) == {'tokens': 15}
+    assert run_cost(read_capture('plain text', 'custom')) == {}
 
 
 def test_classify_cli_with_an_unknown_now_reads_on_the_stated_day():
@@ -278,7 +278,7 @@ def test_num_turns_is_not_a_turn_usage_and_tools_are():
     item = Item(number=1, title='', state='open')
     assert decide(died.outcome(1), item, number=1, started_at=NOW, now=NOW, exit_code=1).kind == 'retry'
     answered = read_capture(_claude_error_envelope('API Error: 500 Internal server error.', output_tokens=12),
-                                   'claude')
+                            'claude')
     assert (answered.worked, answered.outcome(1).zero_turns) == (True, False)
     assert decide(answered.outcome(1), item, number=1, started_at=NOW, now=NOW, exit_code=1).kind == 'failure'
     gemini = ('{"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: {\\"error\\":{\\"code\\":500,'
