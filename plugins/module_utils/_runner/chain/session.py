@@ -17,7 +17,8 @@ import os
 import signal
 
 from ..._core.outcome.agent_env import agent_environment
-from ..._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
+from ..._core.outcome.capture import read_capture
+from ..._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, profile as agent_profile
 from ..._core.outcome.closeout import Decision, decide as closeout_decide
 from ..._core.board.markers import format_marker
 from ..._core.chains.chain import HANDOFF_FILE, session_unit
