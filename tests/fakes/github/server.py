@@ -231,6 +231,11 @@ class FakeGitHub(object):
             if not self.grant.can('issues', 'write' if write else 'read', repo):
                 return self._refused(extra, 'issues=write' if write else 'issues=read')
             return self._issue_route(method, issue, rest, payload)
+        if path == '/rate_limit' and method == 'GET':
+            # GET /rate_limit costs nothing against the limits it reports (docs.github.com/en/rest/rate-limit)
+            rl = self.rate_limit
+            core = {'limit': rl['limit'], 'used': rl['used'], 'remaining': rl['limit'] - rl['used'], 'reset': rl['reset_epoch']}
+            return 200, {'resources': {'core': core, 'graphql': dict(core)}, 'rate': core}
         if path == '/notifications' and method == 'GET':
             if not self.grant.scoped:
                 # GET /notifications is for classic and OAuth tokens only: @octokit/openapi marks it
@@ -381,6 +386,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):  # quiet: tests read FakeGitHub.log instead
         return
+
+    def date_time_string(self, timestamp=None):
+        """The Date header on the fake's clock, as GitHub dates its answers on its own."""
+        from email.utils import format_datetime
+        return format_datetime(self.fake.store.clock().astimezone(UTC), usegmt=True)
 
     def _serve(self):
         length = int(self.headers.get('Content-Length') or 0)
