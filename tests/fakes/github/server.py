@@ -38,8 +38,11 @@ class FakeGitHub(object):
 
     def __init__(self, token: str = 'test-token', viewer: str = 'fleet-bot', clock=None, rate_limit: int = 5000,
                  schema_path: Optional[str] = None, scopes=None, permissions=None, forbidden_repos=(),
-                 content_per_minute: int = 80, graphql_points_per_minute: int = 2000):
+                 content_per_minute: int = 80, graphql_points_per_minute: int = 2000, date_clock=None):
         self.token = token
+        # the clock of the answers' Date header: the real one unless given (the store's clock dates the data, and
+        # tests set it apart from the Date to age what the board holds); GitHub's own clock is both
+        self.date_clock = date_clock
         self.grant = Grant(token, scopes=scopes, permissions=permissions, forbidden_repos=forbidden_repos)
         self.content_per_minute = content_per_minute
         self.graphql_points_per_minute = graphql_points_per_minute
@@ -388,9 +391,11 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def date_time_string(self, timestamp=None):
-        """The Date header on the fake's clock, as GitHub dates its answers on its own."""
+        """The Date header, on the fake's ``date_clock`` when it has one."""
+        if self.fake.date_clock is None:
+            return BaseHTTPRequestHandler.date_time_string(self, timestamp)
         from email.utils import format_datetime
-        return format_datetime(self.fake.store.clock().astimezone(UTC), usegmt=True)
+        return format_datetime(self.fake.date_clock().astimezone(UTC), usegmt=True)
 
     def _serve(self):
         length = int(self.headers.get('Content-Length') or 0)

@@ -243,8 +243,8 @@ class Transport(object):
             status = int(resp.status_code)
             headers = dict((str(k).lower(), v) for k, v in (resp.headers or {}).items())
             dated = _http_date(headers.get('date'))
-            if dated is not None:
-                self.date_offset = dated - self.clock()
+            if dated is not None:   # a Date is cut to its second: the middle of that second is the best guess
+                self.date_offset = dated + _dt.timedelta(seconds=0.5) - self.clock()
             location = headers.get('location')
             if status in (301, 302, 307, 308) and isinstance(location, str) and location:
                 location = urljoin(url, location)

@@ -46,7 +46,7 @@ def _spec(gh, **kw):
 
 def test_github_time_is_its_date_header_not_the_reader_s_clock(fake_github):
     """GitHub 10 min behind this machine: the board's time says so, from one free /rate_limit call."""
-    gh = fake_github(TOKEN, clock=lambda: _now() - SKEW)
+    gh = fake_github(TOKEN, clock=lambda: _now() - SKEW, date_clock=lambda: _now() - SKEW)
     with open_board(_spec(gh)) as board:
         got = board.board_time()
         assert _near(got, _now() - SKEW), got
@@ -56,7 +56,7 @@ def test_github_time_is_its_date_header_not_the_reader_s_clock(fake_github):
 
 
 def test_github_time_after_a_read_costs_no_call(fake_github):
-    gh = fake_github(TOKEN, clock=lambda: _now() + SKEW)
+    gh = fake_github(TOKEN, clock=lambda: _now() + SKEW, date_clock=lambda: _now() + SKEW)
     gh.store.add_issue('acme/app', 'Spin it', project=('acme', 1), status='Ready')
     with open_board(_spec(gh)) as board:
         board.read()
@@ -76,6 +76,6 @@ def test_github_down_is_an_unreadable_board_time():
 
 
 def test_github_refusing_the_token_still_dates_its_answer(fake_github):
-    gh = fake_github(TOKEN, clock=lambda: _now() - SKEW)
+    gh = fake_github(TOKEN, clock=lambda: _now() - SKEW, date_clock=lambda: _now() - SKEW)
     with open_board(_spec(gh, token='ghp_wrong')) as board:
         assert _near(board.board_time(), _now() - SKEW)
