@@ -31,6 +31,7 @@ def gh_behind(shared_dir):
     path = shared_dir / 'github-schema' / 'schema.graphql'
     if not path.is_file():
         pytest.skip('%s is absent: the fake GitHub executes that schema' % path)
+
     def behind():
         return _now() - _dt.timedelta(minutes=10)
     with FakeGitHub(token=TOKEN, schema_path=str(path), clock=behind, date_clock=behind) as fake:
