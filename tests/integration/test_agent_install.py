@@ -577,7 +577,8 @@ def test_real_claude_over_its_budget_is_stopped_at_the_usage_event_that_reached_
     number = 40
     fleet.py(CREATE % {'ledger': LEDGER, 'numbers': [number]})
     fleet.bed.ssh(fleet.host, "python3 - <<'PYEOF'\n%s\nPYEOF" % BUDGET_CONFIG, user=MASTER)
-    fleet.script([{'shell': 'sleep 5', 'usage': {'input_tokens': 1000, 'output_tokens': 40}, 'times': 6}, {'text': 'done'}])
+    # six turns of 1040 tokens, each step its own ('times' is expanded when an Endpoint is built, not by script)
+    fleet.script([{'shell': 'sleep 5', 'usage': {'input_tokens': 1000, 'output_tokens': 40}}] * 6 + [{'text': 'done'}])
     before = len(fleet.endpoint.requests)
     try:
         res = fleet.bed.ansible(fleet.host, 'fleet.dispatch.launch', {
@@ -587,8 +588,8 @@ def test_real_claude_over_its_budget_is_stopped_at_the_usage_event_that_reached_
         assert not res.get('failed'), res
         assert fleet.unit_done(number) == 'inactive'     # exit 15 is not a failed unit
         data = fleet.read(number)
-        capture = fleet.bed.ssh(fleet.host, 'tail -c 3000 %s/runs/task-%d/capture.log' % (fleet.state, number),
-                                user=MASTER, check=False).stdout
+        capture = fleet.bed.ssh(fleet.host, 'grep -o \'"type":"[a-z_]*"\\|"usage":{[^}]*}\' %s/runs/task-%d/capture.log | head -60'
+                                % (fleet.state, number), user=MASTER, check=False).stdout
         assert data['kinds'] == ['start', 'budget'], (data, capture)
         assert data['attempts'] == 1 and data['reason'] == 'eligible', data
         stop = data['fields'][-1]
@@ -596,6 +597,6 @@ def test_real_claude_over_its_budget_is_stopped_at_the_usage_event_that_reached_
         assert 2000 <= stop['spend_at_stop']['tokens'] < 3000, stop     # the second response, not a later one
         assert 'cost_usd' not in stop['spend_at_stop'], 'no cost was stated mid-run: none is invented'
         turns = [r for r in fleet.endpoint.requests[before:] if r.get('role') == 'turn']
-        assert len(turns) == 2, [r.get('path') for r in turns]
+        assert len(turns) == 2, ([r.get('path') for r in turns], capture)
     finally:
         fleet.script([{'text': 'done'}])
