@@ -166,6 +166,28 @@ def plan(item: Any, markers: List[Any], *, counted: Optional[List[Any]] = None, 
     return loop
 
 
+def _same_ref(ref: str) -> str:
+    repo, sep, number = str(ref or '').strip().rpartition('#')
+    return '%s#%s' % (repo.casefold(), number) if sep else number
+
+
+def continuing(rows: Any, ref: str) -> List[int]:
+    """The numbers of the board rows (``board_info`` items) whose next run continues the pull request ``ref``:
+    the items a pull request's webhook event (a review, a finished check) dispatches. Matched on each row's
+    ``pull`` (``PullLoop.view``), so only an open pull request a run of the fleet left, and that closes the
+    item, names one; a pull request whose cap is spent still names its item (the hand dispatch then refuses it
+    with ``rounds_spent``, writing nothing). GitHub's ``owner/name`` is matched case-insensitively."""
+    want = _same_ref(ref)
+    if not want or want.endswith('#'):
+        return []
+    found = []
+    for row in rows or ():
+        view = _get(row, 'pull', None)
+        if view and _same_ref(_get(view, 'ref', '')) == want:
+            found.append(int(_get(row, 'number', 0) or 0))
+    return sorted(n for n in set(found) if n > 0)
+
+
 def round_fields(pull: Any, head_after: Optional[str]) -> dict:
     """The close-out fields of a run that started on ``pull``: ``head_after`` is its head as re-read after the
     agent ended (None: not read). ``head_moved`` is None when either end is not known."""
@@ -187,5 +209,5 @@ def round_text(fields: dict) -> str:
     return 'continued %s: %s' % (fields.get('pr'), what)
 
 
-__all__ = ['DEFAULT_MAX_ROUNDS', 'PullLoop', 'ROUND_FIELDS', 'continued_pull', 'count_rounds', 'is_round', 'plan',
+__all__ = ['DEFAULT_MAX_ROUNDS', 'PullLoop', 'ROUND_FIELDS', 'continued_pull', 'continuing', 'count_rounds', 'is_round', 'plan',
            'round_fields', 'round_text']

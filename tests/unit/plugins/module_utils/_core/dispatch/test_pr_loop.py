@@ -196,3 +196,33 @@ def test_a_continued_pull_request_this_run_pushed_is_credited_when_it_merges():
     assert attribute([merged], 42, t(30), False, pushed='o/r#8') == []
     assert attribute([pull(created=2, merged=True, state='MERGED', merged_at=t(20))], 42, t(30), False, pushed=REF) == []
     assert attribute([merged], 42, t(30), True, pushed=REF) == []            # zero turns: never
+
+
+def test_a_pull_request_event_names_the_item_whose_next_run_continues_it():
+    """A review or a finished check on o/r#7 dispatches #42, whose run left it; the owner/name is case-insensitive."""
+    continued = item(('start', 0), ('noop', 20), artifacts=[pull()])
+    other = Item(number=43, title='y', state='open', status='Ready')
+    rows = [{'number': 42, 'pull': pr_loop.plan(continued, markers_of(continued)).view()},
+            {'number': 43, 'pull': pr_loop.plan(other, markers_of(other)).view()}]
+    assert pr_loop.continuing(rows, 'o/r#7') == [42]
+    assert pr_loop.continuing(rows, 'O/R#7') == [42]
+
+
+@pytest.mark.parametrize('why, art, ref', [
+    ('another pull request', pull(), 'o/r#8'),
+    ('another repository', pull(), 'o/s#7'),
+    ('a stranger\'s pull request, opened before any run', pull(created=-5), 'o/r#7'),
+    ('merged: the item is done, nothing to continue', pull(merged=True, state='MERGED', merged_at=t(30)), 'o/r#7'),
+    ('no number', pull(), 'o/r#'),
+    ('empty', pull(), ''),
+])
+def test_a_pull_request_event_names_no_item(why, art, ref):
+    it = item(('start', 0), ('noop', 20), artifacts=[art])
+    assert pr_loop.continuing([{'number': 42, 'pull': pr_loop.plan(it, markers_of(it)).view()}], ref) == [], why
+
+
+def test_a_spent_cap_still_names_its_item_for_the_refusal():
+    it = item(('start', 0), ('noop', 20, moved()), ('start', 30), ('noop', 40, moved('b', 'c')), artifacts=[pull()])
+    loop = pr_loop.plan(it, markers_of(it), max_rounds=2)
+    assert loop.spent
+    assert pr_loop.continuing([{'number': 42, 'pull': loop.view()}], 'o/r#7') == [42]
