@@ -14,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.fleet.dispatch.plugins.filter.board_table import board_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import pull_summary
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import continuing
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until, place as _place
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account as _credential_account
@@ -164,6 +165,15 @@ def dispatch_outcome(items, number, mode='apply', launched=None, refused=None, f
     return {'ok': False, 'text': '#%s was not launched: no usable master (see the plan above)' % number}
 
 
+def pull_items(items, ref):
+    """The item numbers whose next run continues the pull request ``ref`` (``_core.dispatch.pr_loop.continuing``)."""
+    if not isinstance(items, list):
+        raise AnsibleFilterError('pull_items expects the board_items of board_info')
+    if not isinstance(ref, str):
+        raise AnsibleFilterError('pull_items expects the pull request as a string (owner/name#N)')
+    return continuing(items, ref)
+
+
 def start_line(row):
     """One launched run and whether it started: ``task-1 on w1/agent1: failed to start: <the runner's reason>``."""
     if not isinstance(row, dict):
@@ -251,6 +261,7 @@ class FilterModule(object):
             'runner_exit_names': runner_exit_names,
             'dispatch_outcome': dispatch_outcome,
             'start_line': start_line,
+            'pull_items': pull_items,
             'run_worker': run_worker,
             'credential_account': credential_account,
         }
