@@ -451,6 +451,7 @@ def test_a_pull_request_names_the_item_that_continues_it_for_the_hand_dispatch(t
     (['-e', 'pull_request=pr-5', '-e', 'issue=5'], 'not both'),
     (['-e', 'pull_request=pr-5;id'], 'pull_request must name a pull request'),
     (['-e', 'pull_request=../x'], 'pull_request must name a pull request'),
+    (['-e', 'pull_request=o/r#'], 'pull_request must name a pull request'),   # a check on a fork's head lists none
 ])
 def test_a_pull_request_dispatch_refuses_a_bad_name(tmp_path, board, extra, said):
     _left_open(board, 5, 'pr-5')
