@@ -36,6 +36,13 @@ options:
       - Starts that ended in a capacity marker do not count.
     type: int
     default: 3
+  max_rounds:
+    description:
+      - Rounds (runs that moved its head) on the open pull request the next run of an item continues, after which the item
+        is held C(rounds_spent) and the announcer files one report. A run that pushed nothing is an attempt, not a round.
+      - V(0) sets no cap (the attempt cap still bounds the runs that push nothing).
+    type: int
+    default: 4
   now:
     description:
       - The time to evaluate at, as ISO-8601. Defaults to the controller clock, read once.
@@ -371,6 +378,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import DEFAULT_MAX_ROUNDS, round_cap
 
 
 def _warn_refusals(module, wanted, assessed):
@@ -403,6 +411,7 @@ def main():
             board=board_argspec(),
             mode=dict(type='str', default='plan', choices=['plan', 'apply']),
             max_attempts=dict(type='int', default=3),
+            max_rounds=dict(type='int', default=DEFAULT_MAX_ROUNDS),
             now=dict(type='str'),
             numbers=dict(type='list', elements='int'),
             warn_refusals=dict(type='bool', default=True),
@@ -446,10 +455,14 @@ def main():
         cap = item_budget(module.params['item_budget_tokens'], module.params['item_budget_usd'])
     except ValueError as exc:
         module.fail_json(msg='item budget: %s' % exc, **result)
+    try:
+        rounds = round_cap(module.params['max_rounds'])
+    except ValueError as exc:
+        module.fail_json(msg='max_rounds: %s' % exc, **result)
     items = read.items
     wanted = module.params['numbers']
-    assessed = assess(items, now=now, ready=spec.get('ready', 'Ready'),
-                      max_attempts=module.params['max_attempts'], agents=module.params['agents'], item_budget=cap)
+    assessed = assess(items, now=now, ready=spec.get('ready', 'Ready'), max_attempts=module.params['max_attempts'],
+                      agents=module.params['agents'], item_budget=cap, max_rounds=rounds)
     cost = read.cost
     del items, read     # the board's own objects: only the decisions go on (the module's peak memory)
     counts = {}

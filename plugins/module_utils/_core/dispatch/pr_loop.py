@@ -29,6 +29,14 @@ ROUND_FIELDS = ('pr', 'head_before', 'head_after', 'head_moved')
 """The close-out marker fields of a run that continued a pull request (``round_fields``)."""
 
 
+def round_cap(value: Any) -> Optional[int]:
+    """The round cap as an option states it (``dispatch_max_rounds``, ``board_info``'s ``max_rounds``): a positive
+    number of rounds, 0 for no cap (None); anything else is refused."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError('the round cap must be a whole number of rounds, 0 for none, not %r' % (value,))
+    return value or None
+
+
 @dataclass
 class PullLoop:
     """The loop's answer for one item: the pull request the next run continues (None: start fresh)."""
@@ -209,5 +217,5 @@ def round_text(fields: dict) -> str:
     return 'continued %s: %s' % (fields.get('pr'), what)
 
 
-__all__ = ['DEFAULT_MAX_ROUNDS', 'PullLoop', 'ROUND_FIELDS', 'continued_pull', 'continuing', 'count_rounds', 'is_round', 'plan',
+__all__ = ['DEFAULT_MAX_ROUNDS', 'PullLoop', 'ROUND_FIELDS', 'continued_pull', 'continuing', 'round_cap', 'count_rounds', 'is_round', 'plan',
            'round_fields', 'round_text']

@@ -226,3 +226,14 @@ def test_a_spent_cap_still_names_its_item_for_the_refusal():
     loop = pr_loop.plan(it, markers_of(it), max_rounds=2)
     assert loop.spent
     assert pr_loop.continuing([{'number': 42, 'pull': loop.view()}], 'o/r#7') == [42]
+
+
+@pytest.mark.parametrize('value, cap', [(4, 4), (1, 1), (0, None)])
+def test_round_cap_as_an_option_states_it(value, cap):
+    assert pr_loop.round_cap(value) == cap
+
+
+@pytest.mark.parametrize('value', [-1, True, '4', 2.5, None])
+def test_round_cap_refuses_what_is_not_a_count(value):
+    with pytest.raises(ValueError):
+        pr_loop.round_cap(value)
