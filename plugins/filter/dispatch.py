@@ -120,6 +120,8 @@ def why_held(item):
     if reason == 'rounds_spent':
         pull = item.get('pull') or {}
         return '%s: %s had %s rounds (cap %s)' % (reason, pull.get('ref'), pull.get('rounds'), pull.get('max_rounds'))
+    if reason == 'awaiting_review':
+        return '%s: %s, no review or failing check since its last round' % (reason, (item.get('pull') or {}).get('ref'))
     if reason == 'unreadable':
         return '%s: %s' % (reason, item.get('unreadable') or 'the board could not read all of it')
     if reason == 'unroutable':

@@ -108,6 +108,8 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
         pull = verdict.pull or {}
         return ('%s had %s round(s) that moved its head, the cap is %s: review and merge it, close it (the next run starts '
                 'fresh) or reopen the item' % (pull.get('ref'), pull.get('rounds'), pull.get('max_rounds')))
+    if hold == 'awaiting_review':
+        return (verdict.pull or {}).get('awaiting') or 'the last round is not answered yet'
     if hold == 'unroutable':
         return '%s: provision a worker with that profile (worker_runner_agent) or change the item\'s route' % verdict.unroutable
     if hold == 'blocked':
