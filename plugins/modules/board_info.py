@@ -113,7 +113,7 @@ notes:
     C(chain_stopped) (its chain's last hop was refused at the depth limit; a reopen releases it). See docs/chains.md.
   - The pull-request loop adds C(rounds_spent) (the open pull request the next run would continue has had its cap of rounds that
     moved its head; a merge, closing the pull request or a reopen releases it) and C(awaiting_review) (the last run left the
-    pull request's head as it is and no trusted review asking for work, nor a failing required check, has come since: the next
+    pull request's head as it is and no trusted review asking for work, nor a failing required check, has come since, so the next
     round waits for one; judged only where the review and checks were read). See docs/pull-requests.md.
     A reopen counts only when one of the fleet's identities or an account with write access to the repository made it.
 seealso:
@@ -182,7 +182,7 @@ cost:
     - For a GitHub board also C(token), the token check made once per read (kind, login, what each operation needs, C(missing),
       C(unverified) and C(fix)), and C(unreadable), the parts of the board GitHub would not return, each with its cause.
     - For a GitHub board also C(pull_details), how many eligible items continuing a pull request then had its review and checks
-      read (one call each, after the page: D1) to judge C(awaiting_review).
+      read (one call each, after the page, D1) to judge C(awaiting_review).
   returned: always
   type: dict
   sample: {cost: 1, remaining: 4999, reset_at: '2026-11-30T02:00:00Z'}

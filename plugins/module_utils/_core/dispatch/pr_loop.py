@@ -275,5 +275,5 @@ def round_text(fields: dict) -> str:
     return 'continued %s: %s' % (fields.get('pr'), what)
 
 
-__all__ = ['DEFAULT_MAX_ROUNDS', 'PullLoop', 'ROUND_FIELDS', 'awaiting', 'continued_pull', 'continuing', 'round_cap', 'unread_pulls', 'count_rounds', 'is_round', 'plan',
-           'round_fields', 'round_text']
+__all__ = ['DEFAULT_MAX_ROUNDS', 'ROUND_FIELDS', 'awaiting', 'continued_pull', 'continuing', 'count_rounds',
+           'is_round', 'plan', 'PullLoop', 'round_cap', 'round_fields', 'round_text', 'unread_pulls']
