@@ -420,7 +420,8 @@ def test_a_plan_sweep_darkens_the_masters_of_an_account_that_spent_its_daily_bud
 
 
 def _left_open(spec, number, ref, *, head_ref='fleet/%d'):
-    """Item ``number``: a run started, left the open pull request ``ref`` that closes it, and ended a no-op."""
+    """Item ``number``: a run started, left the open pull request ``ref`` that closes it, and ended a no-op; then a
+    member asked for changes on it."""
     past = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(hours=2)
     with open_board(spec) as b:
         b.upsert_item(number=number, title='left a pull request open', status='Ready')
@@ -428,6 +429,9 @@ def _left_open(spec, number, ref, *, head_ref='fleet/%d'):
         b.add_artifact(ref, closes=[number], created_at=past + _dt.timedelta(minutes=10), head_ref=head_ref % number,
                        head_sha='a' * 40, state='OPEN')
         b.comment(number, format_marker('noop', {'unit': 'task-%d' % number}), at=past + _dt.timedelta(minutes=20))
+        # a member asks for changes after it: the next round has something to answer (else awaiting_review)
+        b.add_review(ref, 'rename it', kind='review', author='maint', association='MEMBER', state='CHANGES_REQUESTED',
+                     at=past + _dt.timedelta(minutes=30))
 
 
 def test_a_pull_request_names_the_item_that_continues_it_for_the_hand_dispatch(tmp_path, board):
