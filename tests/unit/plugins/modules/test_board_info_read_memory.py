@@ -15,6 +15,7 @@ import pytest
 from fakes.github import FakeGitHub
 from fakes.github import reviews as fake_reviews
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import continuing
 from ansible_collections.fleet.dispatch.plugins.modules import board_info
 
 TOKEN = 'ghp_test_secret_token_value'
@@ -81,3 +82,6 @@ def test_a_sweep_reads_the_review_of_a_continued_pull_request_and_waits_for_one(
     rows = dict((e['number'], e) for e in res['board_items'])
     assert rows[num]['reason'] == 'eligible' and [c['number'] for c in res['candidates']].count(num) == 1
     assert rows[num]['pull']['changes_requested'][0]['text'] == 'rename the flag'
+    # the webhook names the pull request as GitHub's payload does (repository.full_name#number): it finds the item
+    assert continuing(res['board_items'], 'acme/app#%d' % pr['number']) == [num]
+    assert continuing(res['board_items'], 'acme/app#%d' % plain['number']) == []
