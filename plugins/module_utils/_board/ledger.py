@@ -193,6 +193,10 @@ class LedgerBoard(Board):
             raise BoardError('the ledger clock must return an aware datetime, got %r' % (now,))
         return now.astimezone(_dt.timezone.utc)
 
+    def board_time(self):
+        """The clock the ledger stamps its writes with: the database's on PostgreSQL, else the writer's."""
+        return self._tx(self._now, unreadable=True) if self._db_clock else self._now()
+
     @staticmethod
     def _fixed(at):
         """A time passed in (``at=``), validated before any transaction; ``None`` means "the clock"."""
