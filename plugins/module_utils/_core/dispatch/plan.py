@@ -20,7 +20,7 @@ from ..board.cost import run_cost, spend_by_account_day, spend_by_master
 from ..outcome.account_budget import ACCOUNT_ENV, account_key, darken as budget_darken
 from .eligibility import evaluate, ignored_reopens, run_durations
 from .item_budget import left_env, remaining
-from .pr_loop import DEFAULT_MAX_ROUNDS
+from .pr_loop import DEFAULT_MAX_ROUNDS, rounds_env
 from ..board.markers import human_markers, markers_of
 from ..board.model import format_time, to_jsonable
 from ..board.naming import lease_name, oldest_wins, unit_name
@@ -465,7 +465,8 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     token ``FLEET_LEASE_FENCE`` (empty without a lease) as non-secret environment, and an item with a
     route the names its agent reads the model and effort from (``_core.dispatch.route.route_env``;
     they win over ``setenv``: the item asked), and an item with an item budget what is left of it
-    (``budget_left``, ``_core.dispatch.item_budget.left_env``).
+    (``budget_left``, ``_core.dispatch.item_budget.left_env``), and an item that continues a pull request the round
+    cap it was held to (``_core.dispatch.pr_loop.rounds_env``).
     """
     workdirs, broken = _workdirs(workspaces) if workspaces is not None else ({}, {})
     groups, index, refused = [], {}, []
@@ -489,6 +490,7 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
         if cand.get('account'):
             env[ACCOUNT_ENV] = str(cand['account'])   # the run names its account in its markers (its daily budget)
         env.update(left_env(cand.get('budget_left')))   # what is left of the item's budget (_core.dispatch.item_budget)
+        env.update(rounds_env(cand.get('pull')))   # the round cap it was held to (_core.dispatch.pr_loop)
         groups[index[key]]['items'].append(dict(cand, workdir=workdir))
         groups[index[key]]['launch'].append({
             'number': cand.get('number'), 'repo': cand.get('repo', '') or '',

@@ -25,6 +25,9 @@ DEFAULT_MAX_ROUNDS = 4
 that converge do so in two or three pushes and the ones that run on go to 10-12 against a cap of 5; 4 stops
 those a round earlier (guess; the experiment is the distribution of rounds-to-merge from the close-out markers)."""
 
+ROUNDS_ENV = 'FLEET_MAX_ROUNDS'
+"""The run's environment: the round cap the dispatcher held the item to, so the brief names the same one."""
+
 ROUND_FIELDS = ('pr', 'head_before', 'head_after', 'head_moved')
 """The close-out marker fields of a run that continued a pull request (``round_fields``)."""
 
@@ -35,6 +38,23 @@ def round_cap(value: Any) -> Optional[int]:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError('the round cap must be a whole number of rounds, 0 for none, not %r' % (value,))
     return value or None
+
+
+def rounds_env(view: Any) -> dict:
+    """The environment a run that continues a pull request gets (``ROUNDS_ENV``: the cap, 0 for none), from its
+    ``board_info`` row's ``pull``; nothing for a fresh start."""
+    if not isinstance(view, dict):
+        return {}
+    return {ROUNDS_ENV: str(view.get('max_rounds') or 0)}
+
+
+def rounds_from_env(environ: Any) -> Optional[int]:
+    """The round cap a run was launched with (``rounds_env``); ``DEFAULT_MAX_ROUNDS`` when none or unreadable."""
+    text = str((environ or {}).get(ROUNDS_ENV, '') or '').strip()
+    try:
+        return round_cap(int(text)) if text else DEFAULT_MAX_ROUNDS
+    except ValueError:
+        return DEFAULT_MAX_ROUNDS
 
 
 @dataclass
@@ -275,5 +295,6 @@ def round_text(fields: dict) -> str:
     return 'continued %s: %s' % (fields.get('pr'), what)
 
 
-__all__ = ['DEFAULT_MAX_ROUNDS', 'ROUND_FIELDS', 'awaiting', 'continued_pull', 'continuing', 'count_rounds',
-           'is_round', 'plan', 'PullLoop', 'round_cap', 'round_fields', 'round_text', 'unread_pulls']
+__all__ = ['DEFAULT_MAX_ROUNDS', 'ROUNDS_ENV', 'ROUND_FIELDS', 'awaiting', 'continued_pull', 'continuing', 'count_rounds',
+           'is_round', 'plan', 'PullLoop', 'round_cap', 'round_fields', 'round_text', 'rounds_env', 'rounds_from_env',
+           'unread_pulls']

@@ -322,3 +322,21 @@ def test_unread_pulls_are_the_eligible_rows_whose_review_was_not_read():
             {'number': 4, 'repo': 'o/r', 'eligible': True, 'pull': None}]
     assert pr_loop.unread_pulls(rows) == [(1, 'o/r')]
     assert pr_loop.unread_pulls(rows, numbers=[2, 3]) == []
+
+
+def test_the_run_gets_the_round_cap_it_was_held_to():
+    """The dispatcher's cap reaches the run's environment, so its brief names the same 'round N of M'."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import batches
+    cand = {'number': 42, 'repo': '', 'unit': 'task-42', 'worker': 'w1', 'master': 'm1',
+            'pull': {'ref': REF, 'max_rounds': 6}}
+    env = batches([cand])['batches'][0]['launch'][0]['setenv']
+    assert env[pr_loop.ROUNDS_ENV] == '6' and pr_loop.rounds_from_env(env) == 6
+    assert batches([dict(cand, pull={'ref': REF, 'max_rounds': None})])['batches'][0]['launch'][0]['setenv'][pr_loop.ROUNDS_ENV] == '0'
+    assert pr_loop.ROUNDS_ENV not in batches([dict(cand, pull=None)])['batches'][0]['launch'][0]['setenv']
+
+
+@pytest.mark.parametrize('environ, cap', [({}, pr_loop.DEFAULT_MAX_ROUNDS), ({'FLEET_MAX_ROUNDS': '0'}, None),
+                                          ({'FLEET_MAX_ROUNDS': '2'}, 2), ({'FLEET_MAX_ROUNDS': 'x'}, pr_loop.DEFAULT_MAX_ROUNDS),
+                                          ({'FLEET_MAX_ROUNDS': '-1'}, pr_loop.DEFAULT_MAX_ROUNDS)])
+def test_rounds_from_env(environ, cap):
+    assert pr_loop.rounds_from_env(environ) == cap
