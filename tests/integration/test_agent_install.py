@@ -414,6 +414,7 @@ def _others_vars(endpoint, cli):
     else:
         common['worker_runner_agent_args'] = ['--yolo']
         common['worker_runner_agent_env'] = {'GOOGLE_GEMINI_BASE_URL': endpoint.url, 'GEMINI_MODEL': 'gemini-2.5-pro'}
+        common['worker_agent_settings'] = {'general': {'maxAttempts': 1}}
     return common
 
 
@@ -490,10 +491,9 @@ def others(fleet, tmp_path_factory):
             assert value not in res.stdout, 'the agent key is never logged'
     fleet.bed.ssh(fleet.host, 'sudo tee %s >/dev/null && sudo chmod 644 %s' % (FORGE_MERGE_ON_HOST, FORGE_MERGE_ON_HOST),
                   input=FORGE_MERGE)
-    # the operator's own Gemini CLI setting, kept by the role's merge of settings.json: no internal retry
-    fleet.bed.ssh(fleet.host, "python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); "
-                  "d.setdefault(\"general\", {})[\"maxAttempts\"] = 1; open(p, \"w\").write(json.dumps(d, indent=2))' "
-                  "/home/fgemini/.gemini/settings.json", user='fgemini')
+    # worker_agent_settings merged into Gemini CLI's settings.json: no internal retry
+    settings = json.loads(fleet.bed.ssh(fleet.host, 'cat /home/fgemini/.gemini/settings.json', user='fgemini').stdout)
+    assert settings['general']['maxAttempts'] == 1 and settings['general']['enableAutoUpdate'] is False, settings
 
     o = _Others(fleet)
     o.provision_s = took
