@@ -355,27 +355,29 @@ CODEX_PROVIDER = ('{name="fleet", base_url="%s/v1", env_key="FLEET_CODEX_KEY", w
                   'request_max_retries=0, stream_max_retries=0}')
 OTHERS = {
     'codex': {'master': 'fcodex', 'version': 'codex-cli 0.171.0', 'key': {'FLEET_CODEX_KEY': 'sk-fake-codex-0000'},
-              'first': 41, 'path': '/v1/responses', 'missing': 40},
+              'first': 41, 'path': '/v1/responses'},
     'gemini': {'master': 'fgemini', 'version': '0.61.0', 'key': {'GEMINI_API_KEY': 'AIzaFakeGeminiKey0000'},
-               'first': 51, 'path': ':streamGenerateContent', 'missing': 71},
+               'first': 51, 'path': ':streamGenerateContent'},
 }
-# fagent's Claude Code through the same helpers, for the scenarios its own tests above do not run
+# fagent's Claude Code through the same helpers, for what its own tests above do not run
 CLIS = dict(OTHERS, claude={'master': MASTER, 'first': 61, 'path': '/v1/messages'})
 # scenario -> (the close-out's marker kind, attempts spent, the capacity source it leaves or None, the item's
 # verdict after it where it does not depend on the clock: a retry's waits out its backoff)
 REAL = {'merge': ('success', 1, None, 'done'), 'claim': ('noop', 1, None, 'eligible'),
         'throttle': ('retry', 0, None, None), 'server_error': ('retry', 0, None, None),
-        'bad_key': ('capacity', 0, 'revoked', 'eligible'), 'overloaded': ('retry', 0, None, None),
-        'usage_limit': ('capacity', 0, 'rate_limit', 'eligible'), 'quota': ('capacity', 0, 'revoked', 'eligible'),
+        'bad_key': ('capacity', 0, 'revoked', 'eligible'), 'usage_limit': ('capacity', 0, 'rate_limit', 'eligible'),
         'refused': ('retry', 0, None, None), 'stall': ('retry', 0, None, None)}
-REAL_ORDER = ('merge', 'claim', 'throttle', 'server_error', 'bad_key', 'overloaded', 'usage_limit', 'quota', 'refused',
-              'stall')
-# What each CLI runs of REAL_ORDER here: Claude Code's provider errors have their own test above.
-RUNS = {'codex': REAL_ORDER[:-1], 'gemini': REAL_ORDER, 'claude': ('merge', 'refused', 'stall')}
-# The stall limit (fleet-runner --stall-timeout) of a run the endpoint never answers ({"wait": true}), and of
-# Codex CLI's refused run: it reconnects forever, printing one line again and again. It counts from the
-# spawn: Gemini CLI under load starts for over 10 s before its first request.
-STALL = {'claude': 10, 'codex': 10, 'gemini': 20}
+REAL_ORDER = ('merge', 'claim', 'throttle', 'server_error', 'bad_key', 'usage_limit', 'refused', 'stall')
+# What each CLI runs of REAL_ORDER here. One real unit per fault where the real CLI shows what a capture read
+# by the unit tests cannot (tests/corpus/captures hold every CLI's overload, quota and refused output, read by
+# test_captures_outcome.py): Claude Code's merge, and its silence before a provider that never answers (the
+# stall limit); Codex CLI's reconnecting forever on a refused connection; the reset each CLI states for a
+# usage limit, written by a real unit. Claude Code's provider errors have their own test above.
+RUNS = {'codex': REAL_ORDER[:7], 'gemini': REAL_ORDER[:6], 'claude': ('merge', 'stall')}
+# The stall limit (fleet-runner --stall-timeout) of Claude Code's run the endpoint never answers ({"wait": true},
+# counted from the spawn: it starts in a few seconds) and of Codex CLI's refused run (it prints one line again
+# and again, counted from the first).
+STALL = {'claude': 10, 'codex': 10}
 # The forge's merge, for the agent's shell tool: a merged change closing the item on the master's ledger (D2), as
 # the fake agent records it (tests/fakes/agent); the agent's own commit comes first, in a repository of its own.
 FORGE_MERGE_ON_HOST = '/usr/local/share/fleet-test-forge-merge'
@@ -498,7 +500,7 @@ def others(fleet, tmp_path_factory):
     o = _Others(fleet)
     o.provision_s = took
     for cli, spec in CLIS.items():
-        o.create(cli, [spec['first'] + REAL_ORDER.index(s) for s in RUNS[cli]] + ([spec['missing']] if 'missing' in spec else []))
+        o.create(cli, [spec['first'] + REAL_ORDER.index(s) for s in RUNS[cli]])
     print('\ntest_agent_install: codex and gemini masters provisioned in %.0f s' % took)
     return o
 
@@ -514,9 +516,9 @@ def test_the_role_installs_codex_and_gemini_answering_through_the_run_path(fleet
 @pytest.mark.parametrize('cli,scenario', [(c, s) for c in sorted(CLIS) for s in RUNS[c]])
 def test_a_real_cli_run_ends_with_its_marker_from_the_board(fleet, others, cli, scenario):
     """The real CLI in a real unit through fleet-runner: its tool call commits and merges (success), it claims
-    without one (noop); a throttle, a 500, an overload, a refused connection or a provider that never answers
-    (the stall limit) before any turn is a retry, no attempt; a usage limit darkens the master until the reset
-    the CLI states; a bad key or an empty balance until a human acts."""
+    without one (noop); a throttle, a 500, a refused connection or a provider that never answers (the stall
+    limit) before any turn is a retry, no attempt; a usage limit darkens the master until the reset the CLI
+    states; a bad key until a human acts."""
     _real_run(fleet, others, cli, scenario, CLIS[cli]['first'] + REAL_ORDER.index(scenario))
 
 
@@ -582,36 +584,19 @@ def _assert_stated_reset(cli, state, asked, capture):
     """The capacity state's reset is the one the CLI printed for the endpoint's usage limit (presets.py): Codex
     CLI's "try again at 6:12 AM" for ``resets_at`` 3 hours after the request, to its minute; Gemini CLI's
     per-day quota at the next midnight Pacific time after the request, never its "Please retry in 36s"."""
-    reset = datetime.datetime.strptime(state['reset_at'], '%Y-%m-%dT%H:%M:%SZ').replace(tzinfo=datetime.timezone.utc)
+    reset = datetime.datetime.fromisoformat(state['reset_at'].replace('Z', '+00:00'))   # the state file's own form
     if cli == 'codex':
         stated = [datetime.datetime.fromtimestamp(int(t) + presets.LIMIT_RESET_S, datetime.timezone.utc) for t in asked]
         minute = datetime.timedelta(minutes=1)
         assert min(stated) - minute <= reset <= max(stated) + minute, (state, capture)
     else:
         pacific = zoneinfo.ZoneInfo('America/Los_Angeles')
-        day = datetime.datetime.fromtimestamp(asked[0], pacific).date() + datetime.timedelta(days=1)
-        midnight = datetime.datetime.combine(day, datetime.time(0), pacific).astimezone(datetime.timezone.utc)
-        assert reset == midnight, (state, capture)
 
-
-@pytest.mark.parametrize('cli', sorted(OTHERS))
-def test_a_codex_or_gemini_cli_gone_darkens_its_master_not_the_item(fleet, others, cli):
-    """Its npm prefix moved away: the run posts nothing, spends no attempt, and the master is dark as
-    ``agent_missing`` naming the CLI (the Claude Code test below also has provision clear it)."""
-    prefix, number = others.home(cli) + '/.local/lib/fleet-agents', OTHERS[cli]['missing']
-    others.ssh(cli, 'mv %s %s.away' % (prefix, prefix))
-    state = None
-    try:
-        others.launch(cli, number)
-        others.unit_done(cli, number)
-        data = others.read(cli, number)
-        state = data['capacity']
-        assert data['kinds'] == [] and (data['reason'], data['attempts']) == ('eligible', 0), data
-        assert state and state['source'] == 'agent_missing' and "'%s'" % cli in state['message'], state
-    finally:
-        others.ssh(cli, 'mv %s.away %s' % (prefix, prefix))
-        if state is not None:
-            others.clear_capacity(cli)
+        def midnight_after(epoch):
+            day = datetime.datetime.fromtimestamp(epoch, pacific).date() + datetime.timedelta(days=1)
+            return datetime.datetime.combine(day, datetime.time(0), pacific).astimezone(datetime.timezone.utc)
+        # read when the run closed out, at most a couple of minutes after the request: a midnight in between
+        assert reset in (midnight_after(asked[0]), midnight_after(asked[-1] + 120)), (state, capture)
 
 
 def test_a_cli_gone_after_provision_darkens_the_master_and_provision_clears_it(fleet):
