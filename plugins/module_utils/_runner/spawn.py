@@ -207,7 +207,9 @@ def _capture_size(path: str) -> int:
         return -1
 
 
-# Bytes read from the capture per look; more appended since the last look is progress unread.
+# Bytes read from the capture per look; more appended since the last look is progress unread. Unmeasured
+# guess, a bound on one look's read (a look every STALL_POLL_MAX s at most). Experiment that settles it: the
+# largest growth of a capture between two looks over a month of runs; keep this above it.
 _READ_MAX = 1 << 20
 
 

@@ -11,9 +11,12 @@ Pure: the runner feeds it the bytes the agent appended (``_runner.spawn.wait_age
 from __future__ import annotations
 
 # Distinct lines remembered per run; past it every new line counts as progress (a run that prints this
-# many different lines is not looping on one).
+# many different lines is not looping on one). Unmeasured guess, a memory bound: at most SEEN_MAX x LINE_MAX
+# bytes. Experiment that settles it: count the distinct lines of a month of captures; keep this above p99.
 SEEN_MAX = 4096
-# A line longer than this is progress whatever it says (no hashing of megabytes of tool output).
+# A line longer than this is progress whatever it says (no hashing of megabytes of tool output). Unmeasured
+# guess: the retry lines seen (Codex CLI's reconnect, 100 bytes) are far below it. Experiment that settles it:
+# the longest line a CLI repeats while retrying, over the captures of tests/corpus; keep this 10x above it.
 LINE_MAX = 8192
 
 
