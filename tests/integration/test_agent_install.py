@@ -17,7 +17,10 @@ nothing, spends no attempt and darkens the master (``agent_missing``); the next 
 Beside it, on the same host, masters fcodex and fgemini run the pinned Codex CLI and Gemini CLI, installed
 by the same role (one playbook, the role once per profile) and pointed at the same endpoint: each ends a real
 run, from the board, as ✅ (its shell tool commits and merges), ⚪ (a claim without a merge), 🔁 with no
-attempt (a 429 throttle, a 500 before any turn), 🪫 revoked (a bad key).
+attempt (a 429 throttle, a 500 before any turn), 🪫 revoked (a bad key), 🪫 until the reset the CLI states (a
+usage limit). Through the same helpers: Claude Code's merge, and its silence before a provider that never
+answers (the stall limit: 🔁 ``stopped: stall``); Codex CLI reconnecting forever on a refused connection,
+stopped by the same limit.
 
 The host reaches the registry as this machine does: through its egress, whose CA bundle is copied
 to the host and given to npm (``worker_agent_npm_env``). Without a registry here the module skips.
@@ -25,6 +28,8 @@ Cost, measured on the shared 2-core VM (other engineers' jobs beside it): provis
 installing Debian's npm; the module 368 s with the host's boot, 7 min with its removal.
 The codex and gemini masters add 257 s (their provision 185 s, of which npm 57 s and the rest the role's own
 tasks twice over; their twelve tests 72 s) on a quiet machine, 310 s at a load average of 8 (provision 236 s).
+The five runs after those (two usage limits, Claude's merge and stall, Codex's refused) took 109 s at a load
+average of 10-13, where the twelve took 227 s: about 50 s on a quiet machine, 20 s of it the two stall limits.
 """
 from __future__ import annotations
 
