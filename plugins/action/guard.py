@@ -161,7 +161,10 @@ class ActionModule(ActionBase):
             # the leases are held from here: stamped before the answers are read
             timing = dict(args['timing'] or {}, leased=time.time())
             if args['plan']:
-                out = {'admitted': [dict(c, lease=None) for c in args['candidates']], 'refused': [], 'warnings': []}
+                # plan mode names its candidates here too (with board_id): one step, one pass of the candidates
+                named = step('name', args) if args['board_id'] else {'admitted': args['candidates'], 'refused': [], 'warnings': []}
+                out = {'admitted': [dict(c, lease=None) for c in named['admitted']], 'refused': named['refused'],
+                       'warnings': named['warnings']}
             else:
                 out = step('lease', args)
             out.update(probe_workers(args['masters'], out['admitted'], always=args['probe_always'] or args['plan']))

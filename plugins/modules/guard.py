@@ -161,6 +161,8 @@ options:
     description:
       - The board's id (RV(fleet.dispatch.board_info#module:board_id)); O(stage=name) names each candidate's lease
         C(<unit>@<board_id>), so two boards on one controller never share a lock. Empty - the lease name is the unit name.
+      - With O(stage=lease) and O(plan), the step names the candidates first, as O(stage=name) does (plan mode takes no
+        lease, so its candidates need no step between the two). Empty there - the candidates are taken as named.
     type: str
     default: ''
   launched:

@@ -185,6 +185,11 @@ def test_plan_mode_takes_no_lease_and_names_every_worker_for_a_read_only_probe()
     # no candidate at all: the plan still probes, to show the dark masters
     out, _w = _warned({'stage': 'lease', 'plan': True, 'candidates': [], 'masters': DECIDE_MASTERS})
     assert out['probe_hosts'] == ['w1', 'w2']
+    # with the board's id it names the candidates as the name step does, in the same step
+    named, _w = _warned({'stage': 'lease', 'plan': True, 'candidates': [{'number': 1, 'repo': ''}], 'masters': DECIDE_MASTERS,
+                         'board_id': 'b1'})
+    alone = _action({'stage': 'name', 'candidates': [{'number': 1, 'repo': ''}], 'board_id': 'b1'}).run(task_vars={})
+    assert named['admitted'] == [dict(c, lease=None) for c in alone['admitted']] and named['admitted'][0]['unit'] == 'task-1'
     # apply's lease step says it does not probe read-only
     out, _w = _warned({'stage': 'lease', 'candidates': cands, 'leases': [{'name': 'task-1', 'acquired': True}],
                        'masters': DECIDE_MASTERS})
