@@ -88,9 +88,10 @@ demo_runs() {
 }
 
 bed_demo() {
-  local host=${FLEET_DEMO_HOST:-fleet-demo} ip=${FLEET_DEMO_IP:-10.88.240.10} work=$DEMO/bed reset password
+  local host=${FLEET_DEMO_HOST:-fleet-demo} ip=${FLEET_DEMO_IP:-10.88.240.10} work=$DEMO/bed reset password forge_password
   export XDG_STATE_HOME="$DEMO/state"
   password=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+  forge_password=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
   say "the test bed: one host, $host ($ip), worker and ledger"
   "$BED" setup >&2
   "$BED" image >&2
@@ -108,6 +109,7 @@ bed_demo() {
    cat > "$work/group_vars/all.yml" <<EOG
 # Written by demo.sh for one demo run (the host is removed at its end).
 ledger_password: $password
+ledger_forge_password: $forge_password
 ledger_listen_addresses: ['*']
 ledger_allowed_networks: [10.88.0.0/16]
 dispatch_board:
@@ -121,9 +123,10 @@ worker_clones:
 worker_runner_agent_command: [/usr/bin/python3, /usr/local/lib/fake_agent.py, --mode, merge, --modes, "$DEMO_MODES"]
 worker_runner_agent_env:
   FAKE_AGENT_RESET: "$reset"
-# the fake agent's forge half merges with its own credential (never the runner's credentials.env)
+# the fake agent's forge half merges with its own role, which may record merges and nothing else
+# (never the runner's credentials.env)
 worker_agent_credentials:
-  FAKE_FORGE_DSN: "postgresql://fleet:{{ ledger_password }}@$ip:5432/fleet"
+  FAKE_FORGE_DSN: "postgresql://fleet_forge:{{ ledger_forge_password }}@$ip:5432/fleet"
 # a long first retry wait, so the status after the runs still shows the retry in its wait
 worker_runner_backoff: [1800, 1800, 1800]
 EOG

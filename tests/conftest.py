@@ -88,6 +88,43 @@ def fresh_database():
     return _fresh_database
 
 
+@pytest.fixture
+def pg_role():
+    """A factory of PostgreSQL login roles beside the database's owner: ``pg_role(dsn, *grants)`` creates
+    one (each grant a statement with ``%s`` for the role, run as ``dsn``'s user) and returns ``dsn`` logged
+    in as it. The roles are dropped after the test (their grants revoked first, while the database is there)."""
+    made = []
+
+    def make(dsn, *grants):
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+        name = 'fleet_r_' + uuid.uuid4().hex[:10]
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            try:
+                conn.execute("CREATE ROLE %s LOGIN PASSWORD 'role'" % name)
+            except psycopg.errors.InsufficientPrivilege as exc:
+                _skip_or_fail('the test server\'s role cannot create roles (%s): tests/services/postgres.sh '
+                              'grants it CREATEROLE' % exc)
+            made.append((dsn, name))
+            for grant in grants:
+                conn.execute(grant % name)
+        params = conninfo_to_dict(dsn)
+        params.update(user=name, password='role')
+        return make_conninfo(**params)
+    yield make
+    import psycopg
+    for dsn, name in made:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute('REVOKE ALL ON ALL TABLES IN SCHEMA public FROM %s' % name)
+        except psycopg.Error:
+            pass   # the database is gone, and its grants with it
+        found, _reason = _pg_admin()
+        if found is not None:
+            found[1].execute('DROP ROLE IF EXISTS %s' % name)
+            found[1].close()
+
+
 @pytest.fixture(scope='module')
 def pg_dsn():
     """A DSN for a fresh, empty PostgreSQL database, dropped after the module."""

@@ -33,7 +33,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import parse_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
-    clock_warnings, launch_answers, launch_work, plan_answers, probe_answers, probe_workers)
+    clock_warnings, launch_answers, launch_work, plan_answers, probe_answers, probe_workers, worker_clocks)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import UTC, format_time, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, reaping
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import decide as reap_decide
@@ -80,6 +80,7 @@ ARGUMENT_SPEC = dict(
     wait=dict(type='float', default=0),
     # stage=decide: probe + place + batch + the launch lists in one call
     worker_probes=dict(type='dict', default={}),
+    board_offset_s=dict(type='float'),     # board_info's clock_offset_s: this controller's clock minus the board's
     probe_now=dict(type='bool', default=True),
     clones=dict(type='dict', default={}),
     clone=dict(type='str', default=''),
@@ -259,7 +260,9 @@ def decide(args):
     for gap in unprobed:
         probed['warnings'].append('%s/%s was not probed (%s): the plan places work there as configured; apply gives it '
                                   'none until it answers' % (gap['worker'], gap['master'], gap['why']))
-    probed['warnings'].extend(clock_warnings(args['worker_probes'] if args['probe_now'] else {}))
+    surveyed = args['worker_probes'] if args['probe_now'] else {}
+    probed['warnings'].extend(clock_warnings(surveyed, controller_offset_s=args['board_offset_s']))
+    probed['clocks'] = worker_clocks(surveyed, args['board_offset_s'])   # the page's fleet table and metrics
     placed = step('place', dict(args, candidates=probed['admitted'], capacity=results, survey=probed['survey']))
     batched = step('batch', dict(args, candidates=placed['admitted'], workspaces=None))
     # plan mode: no worker gets work (the launch play reads ``work``)

@@ -167,6 +167,21 @@ now:
   returned: always
   type: str
   sample: '2026-11-30T01:00:00.000000Z'
+board_time:
+  description:
+    - The board's own clock as the read ended (GitHub's Date header, the PostgreSQL ledger's database clock, a SQLite
+      ledger's writer's); null when it could not be read. Runs, merges and their ages are dated on this clock.
+  returned: always
+  type: str
+  sample: '2026-11-30T01:00:01.000000Z'
+clock_offset_s:
+  description:
+    - Seconds this controller's clock is ahead of the board's (negative when behind), to the second on GitHub; null when
+      the board's clock could not be read. A worker's own offset from the board's is its probe's C(clock_skew_s) plus
+      this (the dispatch role shows it per worker in status and the metrics).
+  returned: always
+  type: float
+  sample: -0.4
 cost:
   description:
     - What the read cost where the board meters it (GitHub rate-limit points); null for the ledger.
@@ -361,6 +376,8 @@ candidates:
   elements: dict
 '''
 
+import datetime
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
@@ -368,9 +385,22 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol imp
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity, open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import TableError, write_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import board_id
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import CLOCK_SKEW_WARN, UTC, format_time, skew_text
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates
+
+
+def _board_clock(module, board):
+    """The board's clock and this controller's offset from it (a guard read: unknown when it fails, D5)."""
+    try:
+        told = board.board_time()
+    except (BoardError, NotImplementedError) as exc:
+        module.warn("the board's clock could not be read: worker clocks are measured against this controller's (%s)" % exc)
+        return {'board_time': None, 'clock_offset_s': None}
+    offset = round((datetime.datetime.now(UTC) - told).total_seconds(), 1)
+    if abs(offset) > CLOCK_SKEW_WARN:
+        module.warn(skew_text('this controller', offset, 'the board'))
+    return {'board_time': format_time(told), 'clock_offset_s': offset}
 
 
 def _warn_refusals(module, wanted, assessed):
@@ -417,7 +447,8 @@ def main():
     if module.params['numbers']:
         spec.pop('read_memory', None)  # a hand dispatch reads its items in full, never deferred
     now = module_now(module)
-    result = dict(changed=False, readable=True, error='', board='', now=format_time(now), cost=None, board_items=[],
+    result = dict(changed=False, readable=True, error='', board='', now=format_time(now), board_time=None, clock_offset_s=None,
+                  cost=None, board_items=[],
                   candidates=[], counts={}, table='', board_id=board_id(*board_identity(spec)))
     if module.params['table']:
         result['table'] = module.params['table'].replace('{board_id}', result['board_id'])
@@ -432,6 +463,7 @@ def main():
         with open_board(spec) as board:
             result['board'] = board.location
             read = board.read(now=now)
+            result.update(_board_clock(module, board))
     except BoardUnreadable as exc:
         result.update(readable=False, error=str(exc))
         write([])

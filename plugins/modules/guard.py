@@ -199,6 +199,13 @@ options:
         was unreachable leaves its masters blind (a failed answer, D5).
     type: dict
     default: {}
+  board_offset_s:
+    description:
+      - O(stage=decide) - seconds this controller's clock is ahead of the board's (M(fleet.dispatch.board_info)'s
+        RV(fleet.dispatch.board_info#module:clock_offset_s)); each worker's clock is then measured against the board's, the one
+        runs are dated by. Omitted or null - against this controller's.
+    type: float
+    version_added: 0.1.0
   probe_now:
     description: O(stage=decide) - V(false) when this cycle probed nobody (a hand dispatch without a candidate); every master is skipped.
     type: bool
@@ -366,7 +373,10 @@ probe:
   returned: when O(stage=decide)
   type: dict
 probed:
-  description: O(stage=decide) - the answer of the V(probe) step (C(admitted), C(refused), C(survey), C(duplicates), C(repairs)).
+  description:
+    - O(stage=decide) - the answer of the V(probe) step (C(admitted), C(refused), C(survey), C(duplicates), C(repairs)).
+    - It also has C(clocks), each probed worker's C(controller_skew_s) and C(board_skew_s) (its clock ahead of the board's,
+      null without O(board_offset_s)).
   returned: when O(stage=decide)
   type: dict
 placed:

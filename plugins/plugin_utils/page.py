@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.cost import fleet_spend
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import CLOCK_SKEW_WARN, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import pull_summary
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until
 
@@ -71,6 +71,7 @@ def fleet(configured: Iterable[Dict[str, Any]], placed: Optional[Iterable[Dict[s
         return _previous_fleet(configured, previous, now)
     by_key = dict(('%s/%s' % (m.get('worker'), m.get('master')), m) for m in placed or [])
     counts = (survey or {}).get('masters') or {}
+    clocks = (survey or {}).get('clocks') or {}
     blind = dict(('%s/%s' % (b.get('worker'), b.get('master')), b.get('why') or 'no answer')
                  for b in (survey or {}).get('blind') or [])
     out = []
@@ -96,8 +97,16 @@ def fleet(configured: Iterable[Dict[str, Any]], placed: Optional[Iterable[Dict[s
                     'reset_at': (reset or 'unknown') if dark else None,
                     'reset_in_s': _seconds(reset, now) if dark and reset else None,
                     'why': got.get('why', '') if dark else '',
-                    'headroom': head, 'probe': probe})
+                    'headroom': head, 'probe': probe,
+                    'board_skew_s': (clocks.get(m.get('worker')) or {}).get('board_skew_s')})
     return out
+
+
+def clock_text(skew) -> str:
+    """A worker's clock against the board's, as the fleet tables print it: ``+0 s``, ``-600 s: fix time sync``."""
+    if skew is None:
+        return '?'
+    return '%+.0f s%s' % (skew, ': fix time sync' if abs(skew) > CLOCK_SKEW_WARN else '')
 
 
 def fleet_record(rows: Iterable[Dict[str, Any]], at: Any) -> Dict[str, Any]:
@@ -123,7 +132,7 @@ def _previous_fleet(configured, previous, now) -> List[Dict[str, Any]]:
         if got is None:
             out.append({'worker': m.get('worker'), 'master': m.get('master'), 'live_runs': None, 'dark': False,
                         'source': None, 'reset_at': None, 'reset_in_s': None, 'why': '', 'headroom': {},
-                        'probe': 'not probed'})
+                        'probe': 'not probed', 'board_skew_s': None})
             continue
         row = dict(got)
         row['dark'] = bool(row.get('dark'))
@@ -170,8 +179,9 @@ def fleet_text(data: Dict[str, Any]) -> str:
         else:
             state, until = ('unknown' if m.get('probe') == 'not probed' else 'usable'), '-'
         rows.append(['%s/%s' % (m.get('worker'), m.get('master')), state, until,
-                     '?' if m.get('live_runs') is None else str(m['live_runs']), str(m.get('probe') or '')])
-    return text_table(['master', 'state', 'dark', 'live runs', 'probe'], rows)
+                     '?' if m.get('live_runs') is None else str(m['live_runs']), clock_text(m.get('board_skew_s')),
+                     str(m.get('probe') or '')])
+    return text_table(['master', 'state', 'dark', 'live runs', 'clock vs board', 'probe'], rows)
 
 
 def recent_runs(items: Iterable[Dict[str, Any]], now: Any = None, limit: int = RECENT_RUNS) -> List[Dict[str, Any]]:
@@ -318,9 +328,10 @@ def _master_row(m) -> str:
     headroom = 'load %s / %s cpus, %s kB free' % (head.get('load1', '?'), head.get('cpus', '?'),
                                                   head.get('mem_available_kb', '?')) if head else 'unknown'
     return ('<tr class="master %s" data-master="%s/%s"><td>%s</td><td>%s</td><td class="num">%s</td>'
-            '<td class="state">%s</td><td class="reset">%s</td><td>%s</td><td class="probe">%s</td></tr>') % (
+            '<td class="state">%s</td><td class="reset">%s</td><td>%s</td><td class="clock">%s</td><td class="probe">%s</td></tr>') % (
         'dark' if m['dark'] else 'usable', _e(m.get('worker')), _e(m.get('master')), _e(m.get('worker')), _e(m.get('master')),
-        _e('?' if m.get('live_runs') is None else m.get('live_runs')), _e(state), _e(reset), _e(headroom), _e(m.get('probe')))
+        _e('?' if m.get('live_runs') is None else m.get('live_runs')), _e(state), _e(reset), _e(headroom),
+        _e(clock_text(m.get('board_skew_s'))), _e(m.get('probe')))
 
 
 def _run_row(r) -> str:
@@ -421,7 +432,7 @@ def render_page(data: Dict[str, Any]) -> str:
                                   'spend since reopen / item budget', 'cost', 'pull request'],
                         [_item_row(it) for it in items]))
     parts.append('<h2>Fleet</h2>')
-    parts.append(_table('fleet', ['worker', 'master', 'live runs', 'state', 'reset', 'headroom', 'last probe'],
+    parts.append(_table('fleet', ['worker', 'master', 'live runs', 'state', 'reset', 'headroom', 'clock vs board', 'last probe'],
                         [_master_row(m) for m in masters]))
     parts.append('<h2>Spend</h2>')
     parts.append(_table('spend', ['master (as its runs name it)', 'runs', 'priced runs', 'tokens', 'cost'], [
@@ -463,6 +474,8 @@ def _num(value) -> str:
 METRICS = (
     ('fleet_dispatch_items', 'gauge', 'Board items by the reason that decides them.'),
     ('fleet_dispatch_live_runs', 'gauge', 'Live task units per master, as the probe counted them.'),
+    ('fleet_dispatch_worker_clock_skew_seconds', 'gauge',
+     'Seconds each worker\'s clock is ahead of the board\'s (negative: behind), as this cycle\'s probe measured it.'),
     ('fleet_dispatch_dark_masters', 'gauge', 'Masters that are dark, by source (rate_limit, revoked).'),
     ('fleet_dispatch_reset_seconds', 'gauge', 'Seconds until a dark master\'s stated reset (negative: passed).'),
     ('fleet_dispatch_lease_hold_seconds', 'gauge', 'Seconds this cycle held each lease it acquired.'),
@@ -498,16 +511,22 @@ def render_metrics(data: Dict[str, Any]) -> str:
     masters = fleet(data.get('configured') or [], data.get('masters'), data.get('survey'), now, _record(data, 'previous_fleet'))
     dark = {}
     probed_at = None
+    skewed = {}
     for m in masters:
         labels = {'worker': m['worker'], 'master': m['master']}
         if m.get('live_runs_at'):
             probed_at = m['live_runs_at']   # a count of an earlier probe is not this cycle's: left out
-        elif m['live_runs'] is not None:
-            samples['fleet_dispatch_live_runs'].append((labels, m['live_runs']))
+        else:
+            if m['live_runs'] is not None:
+                samples['fleet_dispatch_live_runs'].append((labels, m['live_runs']))
+            if m.get('board_skew_s') is not None:
+                skewed[m['worker']] = m['board_skew_s']
         if m['dark']:
             dark[m['source'] or 'unknown'] = dark.get(m['source'] or 'unknown', 0) + 1
             if m['reset_in_s'] is not None:
                 samples['fleet_dispatch_reset_seconds'].append((dict(labels, source=m['source'] or 'unknown'), m['reset_in_s']))
+    for worker in sorted(skewed, key=str):
+        samples['fleet_dispatch_worker_clock_skew_seconds'].append(({'worker': worker}, skewed[worker]))
     for source in ('rate_limit', 'revoked'):
         dark.setdefault(source, 0)
     for source in sorted(dark):

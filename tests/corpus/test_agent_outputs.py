@@ -2,7 +2,7 @@
 
 Every real sample (claude.yml, codex.yml, gemini.yml) and, separately, every constructed one is
 read by ``_runner.classify.classify`` -- the function behind ``fleet-runner classify``, which calls
-the runner's own reading (``_core.outcome.agents.read_capture``) and close-out (``_core.outcome.closeout.decide``).
+the runner's own reading (``_core.outcome.capture.read_capture``) and close-out (``_core.outcome.closeout.decide``).
 Asserted per sample: ``kind``; ``reset_at`` (null is a label too); and where the label states them,
 ``turns``, ``cost_usd``, ``usage``, ``reset_in_s`` and ``reset_local``. The reading gets what a
 reader of the report had: ``now`` when the report gives it, else the report's date (a zoned clock
@@ -20,7 +20,7 @@ import datetime as dt
 import pytest
 import yaml
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import read_capture
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import read_capture
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner.classify import classify
 
 from test_corpus_wellformed import CONSTRUCTED_FILE, DATA, REAL_FILES

@@ -1,7 +1,7 @@
 """Every real capture (``captures/``) through the shipped classifier: the outcome a careful human reads.
 
 Each capture is read by ``_runner.classify.classify`` -- the function behind ``fleet-runner
-classify``, which calls the runner's own reading (``_core.outcome.agents.read_capture``) and
+classify``, which calls the runner's own reading (``_core.outcome.capture.read_capture``) and
 close-out (``_core.outcome.closeout.decide``) -- with what the runner had: the capture's exit code,
 ``now`` = when the run ended (``captured``) and the capturing host's zone (UTC). Asserted per
 capture: the reading's ``kind``, the close-out marker (``expect.outcome``: a transient failure

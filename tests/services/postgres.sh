@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start Debian's PostgreSQL for the test suite and print the admin DSN the tests use.
 # Idempotent: installs the package when missing (root only), starts the default cluster,
-# creates the role "fleet" (CREATEDB) with a password the tests know. Loopback only.
+# creates the role "fleet" (CREATEDB, CREATEROLE) with a password the tests know. Loopback only.
 set -euo pipefail
 # stdout carries the DSN and nothing else: every tool's chatter goes to stderr
 # (pg_ctlcluster prints "Removed stale pid file." on stdout after an unclean stop).
@@ -39,6 +39,8 @@ END $$;
 -- the tests drop their databases WITH (FORCE): ending a straggling session of another role (a runner a
 -- test started, a role the ledger tests made) needs pg_signal_backend, or the drop fails the test
 GRANT pg_signal_backend TO fleet;
+-- the ledger's role tests log in as a forge's role beside the owner: they create and drop such roles
+ALTER ROLE fleet CREATEROLE;
 SQL
 port=$(pg_lsclusters -h | awk -v v="$ver" '$1==v && $2=="main" {print $3}')
 echo "postgresql://fleet:fleet@127.0.0.1:${port}/postgres"

@@ -18,6 +18,7 @@ from .._core.dispatch.announce import REPORT_STATUS, SILENCED_STATUS
 from .._core.board.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
 from .._core.board.naming import item_number
 from . import ledger_pulls as _pulls
+from . import ledger_roles as _roles
 from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable, Undecodable
 
 LEDGER_AUTHOR = 'fleet.dispatch'
@@ -66,7 +67,10 @@ MIGRATIONS = [
     # An artifact's pull-request head, review notes and check results (_board/ledger_pulls.py): an older
     # controller or runner refuses a board at version 5 rather than start a fresh branch beside an open PR.
     _pulls.MIGRATION,
-    # Room for later board migrations (version 6+). The handoff claims are NOT board
+    # Who may write what on PostgreSQL (_board/ledger_roles.py): a comment records its writer's role, and any
+    # role but the fleet's records artifacts and nothing else. SQLite gets the empty writer column only.
+    _roles.MIGRATION,
+    # Room for later board migrations (version 7+). The handoff claims are NOT board
     # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
     # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
     # not board tables either (component 'lease', _store.lease.MIGRATIONS): do not add them here.
@@ -146,6 +150,7 @@ class LedgerBoard(Board):
         # a store migrated only part of the way (tests of forward migration) has no route columns
         self._routes = any(m[0] == ROUTE_VERSION for m in self._migrations)
         self._pull_columns = any(m[0] == _pulls.PULLS_VERSION for m in self._migrations)
+        self._writers = any(m[0] == _roles.ROLES_VERSION for m in self._migrations)
         try:
             self._store = SqlStore(path=path, dsn=dsn, timeout=timeout, create=create)
         except SqlError as exc:
@@ -187,6 +192,10 @@ class LedgerBoard(Board):
         if not isinstance(now, _dt.datetime) or now.tzinfo is None:
             raise BoardError('the ledger clock must return an aware datetime, got %r' % (now,))
         return now.astimezone(_dt.timezone.utc)
+
+    def board_time(self):
+        """The clock the ledger stamps its writes with: the database's on PostgreSQL, else the writer's."""
+        return self._tx(self._now, unreadable=True) if self._db_clock else self._now()
 
     @staticmethod
     def _fixed(at):
@@ -249,7 +258,8 @@ class LedgerBoard(Board):
 
         ``now`` is accepted for the protocol and unused: the ledger has no time-dependent read.
         """
-        items = self._tx(lambda tx: self._load(tx, None, self._reports, self._routes, self._pull_columns), unreadable=True)
+        items = self._tx(lambda tx: self._load(tx, None, self._reports, self._routes, self._pull_columns, self._writer_check()),
+                         unreadable=True)
         for item in items:
             item.marker_authors = list(self.marker_authors)
         self._attach_sessions(items, None)
@@ -282,16 +292,25 @@ class LedgerBoard(Board):
 
     def get(self, number):
         number = _number(number)
-        items = self._tx(lambda tx: self._load(tx, number, routes=self._routes, pulls=self._pull_columns), unreadable=True)
+        items = self._tx(lambda tx: self._load(tx, number, routes=self._routes, pulls=self._pull_columns,
+                                               writers=self._writer_check()), unreadable=True)
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
         items[0].marker_authors = list(self.marker_authors)
         self._attach_sessions(items, number)
         return items[0]
 
+    def _writer_check(self):
+        """What ``_load`` reads comments' writers with: the ``marker_authors``, or None before version 6."""
+        return list(self.marker_authors) if self._writers else None
+
     @staticmethod
-    def _load(tx, number, reports=True, routes=True, pulls=True):
-        """Fetch each table once (filtered to one item when ``number`` is given) and join in Python."""
+    def _load(tx, number, reports=True, routes=True, pulls=True, writers=None):
+        """Fetch each table once (filtered to one item when ``number`` is given) and join in Python.
+
+        ``writers`` (the ``marker_authors``; None on a store before version 6) turns on the comments'
+        writer check: a comment a role outside the fleet wrote is read as that role's (``_board/ledger_roles.py``).
+        """
         if number is None:
             where, args = '', ()
         else:
@@ -316,10 +335,13 @@ class LedgerBoard(Board):
                 items[num].priority = route.get('priority') or None
             if bad:
                 items[num].unreadable = 'its row in items: %s' % ', '.join(bad)
-        for cid, item, author, body, created in tx.all(
-                'SELECT id, item, author, body, created_at FROM comments' + where + ' ORDER BY created_at, id', args):
+        trusted = _roles.fleet_roles(tx, writers) if writers is not None else None
+        for cid, item, author, body, created, writer in tx.all(
+                'SELECT id, item, author, body, created_at, %s FROM comments' % ('writer' if writers is not None else "''")
+                + where + ' ORDER BY created_at, id', args):
             if item in items:
-                bad = _bad_columns(('author', author), ('body', body))
+                bad = _bad_columns(('author', author), ('body', body), ('writer', writer))
+                author = _roles.author(author, writer, trusted) if not bad else author
                 when = _row_time(created, bad, 'created_at')
                 if bad:
                     # one bad comment: this item is shown, never judged (a lost marker could be its start)
@@ -636,7 +658,9 @@ class LedgerBoard(Board):
 
         def write(tx):
             for n in numbers:
-                self._require(tx, n)
+                # the number alone: a forge's role reads nothing else of an item (_board/ledger_roles.py)
+                if tx.one('SELECT number FROM items WHERE number = ?' + tx.dialect.for_update, (n,)) is None:
+                    raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % n)
             now = self._now(tx) if created is None or (merged and merged_fixed is None) else None
             created_text = format_time(created or now)
             merged_text = format_time(merged_fixed or now) if merged else None

@@ -70,6 +70,12 @@ class Board(object):
         """One item with comments, events, blockers and artifacts. ``ItemNotFound`` if absent."""
         raise NotImplementedError
 
+    def board_time(self):
+        """The board's clock now, as an aware UTC datetime: the clock its comment and merge times are on
+        (D16). A worker's or a controller's clock is measured against it, never the other way round.
+        ``BoardUnreadable`` when the board does not answer."""
+        raise NotImplementedError
+
     def pull_details(self, item: Item) -> None:
         """Read into ``item``'s artifact the review and checks of the open pull request its next run continues
         (``_core.dispatch.pr_loop``), where ``get`` left them out. Asked for per candidate (the runner's brief,

@@ -90,7 +90,7 @@ def default_state_dir(environ=None) -> str:
 
 def read_start_record(state_dir: str, unit: str) -> Optional[Dict[str, Any]]:
     """The runner's start record of ``unit`` (``<state_dir>/runs/<unit>/start.json``; the runner writes
-    it, ``_runner/run.py`` ``Run._start_record``), or None when it is missing or not a JSON object."""
+    it, ``_runner/workspace.py`` ``Run._start_record``), or None when it is missing or not a JSON object."""
     import json
     try:
         with open(os.path.join(state_dir, 'runs', unit, START_FILE), encoding='utf-8') as handle:

@@ -86,13 +86,13 @@ def stale_runners(runner, items, path, expected) -> List[str]:
 
 
 def agent_setenv(setenv):
-    """Issue 14: the agent inherits the launch's non-secret setenv names, and only those (``_core.outcome.agent_env``)."""
+    """The agent inherits the launch's non-secret setenv names, and only those (``_core.outcome.agent_env``)."""
     names = sorted(k for k in setenv if not k.startswith('FLEET_') and not SECRET_NAME.search(k))
     return {AGENT_SETENV: ','.join(names)} if names else {}
 
 
 def sandbox_settings(option=None):
-    """Issue 14: the run units' hardening - ``option``, else this master's sandbox file (``{}``: none).
+    """The run units' hardening - ``option``, else this master's sandbox file (``{}``: none).
 
     Checked once for the call: ValueError (naming the file or the key and the fix) before any unit starts."""
     settings = option

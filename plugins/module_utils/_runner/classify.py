@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """``fleet-runner classify [--agent NAME] FILE|-``: what the runner reads in a capture, and what it would post.
 
-It calls the functions the runner's close-out calls -- ``_core.outcome.agents.read_capture`` (the one
+It calls the functions the runner's close-out calls -- ``_core.outcome.capture.read_capture`` (the one
 reading of every agent profile) and ``_core.outcome.closeout.decide`` -- so an operator can ask "why was
 this run marked X?" of any ``capture.log``, on a worker or on the controller. Prints one JSON
 object; the page is ``docs/classify.md``.
@@ -18,7 +18,8 @@ import os
 import sys
 from typing import Any, Dict, Optional
 
-from .._core.outcome.agents import PROFILES, read_capture, summary
+from .._core.outcome.capture import read_capture, summary
+from .._core.outcome.profiles import PROFILES
 from .._core.outcome.closeout import decide
 from .._core.board.model import Item, format_time, parse_time
 
@@ -52,7 +53,7 @@ def local_zone() -> Any:
 
 def classify(capture: str, agent: Any = None, *, exit_code: Optional[int] = None, now: Any = None, tz: Any = None,
              on_date: Any = None, decision_now: Any = None) -> Dict[str, Any]:
-    """The classify object for one capture: the reading (``_core.outcome.agents.summary``) plus ``decision``.
+    """The classify object for one capture: the reading (``_core.outcome.capture.summary``) plus ``decision``.
 
     ``now``/``tz``/``on_date`` are the reading's (see ``read_capture``). ``decision`` is what the
     close-out would post if the forge reports NO artifact since the run's start (``assumes`` says

@@ -225,7 +225,15 @@ class Dialect(object):
         return found
 
     def ddl(self, text):
-        """Expand DDL templates: ``{id}`` is an auto-increment integer primary key."""
+        """Expand DDL templates: ``{id}`` is an auto-increment integer primary key.
+
+        A statement only one dialect has (PostgreSQL's roles, grants, row policies and triggers) is a
+        mapping ``{dialect name: statement}``: ``None`` for a dialect it does not name (nothing to run).
+        """
+        if isinstance(text, dict):
+            text = text.get(self.name)
+            if text is None:
+                return None
         if self.name == 'sqlite':
             ident = 'INTEGER PRIMARY KEY AUTOINCREMENT'
         else:
@@ -506,7 +514,9 @@ class SqlStore(object):
                 if version in have:
                     continue
                 for statement in statements:
-                    tx.run(self.dialect.ddl(statement))
+                    text = self.dialect.ddl(statement)
+                    if text is not None:
+                        tx.run(text)
                 tx.run('INSERT INTO schema_version (component, version, name, applied_at) VALUES (?, ?, ?, ?)',
                        (component, version, name, now_text))
                 done.append(version)

@@ -38,8 +38,11 @@ class FakeGitHub(object):
 
     def __init__(self, token: str = 'test-token', viewer: str = 'fleet-bot', clock=None, rate_limit: int = 5000,
                  schema_path: Optional[str] = None, scopes=None, permissions=None, forbidden_repos=(),
-                 content_per_minute: int = 80, graphql_points_per_minute: int = 2000):
+                 content_per_minute: int = 80, graphql_points_per_minute: int = 2000, date_clock=None):
         self.token = token
+        # the clock of the answers' Date header: the real one unless given (the store's clock dates the data, and
+        # tests set it apart from the Date to age what the board holds); GitHub's own clock is both
+        self.date_clock = date_clock
         self.grant = Grant(token, scopes=scopes, permissions=permissions, forbidden_repos=forbidden_repos)
         self.content_per_minute = content_per_minute
         self.graphql_points_per_minute = graphql_points_per_minute
@@ -231,6 +234,11 @@ class FakeGitHub(object):
             if not self.grant.can('issues', 'write' if write else 'read', repo):
                 return self._refused(extra, 'issues=write' if write else 'issues=read')
             return self._issue_route(method, issue, rest, payload)
+        if path == '/rate_limit' and method == 'GET':
+            # GET /rate_limit costs nothing against the limits it reports (docs.github.com/en/rest/rate-limit)
+            rl = self.rate_limit
+            core = {'limit': rl['limit'], 'used': rl['used'], 'remaining': rl['limit'] - rl['used'], 'reset': rl['reset_epoch']}
+            return 200, {'resources': {'core': core, 'graphql': dict(core)}, 'rate': core}
         if path == '/notifications' and method == 'GET':
             if not self.grant.scoped:
                 # GET /notifications is for classic and OAuth tokens only: @octokit/openapi marks it
@@ -381,6 +389,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):  # quiet: tests read FakeGitHub.log instead
         return
+
+    def date_time_string(self, timestamp=None):
+        """The Date header, on the fake's ``date_clock`` when it has one."""
+        if self.fake.date_clock is None:
+            return BaseHTTPRequestHandler.date_time_string(self, timestamp)
+        from email.utils import format_datetime
+        return format_datetime(self.fake.date_clock().astimezone(UTC), usegmt=True)
 
     def _serve(self):
         length = int(self.headers.get('Content-Length') or 0)

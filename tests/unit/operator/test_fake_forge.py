@@ -64,6 +64,21 @@ def test_the_fake_forge_merges_with_its_own_credential(tmp_path, pg_dsn):
     assert [7] == [n for a in _merged(pg_dsn) for n in a.closes]
 
 
+def test_the_fake_forge_merges_with_a_role_that_may_record_artifacts_only(tmp_path, pg_dsn, pg_role):
+    """The forge's credential is a role of its own (``_board/ledger_roles.py``): enough for the merge."""
+    board = LedgerBoard(dsn=pg_dsn)
+    board.upsert_item(number=7, title='item 7', status='Ready')
+    board.close()
+    proc = _run(tmp_path, {'FAKE_FORGE_DSN': pg_role(pg_dsn)})
+    assert proc.returncode == 0, proc.stderr
+    assert [7] == [n for a in _merged(pg_dsn) for n in a.closes]
+    board = LedgerBoard(dsn=pg_dsn)
+    try:
+        assert board.get(7).state == 'closed'
+    finally:
+        board.close()
+
+
 def test_the_fake_forge_never_takes_the_runners_dsn(tmp_path, pg_dsn):
     board = LedgerBoard(dsn=pg_dsn)
     board.upsert_item(number=7, title='item 7', status='Ready')

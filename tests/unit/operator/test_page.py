@@ -165,3 +165,30 @@ def test_the_fleet_text_says_dark_masters_with_source_and_reset_and_never_calls_
     assert 'until a human clears it' in [x for x in lines if x.startswith('w2/agent1')][0]
     data.update(masters=None, survey=None, previous_fleet_text='')
     assert all(' unknown ' in x for x in fleet_text(data).splitlines()[2:])
+
+
+def test_a_worker_clock_off_the_board_s_is_in_the_fleet_tables_and_the_metrics_and_survives_into_status():
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet_record, fleet_text
+    sweep = cycle()
+    sweep['survey'] = dict(sweep['survey'], clocks={'w1': {'controller_skew_s': -599.0, 'board_skew_s': -600.4},
+                                                    'w2': {'controller_skew_s': 1.0, 'board_skew_s': 1.2}})
+    lines = fleet_text(sweep).splitlines()
+    assert 'clock vs board' in lines[0]
+    assert all('-600 s: fix time sync' in x for x in lines if x.startswith('w1/'))
+    assert all('+1 s ' in x and 'fix time' not in x for x in lines if x.startswith('w2/'))
+    assert '<td class="clock">-600 s: fix time sync</td>' in render_page(sweep)
+    metrics = render_metrics(sweep).splitlines()
+    skews = [ln for ln in metrics if ln.startswith('fleet_dispatch_worker_clock_skew_seconds{')]
+    assert skews == ['fleet_dispatch_worker_clock_skew_seconds{worker="w1"} -600.4',
+                     'fleet_dispatch_worker_clock_skew_seconds{worker="w2"} 1.2'], skews   # one per worker, not per master
+    # status probes nothing: the last sweep's reading, in its table; no gauge (it is not this cycle's measure)
+    status = cycle()
+    status.update(masters=None, survey=None, mode='status', now='2026-11-30T12:20:00Z',
+                  previous_fleet=fleet_record(fleet(sweep['configured'], sweep['masters'], sweep['survey'], sweep['now']),
+                                              sweep['now']))
+    assert all('-600 s: fix time sync' in x for x in fleet_text(status).splitlines() if x.startswith('w1/'))
+    assert 'fleet_dispatch_worker_clock_skew_seconds{' not in render_metrics(status)
+    # a cycle whose probe measured no clock says it does not know
+    unknown = fleet_text(cycle()).splitlines()
+    column = unknown[0].index('clock vs board')
+    assert len(unknown) == 6 and all(x[column:column + 2] == '? ' for x in unknown[2:]), unknown

@@ -27,7 +27,7 @@ WAIT_PLAY = '''
   tasks:
     - name: Stand in for the dispatch's own board read and its confirmed launch
       ansible.builtin.set_fact:
-        _dispatch_board: {now: "{{ since }}"}
+        _dispatch_board: {now: "{{ since }}", board_time: "{{ board_time | default(none) }}"}
         _dispatch_confirmed: {launched: "{{ confirmed | default([]) }}"}
     - name: Wait
       ansible.builtin.include_role:
@@ -59,11 +59,12 @@ def board(tmp_path):
     return spec
 
 
-def _wait(tmp_path, board, issue, since, *extra, confirmed=None):
+def _wait(tmp_path, board, issue, since, *extra, confirmed=None, board_time=None):
     play = tmp_path / 'wait.yml'
     play.write_text(WAIT_PLAY)
     argv = [str(BIN / 'ansible-playbook'), '-i', 'localhost,', '-c', 'local', str(play), '-e',
-            json.dumps({'dispatch_board': board, 'dispatch_issue': issue, 'since': since, 'confirmed': confirmed or []})] + list(extra)
+            json.dumps({'dispatch_board': board, 'dispatch_issue': issue, 'since': since, 'confirmed': confirmed or [],
+                        'board_time': board_time})] + list(extra)
     return subprocess.run(argv, env=_env(tmp_path), capture_output=True, text=True, check=False, timeout=300)
 
 
@@ -83,6 +84,17 @@ def test_the_wait_ends_failed_at_its_bound_while_only_the_start_marker_is_there(
 def test_a_close_out_older_than_the_dispatch_is_not_this_runs(tmp_path, board):
     proc = _wait(tmp_path, board, 4, '2999-01-01T00:00:00.000000Z', '-e', 'dispatch_wait_timeout=1', '-e', 'dispatch_wait_delay=1')
     assert proc.returncode != 0 and 'item 4 has no close-out' in proc.stdout
+
+
+def test_an_unconfirmed_run_is_waited_for_on_the_board_s_clock_not_the_controller_s(tmp_path, board):
+    """The controller's clock is far ahead of the board's: the close-out is newer than the dispatch's read by the
+    board's clock (board_time), older by the controller's. The wait reads it on the board's clock."""
+    proc = _wait(tmp_path, board, 4, '2999-01-01T00:00:00.000000Z', board_time='2000-01-01T00:00:00.000000Z')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'item 4 closed out: success' in proc.stdout
+    proc = _wait(tmp_path, board, 4, '2000-01-01T00:00:00.000000Z', '-e', 'dispatch_wait_timeout=1', '-e', 'dispatch_wait_delay=1',
+                 board_time='2999-01-01T00:00:00.000000Z')
+    assert proc.returncode != 0 and 'item 4 has no close-out' in proc.stdout, proc.stdout
 
 
 def test_the_confirmed_runs_close_out_is_read_by_its_run_id_whatever_the_clocks(tmp_path, board):

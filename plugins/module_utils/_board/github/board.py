@@ -950,6 +950,19 @@ class GitHubBoard(Board):
     def close(self) -> None:
         self._http.close()
 
+    def board_time(self):
+        """GitHub's clock: the Date header of its last answer to this board, carried forward on this
+        machine's clock; ``GET /rate_limit`` (free of every limit) when nothing was asked yet. To the second."""
+        if self._http.date_offset is None:
+            try:
+                self._rest('GET', '/rate_limit', what="read GitHub's clock")
+            except BoardError as exc:
+                if self._http.date_offset is None:     # an error answer is dated all the same
+                    raise BoardUnreadable(str(exc))
+        if self._http.date_offset is None:
+            raise BoardUnreadable("GitHub's answer had no Date header: its clock is unknown")
+        return self._http.clock() + self._http.date_offset
+
     # -- REST -------------------------------------------------------------------------------
     def _rest(self, method, path, *, body=None, params=None, expect=dict, what=''):
         """One REST call; the answer is type-checked against ``expect`` before use (🔴 D5)."""

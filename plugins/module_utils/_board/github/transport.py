@@ -174,6 +174,8 @@ class Transport(object):
         self.retries = int(retries)
         self.redirects = []  # type: List[str]
         self.last_headers = {}  # type: Dict[str, str]
+        self.date_offset = None  # type: Optional[_dt.timedelta]
+        """GitHub's clock minus this one, from the Date header of the last answer (to the second)."""
         self.waits = []  # type: List[float]
         """Every rate-limit wait this transport slept, in seconds (reported, never hidden)."""
 
@@ -240,6 +242,9 @@ class Transport(object):
                 raise HttpFailure('%s %s did not answer: %s' % (method, self._safe(url), type(exc).__name__ + ': ' + str(exc)))
             status = int(resp.status_code)
             headers = dict((str(k).lower(), v) for k, v in (resp.headers or {}).items())
+            dated = _http_date(headers.get('date'))
+            if dated is not None:   # a Date is cut to its second: the middle of that second is the best guess
+                self.date_offset = dated + _dt.timedelta(seconds=0.5) - self.clock()
             location = headers.get('location')
             if status in (301, 302, 307, 308) and isinstance(location, str) and location:
                 location = urljoin(url, location)

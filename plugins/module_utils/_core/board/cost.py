@@ -4,7 +4,7 @@
 """The cost of an item's runs, summed from its close-out markers (in all, and per master that ran them).
 
 Pure. Each terminal marker carries what the run's envelope stated (``turns``, ``tokens``,
-``cost_usd``; ``_runner.run.run_cost``); this adds them up and never fills a gap: a run whose
+``cost_usd``; ``_runner.closeout.run_cost``); this adds them up and never fills a gap: a run whose
 envelope stated no cost adds nothing to ``cost_usd`` and is not counted in ``priced_runs``.
 """
 

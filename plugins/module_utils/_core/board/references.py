@@ -104,7 +104,7 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-def _closes_item(entry: Any, number: int, repo: str) -> bool:
+def closes_item(entry: Any, number: int, repo: str) -> bool:
     """One entry of an artifact's ``closes`` list: an int, ``(repo, n)``, ``'owner/repo#n'`` or ``'#n'``."""
     if isinstance(entry, bool):
         return False
@@ -146,7 +146,7 @@ def artifacts_since(artifacts: Iterable[Any], number: int, run_started_at: Any, 
         started = None
     found = []
     for artifact in artifacts or ():
-        if not any(_closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
+        if not any(closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
             continue
         if started is not None:
             try:
@@ -211,7 +211,7 @@ def attribute(artifacts: Iterable[Any], number: int, run_started_at: Any, zero_t
         continued = bool(pushed) and str(_get(artifact, 'ref', '')) == pushed
         if not ((created > started or continued) and merged_at > started):
             continue
-        if not any(_closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
+        if not any(closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
             continue
         credited.append(artifact)
     return credited

@@ -203,6 +203,16 @@ def live_start(item: Any) -> Optional[Marker]:
     return last
 
 
+def retry_not_before(marker) -> Optional[_dt.datetime]:
+    """When a retry marker lets its item run again, on the board's clock (D16): the marker's own time as the board
+    dated it plus its ``delay_s``. Its ``not_before`` was written on the runner's clock, which may lag or lead the
+    board's by minutes; it is read only when the delay is not stated. None: no evidence of a wait."""
+    delay = marker.fields.get('delay_s')
+    if marker.at is not None and isinstance(delay, (int, float)) and not isinstance(delay, bool) and delay >= 0:
+        return marker.at + _dt.timedelta(seconds=delay)
+    return marker.time('not_before')
+
+
 def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = DEFAULT_MAX_ATTEMPTS,
              markers: Optional[List[Marker]] = None, uncounted: Any = UNCOUNTED_ENDINGS, agents: Any = None,
              item_budget: Any = None, max_rounds: Optional[int] = DEFAULT_MAX_ROUNDS) -> Verdict:
@@ -235,7 +245,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     attempts = count_attempts(since, uncounted=uncounted)
 
     blockers = open_blockers(item)
-    not_before = last.time('not_before') if last is not None and last.kind == 'retry' else None
+    not_before = retry_not_before(last) if last is not None and last.kind == 'retry' else None
     state = str(_get(item, 'state', '') or '').strip().lower()
     status = str(_get(item, 'status', '') or '').strip().lower()
 

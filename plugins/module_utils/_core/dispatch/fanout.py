@@ -16,6 +16,7 @@ functions turn one into the other, and build each worker's launch list from the 
   configured and named ``unprobed``).
 * ``launch_work(batches, clones, clone, branch)``: worker -> the ``worker_launch`` items.
 * ``launch_answers(batches, launches)``: the ``worker_launch`` results -> one answer per batch.
+* ``worker_clocks(probes, controller_offset_s)``, ``clock_warnings``: each worker's clock against the board's.
 """
 
 from __future__ import annotations
@@ -154,13 +155,35 @@ def phase_timings(stamps: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def clock_warnings(probes: Dict[str, Any], limit: float = CLOCK_SKEW_WARN) -> List[str]:
-    """One warning per worker whose probe answer says its clock differs from the controller's by more
-    than ``limit`` seconds (``worker_probe``'s ``clock_skew_s``; a missing figure says nothing)."""
-    out = []
+def worker_clocks(probes: Dict[str, Any], controller_offset_s: Optional[float] = None) -> Dict[str, Dict[str, Any]]:
+    """worker -> ``{controller_skew_s, board_skew_s}``: its clock against the controller's (``worker_probe``'s
+    ``clock_skew_s``) and against the board's, the one runs are dated by (that plus ``controller_offset_s``, the
+    controller's clock ahead of the board's, ``board_info``'s ``clock_offset_s``). A figure not known is None."""
+    out = {}
     for worker in sorted(probes or {}):
         res = probes[worker]
         skew = res.get('clock_skew_s') if isinstance(res, dict) else None
-        if isinstance(skew, (int, float)) and not isinstance(skew, bool) and abs(skew) > limit:
-            out.append(skew_text('worker %s' % worker, skew, 'this controller'))
+        if not _number(skew):
+            continue
+        board = round(skew + controller_offset_s, 1) if _number(controller_offset_s) else None
+        out[worker] = {'controller_skew_s': skew, 'board_skew_s': board}
+    return out
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def clock_warnings(probes: Dict[str, Any], limit: float = CLOCK_SKEW_WARN,
+                   controller_offset_s: Optional[float] = None) -> List[str]:
+    """One warning per worker whose clock differs from the board's by more than ``limit`` seconds; from the
+    controller's when the board's clock is unknown (``controller_offset_s`` None). A missing figure says nothing."""
+    out = []
+    for worker, clocks in sorted(worker_clocks(probes, controller_offset_s).items()):
+        if clocks['board_skew_s'] is not None:
+            skew, against = clocks['board_skew_s'], 'the board'
+        else:
+            skew, against = clocks['controller_skew_s'], 'this controller'
+        if abs(skew) > limit:
+            out.append(skew_text('worker %s' % worker, skew, against))
     return out

@@ -4,7 +4,7 @@
 """An item's budget across its attempts: what its runs spent, and whether that reached the cap.
 
 Pure: no I/O, no clock. The spend is the sum of what each run's terminal marker records (``tokens``
-and ``cost_usd``, as the agent stated them: ``_runner.run.run_cost``) over the runs since the last
+and ``cost_usd``, as the agent stated them: ``_runner.closeout.run_cost``) over the runs since the last
 reopen that counts -- the human's act that starts the count again, as for the attempt cap. A run that
 stated no cost adds nothing to the USD figure and is not a priced run: nothing is estimated, so a USD
 cap over unpriced runs is a floor, and ``describe`` says how many runs were priced.

@@ -18,7 +18,7 @@ from typing import Any, List, Optional
 
 from ..board.model import parse_time
 from ..board.pull_feedback import feedback
-from ..board.references import _closes_item
+from ..board.references import closes_item
 
 DEFAULT_MAX_ROUNDS = 4
 """Rounds per pull request before the item is held (``rounds_spent``): the peers' trackers show review loops
@@ -110,7 +110,7 @@ def continued_pull(artifacts: Any, markers: List[Any], number: int, repo: str = 
             continue
         if not _get(artifact, 'head_ref', '') or _get(artifact, 'cross_repo', None) is True:
             continue
-        if not any(_closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
+        if not any(closes_item(entry, number, repo) for entry in (_get(artifact, 'closes') or ())):
             continue
         created = _time(_get(artifact, 'created_at'))
         if created is None or created <= first:

@@ -7,7 +7,7 @@ An item may ask for an agent profile, a model and an effort (the board's route f
 only on a master whose worker was provisioned with that profile; an item no configured master
 offers is held (``unroutable``), never launched on another agent. The model and effort reach the
 agent as the launch's non-secret environment, under the names its CLI reads (``ROUTE_ENV``), and the
-runner gives them to the CLI as its own arguments where it takes them (``_core.outcome.agents.route_argv``).
+runner gives them to the CLI as its own arguments where it takes them (``_core.outcome.profiles.route_argv``).
 
 Candidates are ordered by priority (lower rank first; an item without one after every item with
 one), then by age (oldest first), then board order. The order decides who is placed first and on
@@ -22,10 +22,10 @@ import math
 import re
 from typing import Any, Dict, Iterable, List, Optional
 
-from ..outcome.agents import PROFILES as PROFILE_ARGS
+from ..outcome.profiles import PROFILES as PROFILE_ARGS
 
 PROFILES = ('claude', 'codex', 'gemini', 'custom')
-"""The agent profiles a worker can be provisioned with (``worker_runner_agent``; ``_core.outcome.agents``)."""
+"""The agent profiles a worker can be provisioned with (``worker_runner_agent``; ``_core.outcome.profiles``)."""
 
 PRIORITY_WORDS = {'urgent': 0, 'critical': 0, 'highest': 0, 'high': 1, 'medium': 2, 'normal': 2, 'low': 3, 'lowest': 4}
 """Priority words and their rank (0 first); ``P<n>`` and a number are their own rank."""
@@ -139,7 +139,7 @@ def route_env(route: Dict[str, str], profile: str) -> Dict[str, str]:
 
 def route_gaps(route: Dict[str, str], profile: str) -> List[str]:
     """What of ``route`` the agent's own CLI will not read, from its environment nor from the arguments the
-    runner gives it (``_core.outcome.agents.AgentProfile.route_args``): only the generic name carries it."""
+    runner gives it (``_core.outcome.profiles.AgentProfile.route_args``): only the generic name carries it."""
     name = str(profile or '').lower()
     native = set(ROUTE_ENV.get(name, {}))
     if name in PROFILE_ARGS:

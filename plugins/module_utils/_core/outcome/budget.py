@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A run's budget: the limits, and whether the usage the agent stated has reached one.
 
-Pure: no I/O, no clock. The agent's usage is read by ``_core.outcome.agents.UsageMeter`` (the one
+Pure: no I/O, no clock. The agent's usage is read by ``_core.outcome.usage.UsageMeter`` (the one
 reading of agent output); the runner feeds it the capture as it grows and stops the agent's process
 group at the first usage event that reaches a limit (``stop_for``), then posts the budget marker
 (``_core.outcome.closeout.decide``). A cost is only ever the one the CLI stated: a profile that states
@@ -23,7 +23,7 @@ STOPPING_EVENTS = frozenset(['message', 'turn'])
 
 @dataclass(frozen=True)
 class Budget:
-    """A run's limits: ``tokens`` (input + output, as ``agents.token_count`` counts them) and ``usd``; None: no limit."""
+    """A run's limits: ``tokens`` (input + output, as ``usage.token_count`` counts them) and ``usd``; None: no limit."""
 
     tokens: Optional[int] = None
     usd: Optional[float] = None
@@ -62,7 +62,7 @@ def enforceable(budget: Budget, states_cost: Optional[bool]) -> Budget:
 
 
 def reached(budget: Budget, spend: Any) -> Optional[str]:
-    """Which limit the stated ``spend`` (``agents.Spend``) has reached -- ``'tokens'`` or ``'usd'`` -- or None.
+    """Which limit the stated ``spend`` (``usage.Spend``) has reached -- ``'tokens'`` or ``'usd'`` -- or None.
     A limit is reached at its value ("stopped at its budget"); a figure the agent did not state reaches nothing."""
     tokens = getattr(spend, 'tokens', None)
     cost = getattr(spend, 'cost_usd', None)

@@ -4,7 +4,7 @@
 """Capacity: is a master dark, why, and until when (D8, D20).
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter. Whether a capture states a limit,
-and its reset, is read in one place only, ``_core.outcome.agents`` (``Reading.capacity()``); this
+and its reset, is read in one place only, ``_core.outcome.capture`` (``Reading.capacity()``); this
 module keeps the state that reading leaves behind.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_core/outcome/capacity.py``.
@@ -63,7 +63,7 @@ def make_state(source: str, *, written_at: Any, reset_at: Any = None, message: s
 
 
 def state_from(classification: Optional[Dict[str, Any]], *, now: Any, unit: str = '') -> Optional[Dict[str, Any]]:
-    """The state the runner writes for a limit (``_core.outcome.agents.Reading.capacity()``; None for None)."""
+    """The state the runner writes for a limit (``_core.outcome.capture.Reading.capacity()``; None for None)."""
     if not classification:
         return None
     return make_state(classification['source'], written_at=now, reset_at=classification.get('reset_at'),

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The close-out decision: the one terminal marker a finished run posts, and its exit code.
 
-Pure: the runner passes the ONE parse of the capture (``agents.read_capture(...).outcome()``), the item as
+Pure: the runner passes the ONE parse of the capture (``capture.read_capture(...).outcome()``), the item as
 re-read from the board, and ``now``. How the runner acts on it is ``_runner.run``.
 """
 
@@ -47,7 +47,7 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
            stalled: float = 0, budget_stop: Optional[Dict[str, Any]] = None, pushed: str = '') -> Decision:
     """The terminal marker for a finished agent (D2, D7, D8, D16). Pure: no I/O, ``now`` passed in.
 
-    ``outcome`` is ``_core.outcome.agents.read_capture(capture, agent).outcome(exit_code)`` -- the ONE parse that feeds both the gate and
+    ``outcome`` is ``_core.outcome.capture.read_capture(capture, agent).outcome(exit_code)`` -- the ONE parse that feeds both the gate and
     this decision (D7). ``item`` is the item as re-read from the board after the agent ended
     (``None`` when the board could not be read: then nothing can be credited and fact 4 of the gate
     is unproven, so the run is neither a success nor a retry).
@@ -71,7 +71,7 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     base = {'exit_code': exit_code, 'turns': outcome.turns, 'envelope': outcome.envelope is not None}
     cap = outcome.capacity
     cap_state = state_from(cap, now=now, unit=unit) if cap else None
-    # D8 "clean": zero exit AND no limit signature -- _core.outcome.agents.is_clean_run's predicate applied to the
+    # D8 "clean": zero exit AND no limit signature -- _core.outcome.capture.is_clean_run's predicate applied to the
     # ONE parse (test_runner checks the two agree), so the capture is not parsed a second time.
     clean = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code == 0 and cap is None
     if credited:

@@ -4,7 +4,7 @@
 """The run's outcome and the four-fact retry gate (D7).
 
 Pure functions, no I/O, no clock reads: ``now`` is a parameter. The capture is read in one place
-only, ``_core.outcome.agents.read_capture``; its ``Reading.outcome()`` is the ``Outcome`` here.
+only, ``_core.outcome.capture.read_capture``; its ``Reading.outcome()`` is the ``Outcome`` here.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_core/outcome/retry.py``.
 """
@@ -40,7 +40,7 @@ class Outcome:
     result: str                    # the envelope's result text ('' without one)
     exit_code: Optional[int]
     transient: str                 # transient signature name, or ''
-    capacity: Optional[Dict[str, Any]] = None   # the provider limit: _core.outcome.agents.Reading.capacity()
+    capacity: Optional[Dict[str, Any]] = None   # the provider limit: _core.outcome.capture.Reading.capacity()
     signature_text: str = field(default='', repr=False)
     worked: Optional[bool] = None  # a turn happened (output tokens, cost, a tool call); None: unknown
 

@@ -12,16 +12,18 @@ The rules in full, with their reasons: ``docs/chains.md``.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 import signal
 
 from ..._core.outcome.agent_env import agent_environment
-from ..._core.outcome.agents import DEFAULT_PROFILE, agent_argv, profile as agent_profile, read_capture
+from ..._core.outcome.capture import read_capture
+from ..._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, profile as agent_profile
 from ..._core.outcome.closeout import Decision, decide as closeout_decide
 from ..._core.board.markers import format_marker
 from ..._core.chains.chain import HANDOFF_FILE, session_unit
-from ..._core.board.model import format_time
+from ..._core.board.model import CLOCK_SKEW_WARN, format_time, skew_text
 from ..._store.sessions import LedgerUnreachable, SessionError, SessionStore
 from ..config import DEFAULT_CONFIG
 from ..spawn import DEFAULT_AGENT_CREDENTIALS, KILL_GRACE, PopenSpawner, confined_argv, read_agent_credentials, stop_group
@@ -210,6 +212,20 @@ class SessionRun(object):
                          % (kind, number, attempt, type(exc).__name__, exc))
         return False
 
+    def _board_offset(self, board):
+        """The board's clock minus this worker's, so the session's start and end are dated as the board
+        dates its merges (D16: a lagging worker would credit a merge from before the session). A board
+        whose clock cannot be read gives none: the worker's clock, said in the journal."""
+        try:
+            offset = board.board_time() - self.clock()
+        except Exception as exc:  # noqa: BLE001 - the item read-back says whether the board is there at all
+            self.log('WARNING: the board\'s clock could not be read (%s: %s): the session is dated by this worker\'s'
+                     % (type(exc).__name__, exc))
+            return _dt.timedelta(0)
+        if abs(offset.total_seconds()) > CLOCK_SKEW_WARN:
+            self.log('WARNING: %s' % skew_text('this worker', -offset.total_seconds(), 'the board'))
+        return offset
+
     def _item_markers(self, rc, handoff, reason):
         """The session's close-out on its item (``_core.outcome.closeout.decide``, as an item run's) and, when it
         handed off again, the handoff marker. No ``start`` marker: a chain session is no ``task-*`` run,
@@ -219,13 +235,15 @@ class SessionRun(object):
             self.log('ERROR: session %s carries item %s on but this master has no board configured: no marker posted'
                      % (self.ident, number))
             return False
-        fields = {'session': self.ident, 'unit': self.unit, 'host': self.host, 'master': self.master,
-                  'hop': self.row.get('depth'), 'started_at': format_time(self.started_at),
-                  'brief_version': CHAIN_BRIEF_VERSION}
         board = None
         try:
             board = self.board_factory()
-            now = self.clock()
+            offset = self._board_offset(board)
+            started_at = self.started_at + offset
+            fields = {'session': self.ident, 'unit': self.unit, 'host': self.host, 'master': self.master,
+                      'hop': self.row.get('depth'), 'started_at': format_time(started_at),
+                      'brief_version': CHAIN_BRIEF_VERSION}
+            now = self.clock() + offset
             if self.stopped is not None:
                 name = signal.Signals(self.stopped).name
                 decision = Decision('stopped', 'chain session stopped by %s from outside; this says nothing about the work'
@@ -243,9 +261,9 @@ class SessionRun(object):
                 except Exception as exc:  # noqa: BLE001 - decide credits nothing without the item
                     self.log('WARNING: item %s could not be read back: %s' % (number, exc))
                     item = None
-                decision = closeout_decide(outcome, item, number=number, started_at=self.started_at, now=now,
+                decision = closeout_decide(outcome, item, number=number, started_at=started_at, now=now,
                                            exit_code=rc, capture=capture, unit=self.unit)
-            fields.update(decision.fields, ended_at=format_time(self.clock()), chain_reason=reason)
+            fields.update(decision.fields, ended_at=format_time(self.clock() + offset), chain_reason=reason)
             if handoff is not None:
                 fields['handoff'] = handoff_fields(self.ident, handoff)
             if not self._post(board, number, decision.kind, format_marker(decision.kind, fields, decision.text),

@@ -169,6 +169,19 @@ def test_the_lease_step_probes_nobody_without_a_candidate_unless_told_to(leases,
     assert out['probe_masters'] == {'w1': ['a', 'b'], 'w2': ['a']}
 
 
+def test_the_decide_step_measures_each_worker_against_the_board_s_clock():
+    """board_info found this controller 10 s behind the board; w1 answered 610 s behind this controller."""
+    args = _decide_args()
+    args['worker_probes']['w1']['clock_skew_s'] = -610.0
+    out, warnings = _warned(dict(args, board_offset_s=-10.0))
+    assert out['probed']['clocks'] == {'w1': {'controller_skew_s': -610.0, 'board_skew_s': -620.0}}
+    assert [w for w in warnings if 'clock' in w] == [
+        "worker w1's clock is 620 s behind the board's: runs are dated by the board, but fix its time sync (timedatectl, chrony)"]
+    out, warnings = _warned(args)      # no board figure: against this controller's
+    assert out['probed']['clocks'] == {'w1': {'controller_skew_s': -610.0, 'board_skew_s': None}}
+    assert [w for w in warnings if 'clock' in w][0].startswith("worker w1's clock is 610 s behind this controller's")
+
+
 def test_the_decide_step_returns_the_launch_options_it_was_given():
     launch = {'path': '/usr/bin', 'environment_file': '', 'notifier': 'fleet-notify@', 'runner_version': ''}
     out, _w = _warned(dict(_decide_args(), launch_args=launch))

@@ -161,7 +161,7 @@ def test_concurrent_first_open_migrates_exactly_once(pool, ledger_url):
             url['path'] = '%s.%d' % (url['path'], r)
         elif r:
             with LedgerBoard(**url) as board:  # empty the database again
-                board._store.transaction(lambda tx: [tx.run('DROP TABLE %s' % t) for t in (
+                board._store.transaction(lambda tx: [tx.run('DROP TABLE %s CASCADE' % t) for t in (
                     'reports', 'artifact_checks', 'artifact_reviews',
                     'artifact_closes', 'artifacts', 'dependencies', 'events', 'comments', 'items', 'schema_version')],
                     write=True)

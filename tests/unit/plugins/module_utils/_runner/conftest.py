@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import posting as _posting
 
 
 @pytest.fixture(autouse=True)
 def _no_closeout_waits(monkeypatch):
-    monkeypatch.setattr(_runner, 'CLOSEOUT_RETRY_DELAYS', (0,) * len(_runner.CLOSEOUT_RETRY_DELAYS))
+    monkeypatch.setattr(_posting, 'CLOSEOUT_RETRY_DELAYS', (0,) * len(_posting.CLOSEOUT_RETRY_DELAYS))

@@ -23,6 +23,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import exits
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import START_FILE
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import dump_state, load_state, make_state
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
@@ -457,7 +458,7 @@ def test_a_board_the_runner_cannot_open_darkens_the_master_and_a_clean_start_cle
     assert proc.returncode == _runner.EXIT_START_LOST
     assert 'is not on this machine' in proc.stderr and 'do not create one here' in proc.stderr
     assert 'PostgreSQL ledger' in proc.stderr and 'FLEET_BOARD_DSN' in proc.stderr
-    record = json.loads((world.state / 'runs' / 'task-7' / _runner.START_FILE).read_text())
+    record = json.loads((world.state / 'runs' / 'task-7' / START_FILE).read_text())
     assert record['started'] is False and record['cause'] == 'board_unreachable' and record['invocation_id'] == 'inv-broken'
     assert 'nope.sqlite3' in record['reason']
     state, why = load_state(world.capacity.read_text())
@@ -467,7 +468,7 @@ def test_a_board_the_runner_cannot_open_darkens_the_master_and_a_clean_start_cle
     proc = world.run('merge', INVOCATION_ID='inv-clean')
     assert proc.returncode == 0, proc.stderr
     assert not world.capacity.exists()
-    record = json.loads((world.state / 'runs' / 'task-7' / _runner.START_FILE).read_text())
+    record = json.loads((world.state / 'runs' / 'task-7' / START_FILE).read_text())
     assert record['started'] is True and record['invocation_id'] == 'inv-clean' and record['cause'] == ''
     assert [m.fields.get('run') for m in markers_of(world.item())] == [record['run']] * 2
 
@@ -555,7 +556,7 @@ def test_a_run_launched_while_the_board_shows_another_run_live_starts_nothing(wo
     assert proc.returncode == _runner.EXIT_RUNNING_ELSEWHERE, proc.stderr
     assert 'run taker-run of this item live (task-7 on w2/m2' in proc.stderr
     assert world.kinds() == ['start'] and not (world.tmp / 'agent.log').exists(), 'nothing posted, no agent'
-    record = json.loads((world.state / 'runs' / 'task-7' / _runner.START_FILE).read_text())
+    record = json.loads((world.state / 'runs' / 'task-7' / START_FILE).read_text())
     assert record['started'] is False and record['cause'] == 'running_elsewhere' and record['invocation_id'] == 'inv-late'
     # the same item reopened after that start (a human's word outranks the marker): it runs
     world.board.upsert_item(number=7, state='closed')

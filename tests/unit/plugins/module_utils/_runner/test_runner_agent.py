@@ -21,6 +21,7 @@ import time
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import START_FILE
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner.spawn import missing_agent, wait_agent
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.exits import EXIT_NOOP
@@ -30,7 +31,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capac
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import announce as _announce
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_why
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import read_capture
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import read_capture
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
@@ -102,7 +103,7 @@ def test_a_missing_agent_darkens_its_master_every_sweep_and_never_touches_the_it
     assert bed.kinds() == [], 'nothing reached the board'
     verdict = evaluate(bed.board.get(7), now=_dt.datetime.now(UTC))
     assert (verdict.reason, verdict.attempts) == ('eligible', 0)
-    record = json.loads((bed.state / 'runs' / 'task-7' / _runner.START_FILE).read_text())
+    record = json.loads((bed.state / 'runs' / 'task-7' / START_FILE).read_text())
     assert record['started'] is False and record['cause'] == 'agent_missing' and record['invocation_id'] == 'inv-2'
     state = _state(bed)
     assert state['source'] == 'agent_missing' and state['reset_at'] is None and state['unit'] == 'task-7'

@@ -115,3 +115,97 @@ def test_an_injected_clock_still_wins_on_postgresql(pg_dsn):
         assert b.comment(2, 'hello').created_at == fixed
     finally:
         b.close()
+
+
+# -- the count: old merges never credited, new merges never missed, on both boards ---------------
+# A merge at each of these minutes before the run's real start is *after* the start by the clock of
+# a worker 10 min behind: a runner dating its start by its own clock credits every one of them.
+OLD_MERGES_MIN = (9, 6, 3, 1)
+
+
+def _ledger_trial(tmp_path, number, skew, merged_before=None):
+    """One run of the real runner on a SQLite ledger whose writer is on the real clock; the kinds of
+    the item's markers after it. ``merged_before``: a change closing the item merged that long
+    before the run, then the item reopened (the agent only claims); else the agent merges."""
+    tmp_path.mkdir()
+    path = str(tmp_path / 'ledger.sqlite3')
+    with LedgerBoard(path=path, create=True) as b:
+        b.upsert_item(number=number, title='Spin %d' % number, body='Make it spin', status='Ready')
+        if merged_before is not None:
+            at = _now() - merged_before
+            b.add_artifact('pr-%d' % number, created_at=at - _dt.timedelta(minutes=1), merged=True, merged_at=at,
+                           closes=[number])
+            b.upsert_item(number=number, state='reopened')
+    environ = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='claim' if merged_before else 'merge',
+                   FAKE_AGENT_BOARD=json.dumps({'kind': 'ledger', 'path': path}), FAKE_AGENT_LOG=str(tmp_path / 'agent.log'))
+    config = _runner.RunConfig(number=number, state_dir=str(tmp_path / 'state'),
+                               agent_command=[sys.executable, str(FAKE_AGENT)], workdir=str(tmp_path), host='w1', master='m1')
+    _runner.Run(config, LedgerBoard(path=path), clock=lambda: _now() + skew, reraise=lambda s: None, log=lambda line: None,
+                install_signals=False, environ=environ).run()
+    with LedgerBoard(path=path) as fresh:
+        return [m.kind for m in markers_of(fresh.get(number))]
+
+
+class _ForgeMerges(_runner.PopenSpawner):
+    """The real fake agent; the fake GitHub then merges a change closing the item, dated by the forge."""
+
+    def __init__(self, gh, number):
+        self.gh, self.number = gh, number
+
+    def spawn(self, argv, **kw):
+        proc = super(_ForgeMerges, self).spawn(argv, **kw)
+        when = _now() + _dt.timedelta(seconds=1)
+        self.gh.store.add_pr('acme/app', 'Spin it', closes=[self.number], created_at=when, merged_at=when)
+        return proc
+
+
+def _github_trial(gh, tmp_path, skew, merged_before=None):
+    """The same trial on the fake GitHub: the start marker's ``createdAt`` and the merge are the forge's."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+    tmp_path.mkdir()
+    number = gh.store.add_issue('acme/app', 'Spin it', body='Make it spin', project=('acme', 1), status='Ready')['number']
+    spawner = None
+    if merged_before is not None:
+        at = _now() - merged_before
+        gh.store.add_pr('acme/app', 'earlier fix', closes=[number], created_at=at - _dt.timedelta(minutes=1), merged_at=at)
+        gh.store.set_state(gh.store.issue('acme/app', number), 'open')
+    else:
+        spawner = _ForgeMerges(gh, number)
+    spec = {'kind': 'github', 'owner': 'acme', 'project': 1, 'token': 'ghp_clock_test', 'api_url': gh.url}
+    config = _runner.RunConfig(number=number, state_dir=str(tmp_path / 'state'),
+                               agent_command=[sys.executable, str(FAKE_AGENT)], workdir=str(tmp_path), host='w1', master='m1')
+    environ = dict(os.environ, FAKE_AGENT_MODE='claim', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'))
+    _runner.Run(config, open_board(dict(spec, status_field='Status', ready='Ready')), spawner=spawner,
+                clock=lambda: _now() + skew, reraise=lambda s: None, log=lambda line: None, install_signals=False,
+                environ=environ).run()
+    with open_board(spec) as fresh:
+        return [m.kind for m in markers_of(fresh.get(number))]
+
+
+def test_a_worker_10_min_behind_credits_no_old_merge_on_either_board(tmp_path, fake_github):
+    """Every merge of OLD_MERGES_MIN is after the start by the lagging worker's clock and before it by the
+    board's: none is credited (a ✅ here is a false success, D16), on the ledger and on GitHub."""
+    gh = fake_github('ghp_clock_test')
+    closes = []
+    for i, minutes in enumerate(OLD_MERGES_MIN):
+        closes.append(('ledger', minutes, _ledger_trial(tmp_path / ('l%d' % i), 20 + i, -SKEW,
+                                                        merged_before=_dt.timedelta(minutes=minutes))[-1]))
+        closes.append(('github', minutes, _github_trial(gh, tmp_path / ('g%d' % i), -SKEW,
+                                                        merged_before=_dt.timedelta(minutes=minutes))[-1]))
+    false_credits = [c for c in closes if c[2] == 'success']
+    assert len(closes) == 2 * len(OLD_MERGES_MIN)
+    assert false_credits == [], closes
+    assert set(c[2] for c in closes) == {'noop'}, closes
+
+
+def test_a_worker_10_min_ahead_misses_no_merge_its_run_made_on_either_board(tmp_path, fake_github):
+    """The mirror case: by the leading worker's clock the run's own merge is before its start; by the
+    board's it is after. Every one is credited."""
+    gh = fake_github('ghp_clock_test')
+    closes = []
+    for i in range(2):
+        closes.append(('ledger', _ledger_trial(tmp_path / ('l%d' % i), 30 + i, SKEW)))
+        closes.append(('github', _github_trial(gh, tmp_path / ('g%d' % i), SKEW)))
+    missed = [c for c in closes if c[1][-1] != 'success']
+    assert len(closes) == 4
+    assert missed == [], closes

@@ -18,9 +18,11 @@ import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import brief as _brief
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import posting as _posting
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.exits import EXIT_CLOSEOUT_LOST
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import is_clean_run, read_capture
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import is_clean_run, read_capture
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Comment, Item
@@ -246,15 +248,15 @@ def test_a_close_out_that_cannot_be_posted_is_logged_loudly_never_swallowed(tmp_
     board.comment = only_the_start
     logs, sleeps = [], []
     code, run = _run(tmp_path, board, 'claim', logs=logs, sleeps=sleeps)
-    assert code == _runner.EXIT_CLOSEOUT_LOST
+    assert code == EXIT_CLOSEOUT_LOST
     text = '\n'.join(logs)
     assert 'THE CLOSE-OUT WAS NOT POSTED' in text and 'post this by hand' in text
     assert _runner.format_marker('noop', {})[:1] in text        # the marker itself is in the log
     # start + close-out + one immediate retry + one per spooled retry, each after its delay
-    assert sleeps == list(_runner.CLOSEOUT_RETRY_DELAYS)
-    assert calls['n'] == 3 + len(_runner.CLOSEOUT_RETRY_DELAYS)
+    assert sleeps == list(_posting.CLOSEOUT_RETRY_DELAYS)
+    assert calls['n'] == 3 + len(_posting.CLOSEOUT_RETRY_DELAYS)
     record = json.loads((tmp_path / 'state' / 'runs' / 'task-7' / 'closeout.json').read_text())
-    assert record['posted'] is False and record['exit_code'] == _runner.EXIT_CLOSEOUT_LOST
+    assert record['posted'] is False and record['exit_code'] == EXIT_CLOSEOUT_LOST
     assert [m.kind for m in markers_of(ledger.get(7))] == ['start']
     # the outcome is not lost: it waits in the spool, unclaimed, for the master's next run
     (spooled,) = (tmp_path / 'state' / 'spool').iterdir()
@@ -277,7 +279,7 @@ def test_a_board_back_within_the_retries_gets_the_close_out_once_and_the_spool_e
     code, run = _run(tmp_path, board, 'claim', sleeps=sleeps)
     assert code == 10 and run.result is not None
     assert [m.kind for m in markers_of(ledger.get(7))] == ['start', 'noop']
-    assert sleeps == list(_runner.CLOSEOUT_RETRY_DELAYS[:2])
+    assert sleeps == list(_posting.CLOSEOUT_RETRY_DELAYS[:2])
     assert list((tmp_path / 'state' / 'spool').iterdir()) == []
 
 
@@ -295,7 +297,7 @@ def test_the_next_run_of_the_master_delivers_a_spooled_close_out_exactly_once(tm
         return original(number, body, **kw)
     board.comment = only_the_start
     code, first = _run(tmp_path, board, 'claim')
-    assert code == _runner.EXIT_CLOSEOUT_LOST and [m.kind for m in markers_of(ledger.get(7))] == ['start']
+    assert code == EXIT_CLOSEOUT_LOST and [m.kind for m in markers_of(ledger.get(7))] == ['start']
     # the next run, of item 8, on the same master (state dir), with the board back
     logs = []
     environ = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), FAKE_AGENT_MODE='claim',

@@ -262,3 +262,19 @@ def test_live_start_is_the_start_that_makes_an_item_running(item, run):
     found = live_start(item)
     assert (found.fields.get('run') if found is not None else None) == run
     assert (found is not None) == (evaluate(item, now=NOW, ready=None, max_attempts=None).reason == 'running')
+
+
+def test_a_retry_waits_its_delay_on_the_board_s_clock_whatever_the_runner_s_clock_wrote():
+    """The retry marker was posted at NOW - 1 min (the board's time) with a 5 min delay. A runner 10 min behind
+    wrote not_before 10 min early, one 10 min ahead 10 min late: both wait until NOW + 4 min by the board."""
+    posted = (NOW - t(0)).total_seconds() / 60 - 1
+    waits = []
+    for runner_skew in (-10, 0, 10):
+        wrote = NOW - dt.timedelta(minutes=1) + dt.timedelta(minutes=5 + runner_skew)
+        item = mk(('start', posted - 2), ('retry', posted, {'not_before': wrote, 'step': 1, 'delay_s': 300}))
+        waits.append((runner_skew, evaluate(item, now=NOW).reason, evaluate(item, now=NOW + dt.timedelta(minutes=4, seconds=1)).reason,
+                      evaluate(item, now=NOW).not_before))
+    assert waits == [(skew, 'retry_wait', 'eligible', NOW + dt.timedelta(minutes=4)) for skew in (-10, 0, 10)], waits
+    # a marker that states no delay is read by its not_before, as before
+    item = mk(('start', 0), ('retry', 1, RETRY_LATER))
+    assert evaluate(item, now=NOW).not_before == RETRY_LATER['not_before']

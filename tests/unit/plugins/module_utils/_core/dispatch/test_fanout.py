@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.fleet.dispatch.plugins.action.guard import answers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
-    clock_warnings, launch_answers, launch_work, phase_timings, probe_answers)
+    clock_warnings, launch_answers, launch_work, phase_timings, probe_answers, worker_clocks)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import launch_report, survey
 
 MASTERS = [{'worker': 'w1', 'master': 'a'}, {'worker': 'w1', 'master': 'b'}, {'worker': 'w2', 'master': 'a'},
@@ -97,3 +97,17 @@ def test_a_worker_whose_clock_drifts_past_a_minute_is_named_and_others_are_not()
         "(timedatectl, chrony)",
         "worker w5's clock is 75 s ahead of this controller's: runs are dated by the board, but fix its time sync "
         "(timedatectl, chrony)"]
+
+
+def test_a_worker_is_measured_against_the_board_s_clock_when_the_controller_knows_its_own_offset():
+    """The controller is 600 s ahead of the board: a worker in step with the controller is 600 s off the board's
+    clock (the one runs are dated by) and is named; one 600 s behind the controller is in step with the board."""
+    probes = {'w1': {'clock_skew_s': 0.4}, 'w2': {'clock_skew_s': -600.0}, 'w3': {'failed': True}, 'w4': {'clock_skew_s': True}}
+    assert worker_clocks(probes, 600.0) == {'w1': {'controller_skew_s': 0.4, 'board_skew_s': 600.4},
+                                            'w2': {'controller_skew_s': -600.0, 'board_skew_s': 0.0}}
+    assert clock_warnings(probes, controller_offset_s=600.0) == [
+        "worker w1's clock is 600 s ahead of the board's: runs are dated by the board, but fix its time sync "
+        "(timedatectl, chrony)"]
+    # the board's clock unknown: against the controller's, as before, and no board figure is made up
+    assert worker_clocks(probes, None)['w2'] == {'controller_skew_s': -600.0, 'board_skew_s': None}
+    assert [w.split("'")[0] for w in clock_warnings(probes, controller_offset_s=None)] == ['worker w2']

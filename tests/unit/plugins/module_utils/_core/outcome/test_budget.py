@@ -16,8 +16,9 @@ import pytest
 
 from corpus_samples import capture, corpus_text
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import agents
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import Spend, UsageMeter, read_capture
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import profiles
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import read_capture
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.usage import Spend, UsageMeter
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import (
     Budget, enforceable, parse_budget, reached, stop_for)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.closeout import EXIT, decide
@@ -123,10 +124,10 @@ def test_a_codex_turn_over_the_budget_stops_and_a_final_result_does_not():
 def test_a_cost_is_never_invented():
     codex = UsageMeter().feed(capture('codex-commit')['text'])[0][1]
     assert codex.cost_usd is None and reached(Budget(usd=0.0001), codex) is None
-    assert enforceable(Budget(tokens=10, usd=1.0), agents.profile('codex').states_cost) == Budget(tokens=10)
-    assert enforceable(Budget(usd=1.0), agents.profile('gemini').states_cost) == Budget()
-    assert enforceable(Budget(tokens=10, usd=1.0), agents.profile('claude').states_cost) == Budget(tokens=10, usd=1.0)
-    assert enforceable(Budget(usd=1.0), agents.profile('custom').states_cost) == Budget(usd=1.0)   # when it states one
+    assert enforceable(Budget(tokens=10, usd=1.0), profiles.profile('codex').states_cost) == Budget(tokens=10)
+    assert enforceable(Budget(usd=1.0), profiles.profile('gemini').states_cost) == Budget()
+    assert enforceable(Budget(tokens=10, usd=1.0), profiles.profile('claude').states_cost) == Budget(tokens=10, usd=1.0)
+    assert enforceable(Budget(usd=1.0), profiles.profile('custom').states_cost) == Budget(usd=1.0)   # when it states one
 
 
 @pytest.mark.parametrize('value,expected', [
@@ -145,10 +146,10 @@ def test_parse_budget_refuses_what_is_not_a_limit(value):
 
 
 def test_claude_runs_its_streaming_argv_when_a_budget_is_set():
-    assert agents.agent_argv('claude') == ['claude', '-p', '--output-format', 'json']
-    assert agents.agent_argv('claude', streaming=True) == ['claude', '-p', '--output-format', 'stream-json', '--verbose']
-    assert agents.agent_argv('codex', streaming=True) == agents.agent_argv('codex')   # its --json already streams
-    assert agents.agent_argv('custom', ['x', '{brief_file}'], streaming=True) == ['x', '{brief_file}']
+    assert profiles.agent_argv('claude') == ['claude', '-p', '--output-format', 'json']
+    assert profiles.agent_argv('claude', streaming=True) == ['claude', '-p', '--output-format', 'stream-json', '--verbose']
+    assert profiles.agent_argv('codex', streaming=True) == profiles.agent_argv('codex')   # its --json already streams
+    assert profiles.agent_argv('custom', ['x', '{brief_file}'], streaming=True) == ['x', '{brief_file}']
 
 
 # --- the budget marker ------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Capacity: the limit the one reading finds and its reset, state file, dark-or-not, clean runs (D5, D8, D20).
 
-A limit and its reset are read by ``_core.outcome.agents.read_capture`` (the only reader of a capture);
+A limit and its reset are read by ``_core.outcome.capture.read_capture`` (the only reader of a capture);
 the cases below hold that reading to what the capacity state needs."""
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import is_clean_run, read_capture, stated_reset
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import is_clean_run, read_capture
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.resets import stated_reset
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import (
     DEFAULT_UNKNOWN_RESET_COOLDOWN, STATE_FIELDS, dump_state, is_dark, load_state,
     make_state, state_from, update_failed_state, clears_after_update)

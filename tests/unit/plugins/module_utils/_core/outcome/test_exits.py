@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import exits
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.closeout import EXIT, Decision
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _run
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner import closeout as _run_closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import config as chain_config
 from ansible_collections.fleet.dispatch.plugins.module_utils._host.worker_calls import LAUNCH_SPEC
 
@@ -25,9 +26,10 @@ def test_every_code_is_distinct_named_and_outside_what_systemd_names():
     assert all(0 <= code <= 255 for code in CODES.values())
 
 
-@pytest.mark.parametrize('name', ['EXIT_USAGE', 'EXIT_UPDATE_FAILED', 'EXIT_CLOSEOUT_LOST', 'EXIT_START_LOST'])
-def test_the_run_program_exits_by_the_table(name):
-    assert getattr(_run, name) == CODES[name]
+@pytest.mark.parametrize('module, name', [(_run, 'EXIT_USAGE'), (_run, 'EXIT_UPDATE_FAILED'), (_run_closeout, 'EXIT_CLOSEOUT_LOST'),
+                                          (_run, 'EXIT_START_LOST')])
+def test_the_run_program_exits_by_the_table(module, name):
+    assert getattr(module, name) == CODES[name]
 
 
 @pytest.mark.parametrize('name', ['EXIT_USAGE', 'EXIT_START_FAILED', 'EXIT_CLOSE_LOST', 'EXIT_LEDGER_UNREACHABLE', 'EXIT_FAILURE'])

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Envelope scan, outcome, transient signatures, the four-fact gate and the ladder (D7, D8).
 
-The capture is read by the one reading, ``_core.outcome.agents.read_capture``; its ``outcome()`` is
+The capture is read by the one reading, ``_core.outcome.capture.read_capture``; its ``outcome()`` is
 what the gate takes."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import json
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import Marker
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import (
-    is_envelope, json_objects, read_capture, scan_envelope)
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import read_capture
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.envelope import is_envelope, json_objects, scan_envelope
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import (
     DEFAULT_BACKOFF, plan_retry, retry_gate, retry_step)
 

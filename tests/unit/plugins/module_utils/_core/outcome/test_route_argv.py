@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agents import agent_argv, route_argv
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.profiles import agent_argv, route_argv
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner.run import item_route
 
 ROUTE = {'model': 'gpt-5-codex', 'effort': 'high'}

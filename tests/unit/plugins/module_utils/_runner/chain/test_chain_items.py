@@ -25,7 +25,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.close
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import count_attempts, evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import TERMINAL, format_marker, markers_of
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Event, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Event, Item, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import cli
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as program
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import items as chain_items
@@ -290,3 +290,34 @@ def test_a_successor_that_hands_off_again_keeps_the_item_held(world, monkeypatch
     assert markers[0].fields['handoff']['successor'] == 'itm' and markers[1].fields['session'] == ident
     verdict = evaluate(items[0], now=_dt.datetime.now(UTC))
     assert verdict.reason == 'chained' and verdict.chain['tail'] == ident
+
+
+def test_a_lagging_successor_credits_no_merge_from_before_its_session(world, monkeypatch):
+    """The successor's worker clock is 10 min behind the board's; changes closing the item merged 9, 6, 3
+    and 1 min before the session really started (then the item was reopened). Each is after the start by
+    the worker's clock: the session's close-out is dated by the board's (D16), so none is credited."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import session as _session
+    ledger_url, tmp_path, _log = world
+    with SessionStore(**ledger_url) as store:
+        store.close('task-7.r0', chain_items.parse_handoff({'successor': 'itm', 'brief': dict(BRIEF)}),
+                    now=T0, create={'name': 'task-7', 'host': 'desk-1', 'master': 'fleet1', 'item': 7})
+        ident = successor_session_id('task-7.r0', 'itm')
+        store.start_successor(store.get('task-7.r0'), ident, 'desk-1', 'fleet1', 'chain-' + ident, 'w', now=T0)
+    real = _dt.datetime.now(UTC)
+    with LedgerBoard(**ledger_url) as board:
+        for minutes in (9, 6, 3, 1):
+            at = real - _dt.timedelta(minutes=minutes)
+            board.add_artifact('pr-%d' % minutes, created_at=at - _dt.timedelta(seconds=30), merged=True, merged_at=at,
+                               closes=[7])
+        board.upsert_item(number=7, state='reopened')
+    monkeypatch.chdir(tmp_path)
+    logs = []
+    monkeypatch.setattr(_session, 'log_line', logs.append)
+    _session.main(['--config', str(tmp_path / 'runner.json'), '--session', ident], environ=dict(os.environ),
+                  clock=lambda: _dt.datetime.now(UTC) - _dt.timedelta(minutes=10), board=cli._session_board)
+    item, _items = _board_item(ledger_url)
+    closes = [m for m in markers_of(item) if m.kind in TERMINAL]
+    assert [m.kind for m in closes] == ['noop'], ([m.kind for m in markers_of(item)], logs)
+    started = parse_time(closes[0].fields['started_at'])
+    assert abs((started - real).total_seconds()) < 60, (started, real)    # the board's clock, not 10 min back
+    assert any("this worker's clock is 600 s behind the board's" in line for line in logs), logs

@@ -10,12 +10,13 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import agents
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import profiles, resets, signatures
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import read_capture
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.closeout import decide
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Item
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import classify as classify_mod
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import cli
-from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as program
+from ansible_collections.fleet.dispatch.plugins.module_utils._runner.closeout import run_cost
 
 UTC = dt.timezone.utc
 NOW = dt.datetime(2026, 5, 12, 3, 0, tzinfo=UTC)
@@ -29,25 +30,25 @@ CLAUDE_OK = ('{"type":"result","subtype":"success","is_error":false,"num_turns":
 
 def test_profiles_pass_the_brief_on_stdin_never_argv():
     for name in ('claude', 'codex', 'gemini'):
-        prof = agents.profile(name)
+        prof = profiles.profile(name)
         assert prof.brief == 'stdin' and prof.argv and '{brief}' not in prof.argv
-    assert agents.profile(None).name == 'custom'
-    assert agents.agent_argv('custom', ['my-agent', '{brief_file}']) == ['my-agent', '{brief_file}']
+    assert profiles.profile(None).name == 'custom'
+    assert profiles.agent_argv('custom', ['my-agent', '{brief_file}']) == ['my-agent', '{brief_file}']
     with pytest.raises(ValueError):
-        agents.agent_argv('custom')
+        profiles.agent_argv('custom')
     with pytest.raises(ValueError):
-        agents.profile('cursor')
+        profiles.profile('cursor')
 
 
 @pytest.mark.parametrize('text', ['API Error: Request timed out.', 'OAuth error: timeout of 15000ms exceeded',
                                   'stream disconnected before completion: idle timeout waiting for SSE',
                                   'connect ETIMEDOUT 10.0.0.1:443'])
 def test_a_bare_timeout_is_a_failure_never_transient(text):
-    assert agents.read_capture(text, 'custom').kind == 'failure'   # D7's narrowness
+    assert read_capture(text, 'custom').kind == 'failure'   # D7's narrowness
 
 
 def test_codex_jsonl_is_a_started_run_with_usage_and_its_own_words_are_not_signatures():
-    reading = agents.read_capture(CODEX_OK, 'codex')
+    reading = read_capture(CODEX_OK, 'codex')
     assert (reading.kind, reading.envelope_found, reading.usage['output_tokens']) == ('success', True, 5)
     outcome = reading.outcome(0)
     assert not outcome.zero_turns and outcome.capacity is None and not outcome.transient
@@ -61,23 +62,23 @@ def test_codex_jsonl_is_a_started_run_with_usage_and_its_own_words_are_not_signa
 
 def test_a_limit_notice_after_a_success_envelope_is_a_limit_but_one_before_it_is_not():
     notice = 'Claude AI usage limit reached|1778565600'
-    assert agents.read_capture(CLAUDE_OK + '\n' + notice, 'claude').kind == 'rate_limit'   # D8: a trailing notice
-    before = agents.read_capture('API Error: 529 Overloaded\n' + CLAUDE_OK, 'claude')
+    assert read_capture(CLAUDE_OK + '\n' + notice, 'claude').kind == 'rate_limit'   # D8: a trailing notice
+    before = read_capture('API Error: 529 Overloaded\n' + CLAUDE_OK, 'claude')
     assert (before.kind, before.turns, before.cost_usd) == ('success', 7, 0.5)
 
 
 def test_throttle_limit_and_revoked_are_three_names():
-    assert agents.read_capture('You have exhausted your capacity on this model. Your quota will reset after 3s.').kind == 'transient'
-    limit = agents.read_capture('You have exhausted your capacity on this model. Your quota will reset after 2h1m.', now=NOW)
+    assert read_capture('You have exhausted your capacity on this model. Your quota will reset after 3s.').kind == 'transient'
+    limit = read_capture('You have exhausted your capacity on this model. Your quota will reset after 2h1m.', now=NOW)
     assert (limit.kind, limit.reset_at) == ('rate_limit', NOW + dt.timedelta(hours=2, minutes=1))
-    revoked = agents.read_capture('API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"x"}}')
+    revoked = read_capture('API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"x"}}')
     assert (revoked.kind, revoked.signature, revoked.capacity()['source']) == ('revoked', 'authentication_error', 'revoked')
     assert revoked.reset_at is None
 
 
 def test_reset_times_as_stated():
     def at(text, **kw):
-        return agents.read_capture(text, 'claude', **kw).reset_at
+        return read_capture(text, 'claude', **kw).reset_at
     assert at('Claude usage limit reached. Your limit will reset at 1pm (Etc/GMT+5).',
               now=dt.datetime(2025, 6, 14, 17, 56, tzinfo=UTC)) == dt.datetime(2025, 6, 14, 18, 0, tzinfo=UTC)
     # a bare clock time that has passed rolls to tomorrow; one that has not stays today
@@ -90,15 +91,15 @@ def test_reset_times_as_stated():
               now=dt.datetime(2026, 12, 30, tzinfo=UTC)) == dt.datetime(2027, 1, 30, 6, 0, tzinfo=UTC)
     assert at('Usage limit reached. Access resets at 10:57 PM GMT-3.', on_date='2026-03-16') == \
         dt.datetime(2026, 3, 17, 1, 57, tzinfo=UTC)
-    assert agents.parse_duration('5 days 22 hours 11\nminutes') == 511860
-    assert agents.parse_duration('8h44m7s') == 31447
+    assert resets.parse_duration('5 days 22 hours 11\nminutes') == 511860
+    assert resets.parse_duration('8h44m7s') == 31447
 
 
 def test_a_rate_limit_event_that_is_allowed_is_not_a_limit():
     allowed = '{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1774447200}}\n' + CLAUDE_OK
-    assert agents.read_capture(allowed, 'claude').kind == 'success'
+    assert read_capture(allowed, 'claude').kind == 'success'
     rejected = '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1778565600}}'
-    reading = agents.read_capture(rejected, 'claude')
+    reading = read_capture(rejected, 'claude')
     assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 6, 0, tzinfo=UTC))
 
 
@@ -147,9 +148,9 @@ def test_the_runner_help_names_classify(capsys):
 
 
 def test_run_cost_only_what_is_stated():
-    assert program.run_cost(agents.read_capture(CLAUDE_OK, 'claude')) == {'tokens': 120, 'cost_usd': 0.5}
-    assert program.run_cost(agents.read_capture(CODEX_OK, 'codex')) == {'tokens': 15}
-    assert program.run_cost(agents.read_capture('plain text', 'custom')) == {}
+    assert run_cost(read_capture(CLAUDE_OK, 'claude')) == {'tokens': 120, 'cost_usd': 0.5}
+    assert run_cost(read_capture(CODEX_OK, 'codex')) == {'tokens': 15}
+    assert run_cost(read_capture('plain text', 'custom')) == {}
 
 
 def test_classify_cli_with_an_unknown_now_reads_on_the_stated_day():
@@ -191,7 +192,7 @@ OTHER_WORDINGS = [
 
 @pytest.mark.parametrize('agent, text, kind', OTHER_WORDINGS, ids=[w[1][:40] for w in OTHER_WORDINGS])
 def test_other_wordings(agent, text, kind):
-    assert agents.read_capture(text, agent, now=NOW).kind == kind
+    assert read_capture(text, agent, now=NOW).kind == kind
 
 
 def test_gemini_stream_json_and_codex_before_0_40_are_read_too():
@@ -199,18 +200,18 @@ def test_gemini_stream_json_and_codex_before_0_40_are_read_too():
         '{"type":"init","session_id":"s","model":"gemini-2.5-pro"}',
         '{"type":"message","role":"assistant","content":"You have exhausted your daily quota? Not me.","delta":true}',
         '{"type":"result","status":"success","stats":{"total_tokens":30,"input_tokens":20,"output_tokens":10}}'])
-    reading = agents.read_capture(gemini, 'gemini')
+    reading = read_capture(gemini, 'gemini')
     assert (reading.kind, reading.envelope_found, reading.usage['output_tokens']) == ('success', True, 10)
     failed = gemini.replace('"status":"success"', '"status":"error","error":{"type":"FatalTurnLimitedError","message":"max turns"}')
-    assert agents.read_capture(failed, 'gemini').kind == 'failure'
+    assert read_capture(failed, 'gemini').kind == 'failure'
     old = '\n'.join([
         '{"id":"0","msg":{"type":"agent_message","message":"I hit a usage limit? no."}}',
         '{"id":"0","msg":{"type":"token_count","input_tokens":40,"output_tokens":4}}',
         '{"id":"0","msg":{"type":"task_complete","last_agent_message":"done"}}'])
-    reading = agents.read_capture(old, 'codex')
+    reading = read_capture(old, 'codex')
     assert (reading.kind, reading.envelope_found, reading.usage) == ('success', True, {'input_tokens': 40, 'output_tokens': 4})
     died = '{"id":"0","msg":{"type":"error","message":"exceeded retry limit, last status: 429 Too Many Requests"}}'
-    assert agents.read_capture(died, 'codex').kind == 'transient'
+    assert read_capture(died, 'codex').kind == 'transient'
 
 
 # The CLIs' own words for limits, overload and billing, from their source or their trackers: one case each.
@@ -258,7 +259,7 @@ CLI_WORDINGS = [
 
 @pytest.mark.parametrize('agent, text, kind, signature', CLI_WORDINGS, ids=[w[1][:40] for w in CLI_WORDINGS])
 def test_the_clis_own_words(agent, text, kind, signature):
-    reading = agents.read_capture(text, agent, now=NOW)
+    reading = read_capture(text, agent, now=NOW)
     assert (reading.kind, reading.signature) == (kind, signature)
 
 
@@ -272,24 +273,24 @@ def _claude_error_envelope(result, status=500, etype='api_error', output_tokens=
 
 def test_num_turns_is_not_a_turn_usage_and_tools_are():
     """Claude Code fills num_turns 1 on an envelope whose every request failed: no turn, so a retry (D7)."""
-    died = agents.read_capture(_claude_error_envelope('API Error: 500 Internal server error.'), 'claude')
+    died = read_capture(_claude_error_envelope('API Error: 500 Internal server error.'), 'claude')
     assert (died.kind, died.worked, died.turns, died.outcome(1).zero_turns) == ('transient', False, 0, True)
     item = Item(number=1, title='', state='open')
     assert decide(died.outcome(1), item, number=1, started_at=NOW, now=NOW, exit_code=1).kind == 'retry'
-    answered = agents.read_capture(_claude_error_envelope('API Error: 500 Internal server error.', output_tokens=12),
-                                   'claude')
+    answered = read_capture(_claude_error_envelope('API Error: 500 Internal server error.', output_tokens=12),
+                            'claude')
     assert (answered.worked, answered.outcome(1).zero_turns) == (True, False)
     assert decide(answered.outcome(1), item, number=1, started_at=NOW, now=NOW, exit_code=1).kind == 'failure'
     gemini = ('{"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: {\\"error\\":{\\"code\\":500,'
               '\\"status\\":\\"INTERNAL\\"}}]"},"stats":{"total_tokens":0,"output_tokens":0,"tool_calls":0}}')
-    reading = agents.read_capture(gemini, 'gemini')
+    reading = read_capture(gemini, 'gemini')
     assert (reading.kind, reading.outcome(244).zero_turns) == ('transient', True)
 
 
 def test_a_claude_json_subscription_limit_is_capacity_with_its_reset():
     text = _claude_error_envelope("You've hit your 5-hour limit \u00b7 resets 8:14pm (UTC)", status=429,
                                   etype='rate_limit_error', api_error='usage_limit_reached')
-    reading = agents.read_capture(text, 'claude', now=NOW)
+    reading = read_capture(text, 'claude', now=NOW)
     assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 20, 14, tzinfo=UTC))
     assert decide(reading.outcome(1), Item(number=1, title='', state='open'), number=1, started_at=NOW, now=NOW,
                   exit_code=1).kind == 'capacity'
@@ -301,22 +302,22 @@ def test_a_google_daily_quota_resets_at_midnight_pacific_never_at_the_per_minute
             'model: gemini-2.5-pro\\nPlease retry in 36.25s.","status":"RESOURCE_EXHAUSTED","details":[{"violations":'
             '[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier","quotaValue":"50"}]},'
             '{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"36s"}]}}')
-    reading = agents.read_capture(text, 'gemini', now=NOW)   # 03:00Z is 20:00 PDT the day before
+    reading = read_capture(text, 'gemini', now=NOW)   # 03:00Z is 20:00 PDT the day before
     assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 7, 0, tzinfo=UTC))
-    assert agents.read_capture(text, 'gemini').reset_at is None          # no "now": unknown, never invented
-    zero = agents.read_capture(text.replace('"quotaValue":"50"', '"quotaValue":"0"'), 'gemini', now=NOW)
+    assert read_capture(text, 'gemini').reset_at is None          # no "now": unknown, never invented
+    zero = read_capture(text.replace('"quotaValue":"50"', '"quotaValue":"0"'), 'gemini', now=NOW)
     assert (zero.kind, zero.signature, zero.reset_at) == ('revoked', 'zero_quota', None)
 
 
 def test_a_limit_never_takes_a_short_wait_as_its_reset():
-    reading = agents.read_capture("You've hit your usage limit. Please retry in 20s.", 'codex', now=NOW)
+    reading = read_capture("You've hit your usage limit. Please retry in 20s.", 'codex', now=NOW)
     assert (reading.kind, reading.reset_at) == ('rate_limit', None)
 
 
 def test_no_envelope_and_no_known_words_is_not_a_success():
     for text in ('', 'Loaded cached credentials.\n', 'Killed\n'):
-        assert agents.read_capture(text, 'custom').kind == 'failure', text
-        assert agents.read_capture(text, 'custom', exit_code=0).kind != 'success', text
+        assert read_capture(text, 'custom').kind == 'failure', text
+        assert read_capture(text, 'custom', exit_code=0).kind != 'success', text
 
 
 def test_tool_calls_without_an_envelope_are_work():
@@ -326,18 +327,18 @@ def test_tool_calls_without_an_envelope_are_work():
         '{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"git commit"}}],'
         '"usage":{"output_tokens":40}}}',
         'API Error: Connection error. (ECONNRESET)'])
-    reading = agents.read_capture(stream, 'claude', exit_code=1)
+    reading = read_capture(stream, 'claude', exit_code=1)
     assert (reading.kind, reading.worked, reading.outcome(1).zero_turns) == ('transient', True, False)
     assert decide(reading.outcome(1), Item(number=1, title='', state='open'), number=1, started_at=NOW, now=NOW,
                   exit_code=1).kind == 'failure'   # it worked: an attempt, never a retry
     plain = '[main 1a2b3c4] add hello\n 1 file changed, 1 insertion(+)\nAPI Error: 503 Service Unavailable\n'
-    assert agents.read_capture(plain, 'custom', exit_code=1).outcome(1).zero_turns is False
-    assert agents.read_capture('[main 1a2b3c4] add hello\n', 'custom', exit_code=0).kind == 'success'
+    assert read_capture(plain, 'custom', exit_code=1).outcome(1).zero_turns is False
+    assert read_capture('[main 1a2b3c4] add hello\n', 'custom', exit_code=0).kind == 'success'
     for text in ('\u23fa Bash(git commit -m "x")\nAPI Error: 529 Overloaded\n',                  # Claude Code's TUI
                  '\u2502 \u2713  Shell git status   \u2502\n[API Error: 500 Internal]\n',         # Gemini CLI's box
                  'exec\nbash -lc ls in /repo\n succeeded in 12ms:\nERROR: 503 Service Unavailable\n'):  # Codex
-        assert agents.read_capture(text, 'custom', exit_code=1).outcome(1).zero_turns is False, text
-    assert agents.read_capture('I will run Bash(x) next\nAPI Error: 529\n', 'custom', exit_code=1).outcome(1).zero_turns
+        assert read_capture(text, 'custom', exit_code=1).outcome(1).zero_turns is False, text
+    assert read_capture('I will run Bash(x) next\nAPI Error: 529\n', 'custom', exit_code=1).outcome(1).zero_turns
 
 
 def test_terminal_wraps_escapes_and_boxes_are_undone_before_reading():
@@ -346,28 +347,28 @@ def test_terminal_wraps_escapes_and_boxes_are_undone_before_reading():
     wrapped = '\n'.join('\u2502 ' + line[i:i + width].ljust(width) + ' \u2502' for i in range(0, len(line), width))
     filler = '\n'.join('\u2502 ' + ('x' * width) + ' \u2502' for _row in range(2))
     text = '\x1b[31m' + filler + '\n' + wrapped + '\x1b[0m\n'
-    reading = agents.read_capture(text, 'claude', now=NOW)
+    reading = read_capture(text, 'claude', now=NOW)
     assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 18, 14, tzinfo=UTC)), text
     words = ('Claude usage limit reached. Your limit will reset at 8:14pm (Etc/GMT+5). Meanwhile nothing else can '
              'run on this account, so the runner waits for the reset.')
     cut = words.index('8:14') + 3                                  # the terminal wraps inside "8:14pm"
     hard = '\n'.join(words[i:i + cut] for i in range(0, len(words), cut))
-    assert '8:1\n4pm' in hard and agents._unwrap(hard) == words
-    assert agents.read_capture(hard, 'claude', now=NOW).reset_at == dt.datetime(2026, 5, 13, 1, 14, tzinfo=UTC)
+    assert '8:1\n4pm' in hard and signatures.unwrap(hard) == words
+    assert read_capture(hard, 'claude', now=NOW).reset_at == dt.datetime(2026, 5, 13, 1, 14, tzinfo=UTC)
 
 
 def test_a_claim_without_a_tool_call_is_a_noop_claim_for_every_cli():
     codex = '\n'.join(['{"type":"thread.started","thread_id":"t"}', '{"type":"turn.started"}',
                        '{"type":"item.completed","item":{"id":"i0","type":"agent_message","text":"Done: committed."}}',
                        '{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":5}}'])
-    assert agents.read_capture(codex, 'codex').kind == 'noop_claim'
+    assert read_capture(codex, 'codex').kind == 'noop_claim'
     worked = codex.replace('{"type":"turn.completed"', '{"type":"item.completed","item":{"id":"i1","type":"command_execution",'
                            '"command":"git commit","exit_code":0}}\n{"type":"turn.completed"')
-    assert agents.read_capture(worked, 'codex').kind == 'success'
+    assert read_capture(worked, 'codex').kind == 'success'
     gemini = json.dumps({'response': 'Done: I committed it.', 'stats': {'models': {'m': {'tokens': {'candidates': 9}}},
                                                                         'tools': {'totalCalls': 0}}})
-    assert agents.read_capture(gemini, 'gemini').kind == 'noop_claim'
+    assert read_capture(gemini, 'gemini').kind == 'noop_claim'
     claude = json.dumps({'type': 'result', 'subtype': 'success', 'is_error': False, 'num_turns': 1, 'result': 'Done.',
                          'usage': {'output_tokens': 5}})
-    assert agents.read_capture(claude, 'claude').kind == 'noop_claim'
-    assert agents.read_capture(claude.replace('"num_turns": 1', '"num_turns": 3'), 'claude').kind == 'success'
+    assert read_capture(claude, 'claude').kind == 'noop_claim'
+    assert read_capture(claude.replace('"num_turns": 1', '"num_turns": 3'), 'claude').kind == 'success'
