@@ -399,7 +399,7 @@ reaped:
   description:
     - O(stage=decide) - the reaper's decision on this cycle's probe, C(reap) (each with the reset marker's C(fields) and C(text))
       and C(held) (each with C(why); C(blind) names the masters that did not answer), as C(fleet.dispatch.reap_decide) returns it.
-      A master the probe did not answer is blind, in plan mode too: blind is not dead (D5, D14, D20).
+      A master the probe did not answer is blind, in plan mode too (blind is not dead, D5, D14, D20).
   returned: when O(stage=decide)
   type: dict
 timing:
