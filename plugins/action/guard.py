@@ -34,8 +34,9 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budge
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
     clock_warnings, launch_answers, launch_work, plan_answers, probe_answers, probe_workers, worker_clocks)
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import UTC, parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import UTC, format_time, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, reaping
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import decide as reap_decide
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.start import confirm
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import (
     batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
@@ -85,6 +86,11 @@ ARGUMENT_SPEC = dict(
     clone=dict(type='str', default=''),
     branch=dict(type='str', default='main'),
     reap_floor=dict(type='float', default=DEFAULT_FLOOR_S),
+    # stage=decide: the reaper's clock half taken before the probe (the due items' leases were taken with it);
+    # the reaper's probe half is read from this cycle's probe answers (D14)
+    reaping=dict(type='dict'),
+    reap_leases=dict(type='list', elements='dict', default=[]),
+    reap_lease_enabled=dict(type='bool', default=False),
     # stage=place and stage=decide: an agent account's daily budget {tokens, usd} (with items and now)
     account_budget=dict(type='dict', default={}),
     timing=dict(type='dict', default={}),
@@ -156,7 +162,10 @@ class ActionModule(ActionBase):
             # the leases are held from here: stamped before the answers are read
             timing = dict(args['timing'] or {}, leased=time.time())
             if args['plan']:
-                out = {'admitted': [dict(c, lease=None) for c in args['candidates']], 'refused': [], 'warnings': []}
+                # plan mode names its candidates here too (with board_id): one step, one pass of the candidates
+                named = step('name', args) if args['board_id'] else {'admitted': args['candidates'], 'refused': [], 'warnings': []}
+                out = {'admitted': [dict(c, lease=None) for c in named['admitted']], 'refused': named['refused'],
+                       'warnings': named['warnings']}
             else:
                 out = step('lease', args)
             out.update(probe_workers(args['masters'], out['admitted'], always=args['probe_always'] or args['plan']))
@@ -238,10 +247,12 @@ def plan_view(plan, probe_refused, unprobed):
 def decide(args):
     """``stage=decide``: play 3 of the guarded path in one call - the per-worker probe answers read per master,
     then the probe, place and batch steps (each as its own stage returns it), the workers' launch lists, the
-    reaper's clock half (``_core.dispatch.reaper.reaping``) and the ``probed``/``placed`` stamps. Returns (the three
+    reaper's two halves (``_core.dispatch.reaper``: its clock half as given or computed, its probe half on this
+    probe) and the ``probed``/``placed`` stamps. Returns (the three
     steps' answers, to warn in order; the combined answer)."""
     timing = dict(args['timing'] or {}, probed=time.time())
     results = probe_answers(args['masters'], args['worker_probes']) if args['probe_now'] else []
+    raw = list(results)
     unprobed = []
     if args['plan']:
         results, unprobed = plan_answers(results)
@@ -256,9 +267,16 @@ def decide(args):
     batched = step('batch', dict(args, candidates=placed['admitted'], workspaces=None))
     # plan mode: no worker gets work (the launch play reads ``work``)
     work = {} if args['plan'] else launch_work(batched['batches'], args['clones'], args['clone'], args['branch'], args['items'])
-    reaped = reaping(args['items'] or [], now=args['now'], floor=args['reap_floor']) if args['now'] else {'threshold': None, 'due': []}
+    if args['reaping'] is not None:
+        clock = args['reaping']
+    else:
+        clock = reaping(args['items'] or [], now=args['now'], floor=args['reap_floor']) if args['now'] else {'threshold': None, 'due': []}
+    # the probe half: a master that did not answer this probe (raw, before plan mode reads it as configured) is blind
+    reaped = reap_decide(clock.get('due') or [], survey(answers(raw)), args['masters'],
+                         now=args['now'] or format_time(datetime.datetime.now(UTC)),
+                         limit=clock.get('threshold'), leases=args['reap_leases'], lease_enabled=args['reap_lease_enabled'])
     out = {'probe': {'results': results}, 'probed': probed, 'placed': placed, 'batched': batched, 'work': work,
-           'reaping': reaped, 'admitted': placed['admitted'], 'launch_args': dict(args['launch_args'] or {}),
+           'reaping': clock, 'reaped': reaped, 'admitted': placed['admitted'], 'launch_args': dict(args['launch_args'] or {}),
            'ineligible': [it.get('number') for it in args['items'] or [] if not it.get('eligible')],
            'refused': probed['refused'] + placed['refused'] + batched['refused']}
     if args['plan']:

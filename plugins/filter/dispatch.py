@@ -14,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.fleet.dispatch.plugins.filter.board_table import board_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import GLYPHS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import pull_summary
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import continuing
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until, place as _place
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account as _credential_account
@@ -119,6 +120,8 @@ def why_held(item):
     if reason == 'rounds_spent':
         pull = item.get('pull') or {}
         return '%s: %s had %s rounds (cap %s)' % (reason, pull.get('ref'), pull.get('rounds'), pull.get('max_rounds'))
+    if reason == 'awaiting_review':
+        return '%s: %s, no review or failing check since its last round' % (reason, (item.get('pull') or {}).get('ref'))
     if reason == 'unreadable':
         return '%s: %s' % (reason, item.get('unreadable') or 'the board could not read all of it')
     if reason == 'unroutable':
@@ -162,6 +165,15 @@ def dispatch_outcome(items, number, mode='apply', launched=None, refused=None, f
     if not entry.get('eligible'):
         return {'ok': False, 'text': '#%s refused: %s' % (number, why_held(entry))}
     return {'ok': False, 'text': '#%s was not launched: no usable master (see the plan above)' % number}
+
+
+def pull_items(items, ref):
+    """The item numbers whose next run continues the pull request ``ref`` (``_core.dispatch.pr_loop.continuing``)."""
+    if not isinstance(items, list):
+        raise AnsibleFilterError('pull_items expects the board_items of board_info')
+    if not isinstance(ref, str):
+        raise AnsibleFilterError('pull_items expects the pull request as a string (owner/name#N)')
+    return continuing(items, ref)
 
 
 def start_line(row):
@@ -251,6 +263,7 @@ class FilterModule(object):
             'runner_exit_names': runner_exit_names,
             'dispatch_outcome': dispatch_outcome,
             'start_line': start_line,
+            'pull_items': pull_items,
             'run_worker': run_worker,
             'credential_account': credential_account,
         }

@@ -31,6 +31,10 @@ options:
     description: The attempt cap the dispatcher uses (O(fleet.dispatch.board_info#module:max_attempts)).
     type: int
     default: 3
+  max_rounds:
+    description: The round cap the dispatcher uses (O(fleet.dispatch.board_info#module:max_rounds)); V(0) sets none.
+    type: int
+    default: 4
   now:
     description: The time to evaluate at, as ISO-8601. Defaults to the controller clock, read once.
     type: str
@@ -182,6 +186,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory impo
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines, masters_seen
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import DEFAULT_MAX_ROUNDS, round_cap
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
 
 
@@ -191,6 +196,7 @@ def main():
             board=board_argspec(),
             number=dict(type='int', required=True),
             max_attempts=dict(type='int', default=3),
+            max_rounds=dict(type='int', default=DEFAULT_MAX_ROUNDS),
             now=dict(type='str'),
             masters=dict(type='list', elements='dict'),
             fleet_record=dict(type='raw'),
@@ -208,6 +214,10 @@ def main():
         cap = item_budget(module.params['item_budget_tokens'], module.params['item_budget_usd'])
     except ValueError as exc:
         module.fail_json(msg='item budget: %s' % exc, **result)
+    try:
+        rounds = round_cap(module.params['max_rounds'])
+    except ValueError as exc:
+        module.fail_json(msg='max_rounds: %s' % exc, **result)
     try:
         with open_board(spec) as board:
             result['board'] = board.location
@@ -229,7 +239,7 @@ def main():
         record = None
     ex = explain(item, now=now, ready=spec.get('ready', 'Ready'), max_attempts=module.params['max_attempts'],
                  masters=masters_seen(module.params['masters'], record, now),
-                 agents=module.params['agents'], item_budget=cap)
+                 agents=module.params['agents'], item_budget=cap, max_rounds=rounds)
     result.update(explanation=ex, lines=explain_lines(ex))
     module.exit_json(**result)
 

@@ -36,6 +36,13 @@ options:
       - Starts that ended in a capacity marker do not count.
     type: int
     default: 3
+  max_rounds:
+    description:
+      - Rounds (runs that moved its head) on the open pull request the next run of an item continues, after which the item
+        is held C(rounds_spent) and the announcer files one report. A run that pushed nothing is an attempt, not a round.
+      - V(0) sets no cap (the attempt cap still bounds the runs that push nothing).
+    type: int
+    default: 4
   now:
     description:
       - The time to evaluate at, as ISO-8601. Defaults to the controller clock, read once.
@@ -107,7 +114,9 @@ notes:
   - Session chains add C(chained) (the last marker is a handoff and the item's session chain is alive, or its ledger rows are not known) and
     C(chain_stopped) (its chain's last hop was refused at the depth limit; a reopen releases it). See docs/chains.md.
   - The pull-request loop adds C(rounds_spent) (the open pull request the next run would continue has had its cap of rounds that
-    moved its head; a merge, closing the pull request or a reopen releases it). See docs/pull-requests.md.
+    moved its head; a merge, closing the pull request or a reopen releases it) and C(awaiting_review) (the last run left the
+    pull request's head as it is and no trusted review asking for work, nor a failing required check, has come since, so the next
+    round waits for one; judged only where the review and checks were read). See docs/pull-requests.md.
     A reopen counts only when one of the fleet's identities or an account with write access to the repository made it.
 seealso:
   - module: fleet.dispatch.board_marker
@@ -189,6 +198,8 @@ cost:
     - What the read cost where the board meters it (GitHub rate-limit points); null for the ledger.
     - For a GitHub board also C(token), the token check made once per read (kind, login, what each operation needs, C(missing),
       C(unverified) and C(fix)), and C(unreadable), the parts of the board GitHub would not return, each with its cause.
+    - For a GitHub board also C(pull_details), how many eligible items continuing a pull request then had its review and checks
+      read (one call each, after the page, D1) to judge C(awaiting_review).
   returned: always
   type: dict
   sample: {cost: 1, remaining: 4999, reset_at: '2026-11-30T02:00:00Z'}
@@ -363,6 +374,11 @@ board_items:
         spent:
           description: Whether the cap is reached (the item reads C(rounds_spent)).
           type: bool
+        awaiting:
+          description:
+            - Below the cap, why the next round waits (the item reads C(awaiting_review)), or an empty string.
+            - Absent when the cap is spent.
+          type: str
     priority:
       description: The board's priority field value as read (C(P1), C(high), a number), or null.
       type: raw
@@ -400,6 +416,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import CLOCK_SKEW_WARN, UTC, format_time, skew_text
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import DEFAULT_MAX_ROUNDS, round_cap, unread_pulls
 
 
 def _board_clock(module, board):
@@ -439,12 +456,26 @@ def _warn_refusals(module, wanted, assessed):
             module.warn('#%s refused: %s%s' % (number, entry['reason'], detail))
 
 
+def _assess(board, items, wanted, decide):
+    """Every item with its verdict; an eligible one that continues a pull request whose review and checks the read left
+    unread (GitHub reads them per candidate, D1: one call each) is read and decided again, so a round nothing has
+    answered yet waits (``awaiting_review``). Returns the verdicts and how many items were read again."""
+    assessed = assess(items, **decide)
+    unread = set(unread_pulls(assessed, wanted))
+    for pos, item in enumerate(items):
+        if (item.number, item.repo or '') in unread:
+            board.pull_details(item)
+            assessed[pos] = assess([item], **decide)[0]
+    return assessed, len(unread)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             board=board_argspec(),
             mode=dict(type='str', default='plan', choices=['plan', 'apply']),
             max_attempts=dict(type='int', default=3),
+            max_rounds=dict(type='int', default=DEFAULT_MAX_ROUNDS),
             now=dict(type='str'),
             numbers=dict(type='list', elements='int'),
             warn_refusals=dict(type='bool', default=True),
@@ -472,10 +503,22 @@ def main():
             except TableError as exc:
                 module.fail_json(msg=str(exc), **result)
     try:
+        cap = item_budget(module.params['item_budget_tokens'], module.params['item_budget_usd'])
+    except ValueError as exc:
+        module.fail_json(msg='item budget: %s' % exc, **result)
+    try:
+        rounds = round_cap(module.params['max_rounds'])
+    except ValueError as exc:
+        module.fail_json(msg='max_rounds: %s' % exc, **result)
+    wanted = module.params['numbers']
+    decide = dict(now=now, ready=spec.get('ready', 'Ready'), max_attempts=module.params['max_attempts'],
+                  agents=module.params['agents'], item_budget=cap, max_rounds=rounds)
+    try:
         with open_board(spec) as board:
             result['board'] = board.location
             read = board.read(now=now)
             result.update(_board_clock(module, board))
+            assessed, detailed = _assess(board, read.items, wanted, decide)
     except BoardUnreadable as exc:
         result.update(readable=False, error=str(exc))
         write([])
@@ -486,16 +529,10 @@ def main():
     except BoardError as exc:
         module.fail_json(msg=str(exc), **result)
 
-    try:
-        cap = item_budget(module.params['item_budget_tokens'], module.params['item_budget_usd'])
-    except ValueError as exc:
-        module.fail_json(msg='item budget: %s' % exc, **result)
-    items = read.items
-    wanted = module.params['numbers']
-    assessed = assess(items, now=now, ready=spec.get('ready', 'Ready'),
-                      max_attempts=module.params['max_attempts'], agents=module.params['agents'], item_budget=cap)
     cost = read.cost
-    del items, read     # the board's own objects: only the decisions go on (the module's peak memory)
+    if isinstance(cost, dict):
+        cost['pull_details'] = detailed
+    del read     # the board's own objects: only the decisions go on (the module's peak memory)
     counts = {}
     for entry in assessed:
         counts[entry['reason']] = counts.get(entry['reason'], 0) + 1

@@ -161,6 +161,8 @@ options:
     description:
       - The board's id (RV(fleet.dispatch.board_info#module:board_id)); O(stage=name) names each candidate's lease
         C(<unit>@<board_id>), so two boards on one controller never share a lock. Empty - the lease name is the unit name.
+      - With O(stage=lease) and O(plan), the step names the candidates first, as O(stage=name) does (plan mode takes no
+        lease, so its candidates need no step between the two). Empty there - the candidates are taken as named.
     type: str
     default: ''
   launched:
@@ -224,6 +226,21 @@ options:
     description: O(stage=decide) - the reaper's floor in seconds (C(dispatch_reap_floor)); with O(items) and O(now) it gives RV(reaping).
     type: float
     default: 1800
+  reaping:
+    description:
+      - O(stage=decide) - the reaper's clock half taken before the probe (the C(fleet.dispatch.reap_due) filter's answer), so the
+        due items' leases could be held across the probe; without it the step computes it from O(items), O(now) and O(reap_floor).
+        The probe half (RV(reaped)) is read from this cycle's probe answers (D14).
+    type: dict
+  reap_leases:
+    description: O(stage=decide) - the due items' leases (the C(fleet.dispatch.mutex) answers), read with O(reap_lease_enabled).
+    type: list
+    elements: dict
+    default: []
+  reap_lease_enabled:
+    description: O(stage=decide) - a due item is reset only when this run holds its lease in O(reap_leases) (apply mode, the sweep).
+    type: bool
+    default: false
   account_budget:
     description:
       - O(stage=place) and O(stage=decide) - an agent account's daily budget, C(tokens) and/or C(usd) (C(dispatch_account_budget_tokens),
@@ -376,6 +393,13 @@ work:
   type: dict
 reaping:
   description: O(stage=decide) - the reaper's clock half, C(threshold) and C(due) (as the C(fleet.dispatch.reap_due) filter returns it).
+  returned: when O(stage=decide)
+  type: dict
+reaped:
+  description:
+    - O(stage=decide) - the reaper's decision on this cycle's probe, C(reap) (each with the reset marker's C(fields) and C(text))
+      and C(held) (each with C(why); C(blind) names the masters that did not answer), as C(fleet.dispatch.reap_decide) returns it.
+      A master the probe did not answer is blind, in plan mode too (blind is not dead, D5, D14, D20).
   returned: when O(stage=decide)
   type: dict
 timing:

@@ -13,6 +13,7 @@ reading accepts every known envelope.
 """
 from __future__ import annotations
 
+import json
 import pathlib
 
 import pytest
@@ -57,3 +58,33 @@ def test_capture_outcome(capture):
 def test_a_miss_is_reported():
     capture = dict(SAMPLES[0], expect=dict(SAMPLES[0]['expect'], outcome='capacity' if SAMPLES[0]['expect']['outcome'] != 'capacity' else 'retry'))
     assert any('close-out' in p for p in problems(capture))
+
+
+def _capture(name):
+    return next(c for c in SAMPLES if c['id'] == name)
+
+
+@pytest.mark.parametrize('name, marker', [
+    ('codex-refused', 'retry'), ('claude-refused', 'retry'), ('gemini-refused', 'retry'),
+    ('codex-commit', 'failure'), ('claude-commit', 'failure'), ('gemini-commit', 'failure')])
+def test_a_capture_the_stall_limit_stopped(name, marker):
+    """``classify --stalled``: a run stopped by the stall limit before any turn (Codex CLI reconnecting forever
+    prints only the same line) is a retry, ``stopped: stall``; one that had made a turn is a stall failure."""
+    capture = _capture(name)
+    got = classify(capture['text'], capture['agent'], exit_code=-15, now=capture['captured'], tz='UTC', stalled=60)
+    decision = got['decision']
+    assert (decision['marker'], decision['fields']['stall_timeout']) == (marker, 60), decision
+    if marker == 'retry':
+        assert decision['text'].startswith('stopped: stall') and decision['fields']['signature'] == 'stall', decision
+    else:
+        assert decision['fields']['cause'] == 'stall' and 'printed nothing for 60s' in decision['text'], decision
+
+
+def test_classify_takes_the_stall_from_its_command_line(tmp_path, capsys):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.classify import main
+    path = tmp_path / 'capture.log'
+    path.write_text(_capture('codex-refused')['text'])
+    assert main(['--agent', 'codex', '--stalled', '45', '--now', '2026-12-05T03:17:44Z', '--tz', 'UTC', str(path)]) == 0
+    decision = json.loads(capsys.readouterr().out)['decision']
+    assert decision['marker'] == 'retry' and decision['fields']['stall_timeout'] == 45, decision
+    assert any('-15' in a for a in decision['assumes']), decision

@@ -53,7 +53,7 @@ def test_rulebook_validates_and_parses(path):
     data = yaml.safe_load(path.read_text())
     Validate.rulebook(data)  # ansible-rulebook's ruleset_schema.json
     rulesets = rules_parser.parse_rule_sets(data)
-    assert [len(rs.rules) for rs in rulesets] == [3]
+    assert [len(rs.rules) for rs in rulesets] == [6]
 
 
 @pytest.mark.parametrize('path', RULEBOOKS, ids=lambda p: p.name)
@@ -96,16 +96,49 @@ def test_every_rule_runs_the_shared_dispatch_path(path, action, dispatch, sweep)
     assert targets == {
         'An issue opened, reopened or labelled': dispatch,
         'A comment on an issue': dispatch,
+        'A review on a pull request': dispatch,
+        'A check suite failed on a pull request': dispatch,
+        'A check run failed on a pull request': dispatch,
         "A project item's status edited": sweep,
     }
-    for name in ('An issue opened, reopened or labelled', 'A comment on an issue'):
+
+    def extra_vars(name):
         args = rules[name]['action'][action]
-        extra = args['extra_vars'] if action == 'run_playbook' else args['job_args']['extra_vars']
+        return args['extra_vars'] if action == 'run_playbook' else args['job_args']['extra_vars']
+    for name in ('An issue opened, reopened or labelled', 'A comment on an issue'):
+        extra = extra_vars(name)
         assert extra['issue'] == '{{ event.payload.issue.number }}'
         assert 'X-GitHub-Delivery' in extra['delivery']           # a replayed delivery is refused (roles/dispatch)
         assert rules[name]['throttle'] == {'once_within': '1 minute', 'group_by_attributes': ['event.payload.issue.number']}
         assert '["OWNER", "MEMBER", "COLLABORATOR"]' in rules[name]['condition']
     assert rules["A project item's status edited"]['throttle']['once_after'] == '1 minute'
+    # a pull request's review or failing check: the hand dispatch of the item whose next run continues it
+    review = rules['A review on a pull request']
+    assert extra_vars('A review on a pull request')['pull_request'] == (
+        '{{ event.payload.repository.full_name }}#{{ event.payload.pull_request.number }}')
+    assert '["OWNER", "MEMBER", "COLLABORATOR"]' in review['condition'] and '"approved"' not in review['condition']
+    assert review['throttle']['group_by_attributes'] == ['event.payload.pull_request.number']
+    for name, what in (('A check suite failed on a pull request', 'check_suite'), ('A check run failed on a pull request', 'check_run')):
+        extra = extra_vars(name)
+        assert 'issue' not in extra and 'X-GitHub-Delivery' in extra['delivery']
+        assert 'event.payload.%s.pull_requests' % what in extra['pull_request']
+        assert '"success"' not in rules[name]['condition'] and '"failure"' in rules[name]['condition']
+        assert rules[name]['throttle'] == {'once_within': '1 minute', 'group_by_attributes': ['event.payload.%s.head_sha' % what]}
+
+
+@pytest.mark.parametrize('payload, ref', [
+    ({'repository': {'full_name': 'o/r'}, 'pull_request': {'number': 7}}, 'o/r#7'),
+    ({'repository': {'full_name': 'o/r'}, 'check_suite': {'pull_requests': [{'number': 8}, {'number': 9}]}}, 'o/r#8'),
+    ({'repository': {'full_name': 'o/r'}, 'check_run': {'pull_requests': []}}, 'o/r#'),   # a fork's head: refused by name
+])
+def test_a_pull_request_event_renders_the_pull_request_the_hand_dispatch_reads(payload, ref):
+    (ruleset,) = yaml.safe_load((RULEBOOKS[0].parent / LOCAL).read_text())
+    what = 'pull_request' if 'pull_request' in payload else next(k for k in payload if k.startswith('check_'))
+    name = {'pull_request': 'A review on a pull request', 'check_suite': 'A check suite failed on a pull request',
+            'check_run': 'A check run failed on a pull request'}[what]
+    (rule,) = [r for r in ruleset['rules'] if r['name'] == name]
+    template = rule['action']['run_playbook']['extra_vars']['pull_request']
+    assert jinja2.Environment().from_string(template).render(event={'payload': payload}) == ref
 
 
 def test_the_awx_rulebook_has_the_local_ones_conditions():

@@ -14,6 +14,9 @@ what the hand dispatch playbook decided for each, on a ledger board of three ite
   refuses #2 with its reason, as the timer's sweep would (D15);
 * #3 with a wrong signature (401), with no signature (400), and a signed event for a pull
   request comment (no rule): no dispatch of #3 at all;
+* a trusted review asking for changes on o/r#9, the open pull request a run of #4 left: one hand dispatch,
+  which places #4 (it continues that pull request); a stranger's review and an approval: none; a failing
+  check suite on o/r#10, which no run left: one hand dispatch, which names no item and writes no plan;
 * the secret is in no output and no file the runs leave.
 
 Each hand dispatch writes its own plan file (dispatch_plan_json carries the item and a clock
@@ -21,6 +24,7 @@ reading), so the files count the runs.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import glob
 import hashlib
 import hmac
@@ -39,6 +43,7 @@ import pytest
 import requests
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 from racing import free_port
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -79,6 +84,10 @@ def plans(state, number):
     return sorted(state.glob('plan-%s-*.json' % number))
 
 
+def text_has(log, words):
+    return words in log.read_text()
+
+
 def wait_for(predicate, timeout):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -98,6 +107,16 @@ def start_rulebook(tmp_path, collections_path, secret):
         board.upsert_item(number=1, title='eligible', status='Ready')
         board.upsert_item(number=2, title='blocked', status='Ready', blocked_by=[1])
         board.upsert_item(number=3, title='eligible, but only ever sent with a bad signature', status='Ready')
+        # a run of #4 left the open pull request o/r#9 (the ref GitHub's events name) and ended a no-op
+        past = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(hours=2)
+        board.upsert_item(number=4, title='left a pull request open', status='Ready')
+        board.comment(4, format_marker('start', {'unit': 'task-4'}), at=past)
+        board.add_artifact('o/r#9', closes=[4], created_at=past + _dt.timedelta(minutes=10), head_ref='fleet/4',
+                           head_sha='a' * 40, state='OPEN')
+        board.comment(4, format_marker('noop', {'unit': 'task-4'}), at=past + _dt.timedelta(minutes=20))
+        # the review the webhook event announces, as the forge holds it (else #4 is held awaiting_review)
+        board.add_review('o/r#9', 'rename it', kind='review', author='maint', association='MEMBER',
+                         state='CHANGES_REQUESTED', at=past + _dt.timedelta(minutes=30))
     state = tmp_path / 'state'
     state.mkdir()
     inventory = tmp_path / 'inventory.yml'
@@ -107,8 +126,8 @@ def start_rulebook(tmp_path, collections_path, secret):
             'ansible_python_interpreter': str(BIN / 'python'),
             'dispatch_board': {'kind': 'ledger', 'path': str(ledger)},
             'dispatch_state_dir': str(state),
-            # one plan file per run: the item, then a clock reading (the files count the runs)
-            'dispatch_plan_json': "%s/plan-{{ issue | default('sweep') }}-{{ lookup('ansible.builtin.pipe', 'date +%%s%%N') }}.json" % state,
+            # one plan file per run: the item (0: the sweep), then a clock reading (the files count the runs)
+            'dispatch_plan_json': "%s/plan-{{ dispatch_issue | default(0) }}-{{ lookup('ansible.builtin.pipe', 'date +%%s%%N') }}.json" % state,
         }},
         'children': {'workers': {'hosts': {'localhost': {'worker_masters': [{'name': 'agent1'}]}}}},
     }}))
@@ -180,21 +199,37 @@ def test_signed_events_dispatch_their_item_once_and_a_bad_signature_nothing(rule
     # a burst on one item (each a new delivery) dispatches it once a minute, not once per event
     for _burst in range(3):
         assert post(port, comment, 'issue_comment').status_code == 200
+    # a pull request's review or failing check dispatches the item whose next run continues it
+    repo = {'full_name': 'o/r'}
+    review = {'action': 'submitted', 'repository': repo, 'pull_request': {'number': 9, 'state': 'open'},
+              'review': {'state': 'changes_requested', 'body': 'rename it', 'author_association': 'MEMBER'}}
+    stranger_review = dict(review, pull_request={'number': 10}, review=dict(review['review'], author_association='NONE'))
+    approval = dict(review, pull_request={'number': 10}, review=dict(review['review'], state='approved'))
+    suite = {'action': 'completed', 'repository': repo,
+             'check_suite': {'conclusion': 'failure', 'head_sha': 'b' * 40, 'pull_requests': [{'number': 10}]}}
+    assert post(port, review, 'pull_request_review').status_code == 200
+    assert post(port, stranger_review, 'pull_request_review').status_code == 200
+    assert post(port, approval, 'pull_request_review').status_code == 200
+    assert post(port, suite, 'check_suite').status_code == 200
 
-    assert wait_for(lambda: plans(state, 1) and plans(state, 2), 240), log.read_text()[-4000:]
+    assert wait_for(lambda: plans(state, 1) and plans(state, 2) and plans(state, 4)
+                    and text_has(log, 'o/r#10: no item continues it'), 240), log.read_text()[-4000:]
     time.sleep(10)  # room for a duplicate run to show up
     text = log.read_text()
     assert len(plans(state, 1)) == 1, 'item 1 dispatched %d times: %s' % (len(plans(state, 1)), text[-4000:])
     assert len(plans(state, 2)) == 1
-    assert plans(state, 3) == [] and plans(state, 'sweep') == [], text[-4000:]
+    assert plans(state, 3) == [] and plans(state, 0) == [], text[-4000:]
+    assert len(plans(state, 4)) == 1
+    four = json.loads(plans(state, 4)[0].read_text())
+    assert [(a['number'], a['master']) for a in four['assignments']] == [(4, 'agent1')]
     one = json.loads(plans(state, 1)[0].read_text())
     assert [(a['number'], a['master']) for a in one['assignments']] == [(1, 'agent1')]
     two = json.loads(plans(state, 2)[0].read_text())
     assert two['assignments'] == []
     assert '#2 refused: blocked by #1' in text
-    assert text.count('PLAY [Dispatch one item by hand]') == 2, text[-4000:]
+    assert text.count('PLAY [Dispatch one item by hand]') == 4, text[-4000:]
     # each dispatch carried its delivery id, and marked it (a replay of it would be refused)
-    assert len(list((state / 'deliveries').iterdir())) == 2
+    assert len(list((state / 'deliveries').iterdir())) == 4
     # the secret: in no output, no file the runs left
     assert SECRET not in text
     for path in tmp_path.rglob('*'):

@@ -17,7 +17,10 @@ nothing, spends no attempt and darkens the master (``agent_missing``); the next 
 Beside it, on the same host, masters fcodex and fgemini run the pinned Codex CLI and Gemini CLI, installed
 by the same role (one playbook, the role once per profile) and pointed at the same endpoint: each ends a real
 run, from the board, as ✅ (its shell tool commits and merges), ⚪ (a claim without a merge), 🔁 with no
-attempt (a 429 throttle, a 500 before any turn), 🪫 revoked (a bad key).
+attempt (a 429 throttle, a 500 before any turn), 🪫 revoked (a bad key), 🪫 until the reset the CLI states (a
+usage limit). Through the same helpers: Claude Code's merge, and its silence before a provider that never
+answers (the stall limit: 🔁 ``stopped: stall``); Codex CLI reconnecting forever on a refused connection,
+stopped by the same limit.
 
 The host reaches the registry as this machine does: through its egress, whose CA bundle is copied
 to the host and given to npm (``worker_agent_npm_env``). Without a registry here the module skips.
@@ -25,20 +28,24 @@ Cost, measured on the shared 2-core VM (other engineers' jobs beside it): provis
 installing Debian's npm; the module 368 s with the host's boot, 7 min with its removal.
 The codex and gemini masters add 257 s (their provision 185 s, of which npm 57 s and the rest the role's own
 tasks twice over; their twelve tests 72 s) on a quiet machine, 310 s at a load average of 8 (provision 236 s).
+The five runs after those (two usage limits, Claude's merge and stall, Codex's refused) took 109 s at a load
+average of 10-13, where the twelve took 227 s: about 50 s on a quiet machine, 20 s of it the two stall limits.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
 import subprocess
 import time
+import zoneinfo
 
 import pathlib
 
 import pytest
 
-from fakes.model_endpoint import Endpoint
+from fakes.model_endpoint import Endpoint, presets
 
 pytestmark = pytest.mark.testbed
 
@@ -178,8 +185,7 @@ def fleet(bed_factory, tmp_path_factory):
         return None if out == 'MISSING' else json.loads(out)
 
     def script(steps):
-        with endpoint._lock:
-            endpoint.steps, endpoint.turns = [dict(s) for s in steps], 0
+        endpoint.script([dict(s) for s in steps])
 
     def clear_capacity():
         bed.ansible(host, 'fleet.dispatch.capacity_clear', {'source': 'any'}, become_user=MASTER)
@@ -358,12 +364,25 @@ OTHERS = {
     'gemini': {'master': 'fgemini', 'version': '0.61.0', 'key': {'GEMINI_API_KEY': 'AIzaFakeGeminiKey0000'},
                'first': 51, 'path': ':streamGenerateContent'},
 }
+# fagent's Claude Code through the same helpers, for what its own tests above do not run
+CLIS = dict(OTHERS, claude={'master': MASTER, 'first': 61, 'path': '/v1/messages'})
 # scenario -> (the close-out's marker kind, attempts spent, the capacity source it leaves or None, the item's
 # verdict after it where it does not depend on the clock: a retry's waits out its backoff)
 REAL = {'merge': ('success', 1, None, 'done'), 'claim': ('noop', 1, None, 'eligible'),
         'throttle': ('retry', 0, None, None), 'server_error': ('retry', 0, None, None),
-        'bad_key': ('capacity', 0, 'revoked', 'eligible')}
-REAL_ORDER = ('merge', 'claim', 'throttle', 'server_error', 'bad_key')
+        'bad_key': ('capacity', 0, 'revoked', 'eligible'), 'usage_limit': ('capacity', 0, 'rate_limit', 'eligible'),
+        'refused': ('retry', 0, None, None), 'stall': ('retry', 0, None, None)}
+REAL_ORDER = ('merge', 'claim', 'throttle', 'server_error', 'bad_key', 'usage_limit', 'refused', 'stall')
+# What each CLI runs of REAL_ORDER here. One real unit per fault where the real CLI shows what a capture read
+# by the unit tests cannot (tests/corpus/captures hold every CLI's overload, quota and refused output, read by
+# test_captures_outcome.py): Claude Code's merge, and its silence before a provider that never answers (the
+# stall limit); Codex CLI's reconnecting forever on a refused connection; the reset each CLI states for a
+# usage limit, written by a real unit. Claude Code's provider errors have their own test above.
+RUNS = {'codex': REAL_ORDER[:7], 'gemini': REAL_ORDER[:6], 'claude': ('merge', 'stall')}
+# The stall limit (fleet-runner --stall-timeout) of Claude Code's run the endpoint never answers ({"wait": true},
+# counted from the spawn: it starts in a few seconds) and of Codex CLI's refused run (it prints one line again
+# and again, counted from the first).
+STALL = {'claude': 10, 'codex': 10}
 # The forge's merge, for the agent's shell tool: a merged change closing the item on the master's ledger (D2), as
 # the fake agent records it (tests/fakes/agent); the agent's own commit comes first, in a repository of its own.
 FORGE_MERGE_ON_HOST = '/usr/local/share/fleet-test-forge-merge'
@@ -402,6 +421,7 @@ def _others_vars(endpoint, cli):
     else:
         common['worker_runner_agent_args'] = ['--yolo']
         common['worker_runner_agent_env'] = {'GOOGLE_GEMINI_BASE_URL': endpoint.url, 'GEMINI_MODEL': 'gemini-2.5-pro'}
+        common['worker_agent_settings'] = {'general': {'maxAttempts': 1}}
     return common
 
 
@@ -410,14 +430,14 @@ class _Others(object):
 
     def __init__(self, fleet):
         self.fleet = fleet
-        self.path = {cli: self.ssh(cli, 'cat %s/.config/fleet-dispatch/path' % self.home(cli)).strip() for cli in OTHERS}
+        self.path = {cli: self.ssh(cli, 'cat %s/.config/fleet-dispatch/path' % self.home(cli)).strip() for cli in CLIS}
 
     @staticmethod
     def home(cli):
-        return '/home/' + OTHERS[cli]['master']
+        return '/home/' + CLIS[cli]['master']
 
     def ssh(self, cli, cmd, check=True):
-        return self.fleet.bed.ssh(self.fleet.host, cmd, user=OTHERS[cli]['master'], check=check).stdout
+        return self.fleet.bed.ssh(self.fleet.host, cmd, user=CLIS[cli]['master'], check=check).stdout
 
     def py(self, cli, code):
         return self.ssh(cli, "cd / && PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (CODE, code))
@@ -425,11 +445,12 @@ class _Others(object):
     def create(self, cli, numbers):
         self.py(cli, CREATE % {'ledger': self.home(cli) + '/ledger.sqlite3', 'numbers': numbers})
 
-    def launch(self, cli, number):
+    def launch(self, cli, number, stall=None):
+        command = ['fleet-runner', '--item', str(number)] + (['--stall-timeout', str(stall)] if stall else [])
         res = self.fleet.bed.ansible(self.fleet.host, 'fleet.dispatch.launch', {
-            'items': [{'number': number, 'command': ['fleet-runner', '--item', str(number)], 'workdir': self.home(cli)}],
+            'items': [{'number': number, 'command': command, 'workdir': self.home(cli)}],
             'path': self.path[cli], 'environment_file': self.home(cli) + '/.config/fleet-dispatch/credentials.env'},
-            become_user=OTHERS[cli]['master'])
+            become_user=CLIS[cli]['master'])
         return res[self.fleet.host]
 
     def unit_done(self, cli, number):
@@ -453,7 +474,7 @@ class _Others(object):
 
     def clear_capacity(self, cli):
         self.fleet.bed.ansible(self.fleet.host, 'fleet.dispatch.capacity_clear', {'source': 'any'},
-                               become_user=OTHERS[cli]['master'])
+                               become_user=CLIS[cli]['master'])
 
 
 @pytest.fixture(scope='module')
@@ -477,15 +498,14 @@ def others(fleet, tmp_path_factory):
             assert value not in res.stdout, 'the agent key is never logged'
     fleet.bed.ssh(fleet.host, 'sudo tee %s >/dev/null && sudo chmod 644 %s' % (FORGE_MERGE_ON_HOST, FORGE_MERGE_ON_HOST),
                   input=FORGE_MERGE)
-    # the operator's own Gemini CLI setting, kept by the role's merge of settings.json: no internal retry
-    fleet.bed.ssh(fleet.host, "python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); "
-                  "d.setdefault(\"general\", {})[\"maxAttempts\"] = 1; open(p, \"w\").write(json.dumps(d, indent=2))' "
-                  "/home/fgemini/.gemini/settings.json", user='fgemini')
+    # worker_agent_settings merged into Gemini CLI's settings.json: no internal retry
+    settings = json.loads(fleet.bed.ssh(fleet.host, 'cat /home/fgemini/.gemini/settings.json', user='fgemini').stdout)
+    assert settings['general']['maxAttempts'] == 1 and settings['general']['enableAutoUpdate'] is False, settings
 
     o = _Others(fleet)
     o.provision_s = took
-    for cli, spec in OTHERS.items():
-        o.create(cli, [spec['first'] + i for i in range(len(REAL_ORDER))])
+    for cli, spec in CLIS.items():
+        o.create(cli, [spec['first'] + REAL_ORDER.index(s) for s in RUNS[cli]])
     print('\ntest_agent_install: codex and gemini masters provisioned in %.0f s' % took)
     return o
 
@@ -498,11 +518,13 @@ def test_the_role_installs_codex_and_gemini_answering_through_the_run_path(fleet
     assert out[2].strip() == others.home(cli) + '/.local/lib/fleet-agents/node_modules/.bin/' + cli, out
 
 
-@pytest.mark.parametrize('cli,scenario', [(c, s) for c in sorted(OTHERS) for s in REAL_ORDER])
-def test_a_real_codex_or_gemini_run_ends_with_its_marker_from_the_board(fleet, others, cli, scenario):
+@pytest.mark.parametrize('cli,scenario', [(c, s) for c in sorted(CLIS) for s in RUNS[c]])
+def test_a_real_cli_run_ends_with_its_marker_from_the_board(fleet, others, cli, scenario):
     """The real CLI in a real unit through fleet-runner: its tool call commits and merges (success), it claims
-    without one (noop), a throttle or a 500 before any turn (retry, no attempt), a bad key (capacity revoked)."""
-    _real_run(fleet, others, cli, scenario, OTHERS[cli]['first'] + REAL_ORDER.index(scenario))
+    without one (noop); a throttle, a 500, a refused connection or a provider that never answers (the stall
+    limit) before any turn is a retry, no attempt; a usage limit darkens the master until the reset the CLI
+    states; a bad key until a human acts."""
+    _real_run(fleet, others, cli, scenario, CLIS[cli]['first'] + REAL_ORDER.index(scenario))
 
 
 def _real_run(fleet, others, cli, scenario, number):
@@ -512,15 +534,26 @@ def _real_run(fleet, others, cli, scenario, number):
                                             ledger=others.home(cli) + '/ledger.sqlite3')}, {'text': 'done'}]
     elif scenario == 'claim':
         steps = [{'text': 'Done: I fixed item %d, committed it and merged the change.' % number}]
+    elif scenario == 'stall':
+        steps = [{'wait': True}]
+    elif scenario == 'refused':
+        steps = [{'text': 'done'}]
     else:
         steps = [{'error': scenario}]
+    # Codex CLI refused reconnects forever: only the stall limit ends it
+    stall = STALL[cli] if scenario == 'stall' or (scenario, cli) == ('refused', 'codex') else None
     fleet.script(steps)
     before = len(fleet.endpoint.requests)
     state = None
     try:
-        res = others.launch(cli, number)
+        if scenario == 'refused':
+            with fleet.endpoint.refusing():
+                res = others.launch(cli, number, stall=stall)
+                others.unit_done(cli, number)
+        else:
+            res = others.launch(cli, number, stall=stall)
+            others.unit_done(cli, number)
         assert not res.get('failed'), res
-        others.unit_done(cli, number)
         data = others.read(cli, number)
         state = data['capacity']
         assert data['kinds'] == ['start', kind], (data, others.capture(cli, number))
@@ -530,15 +563,45 @@ def _real_run(fleet, others, cli, scenario, number):
             assert state is None, 'the master stays usable: %r' % state
         else:
             assert state and state['source'] == source, state
-        turns = [r for r in fleet.endpoint.requests[before:] if r.get('role') == 'turn']
-        assert turns and all(OTHERS[cli]['path'] in r['path'] for r in turns), fleet.endpoint.requests[before:]
+        seen = fleet.endpoint.requests[before:]
+        turns = [r for r in seen if r.get('role') == 'turn']
+        if scenario == 'refused':
+            assert seen == [], 'nothing listened: %r' % seen
+        else:
+            assert turns and all(CLIS[cli]['path'] in r['path'] for r in turns), seen
+        if stall:
+            assert data['fields'][-1]['cause'] == 'stall' and data['fields'][-1]['stall_timeout'] == stall, data
+        if scenario == 'stall':
+            assert {r['action'] for r in turns} == {'wait'}, 'the CLI\'s request, never answered: %r' % turns
+        if scenario == 'usage_limit':
+            _assert_stated_reset(cli, state, [r['t'] for r in turns], others.capture(cli, number))
         if scenario == 'merge':
             assert len(turns) == 2, 'the tool call, then the answer after its result'
             assert data['commits'][0] == 'fix #%d' % number, data
     finally:
+        fleet.endpoint.release()
         if state is not None:
             others.clear_capacity(cli)
         fleet.script([{'text': 'done'}])
+
+
+def _assert_stated_reset(cli, state, asked, capture):
+    """The capacity state's reset is the one the CLI printed for the endpoint's usage limit (presets.py): Codex
+    CLI's "try again at 6:12 AM" for ``resets_at`` 3 hours after the request, to its minute; Gemini CLI's
+    per-day quota at the next midnight Pacific time after the request, never its "Please retry in 36s"."""
+    reset = datetime.datetime.fromisoformat(state['reset_at'].replace('Z', '+00:00'))   # the state file's own form
+    if cli == 'codex':
+        stated = [datetime.datetime.fromtimestamp(int(t) + presets.LIMIT_RESET_S, datetime.timezone.utc) for t in asked]
+        minute = datetime.timedelta(minutes=1)
+        assert min(stated) - minute <= reset <= max(stated) + minute, (state, capture)
+    else:
+        pacific = zoneinfo.ZoneInfo('America/Los_Angeles')
+
+        def midnight_after(epoch):
+            day = datetime.datetime.fromtimestamp(epoch, pacific).date() + datetime.timedelta(days=1)
+            return datetime.datetime.combine(day, datetime.time(0), pacific).astimezone(datetime.timezone.utc)
+        # read when the run closed out, at most a couple of minutes after the request: a midnight in between
+        assert reset in (midnight_after(asked[0]), midnight_after(asked[-1] + 120)), (state, capture)
 
 
 def test_a_cli_gone_after_provision_darkens_the_master_and_provision_clears_it(fleet):

@@ -52,25 +52,31 @@ def local_zone() -> Any:
 
 
 def classify(capture: str, agent: Any = None, *, exit_code: Optional[int] = None, now: Any = None, tz: Any = None,
-             on_date: Any = None, decision_now: Any = None) -> Dict[str, Any]:
+             on_date: Any = None, decision_now: Any = None, stalled: float = 0) -> Dict[str, Any]:
     """The classify object for one capture: the reading (``_core.outcome.capture.summary``) plus ``decision``.
 
     ``now``/``tz``/``on_date`` are the reading's (see ``read_capture``). ``decision`` is what the
     close-out would post if the forge reports NO artifact since the run's start (``assumes`` says
     so): a merged closing pull request would make any of these a success (D2). Without an exit
-    code, the exit is taken as 0 for a success reading and 1 otherwise (``assumes`` says so).
+    code, the exit is taken as 0 for a success reading and 1 otherwise (``assumes`` says so). ``stalled``:
+    the stall limit (seconds) stopped the run, as ``closeout.decide`` takes it.
     """
     reading = read_capture(capture, agent, exit_code=exit_code, now=now, tz=tz, on_date=on_date)
     out = summary(reading)
     assumes = ['the forge reports no artifact for the item since the run started']
     code = exit_code
+    if stalled:
+        assumes.append('the stall limit (%gs) stopped the agent' % stalled)
+    if code is None and stalled:
+        code = -15
+        assumes.append('exit code -15 (SIGTERM of the stall limit; none given)')
     if code is None:
         code = 0 if reading.kind in ('success', 'noop_claim') else 1
         assumes.append('exit code %d (none given)' % code)
     when = parse_time(decision_now) or parse_time(now) or _dt.datetime.now(UTC)
     item = Item(number=1, title='', state='open')   # any number: an item without artifacts decides alike
     decision = decide(reading.outcome(code), item, number=1, started_at=when - _dt.timedelta(seconds=1), now=when,
-                      exit_code=code, capture=capture)
+                      exit_code=code, capture=capture, stalled=stalled)
     out['decision'] = {'marker': decision.kind, 'exit_code': decision.exit_code, 'text': decision.text,
                        'fields': _jsonable(decision.fields), 'assumes': assumes}
     return out
@@ -96,6 +102,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument('--agent', choices=sorted(PROFILES), default=None,
                    help='the agent profile (default: "agent" of the runner config, else custom)')
     p.add_argument('--exit-code', type=int, default=None, help='the agent\'s exit code, when known')
+    p.add_argument('--stalled', type=float, default=0, metavar='SECONDS',
+                   help='the stall limit stopped the agent after SECONDS without a new line (worker_runner_stall_timeout)')
     p.add_argument('--now', default=None,
                    help='when the capture was printed, ISO (default: the file\'s modification time; stdin: now); '
                         '"unknown": durations and passed clock times stay unresolved')
@@ -145,6 +153,6 @@ def main(argv, *, stdin=None, stdout=None, environ=None) -> int:
         sys.stderr.write('fleet-runner classify: %s\n' % exc)
         return 2
     tz = args.tz or conf.get('tz') or local_zone()
-    result = classify(capture, agent, exit_code=args.exit_code, now=now, tz=tz, on_date=on_date)
+    result = classify(capture, agent, exit_code=args.exit_code, now=now, tz=tz, on_date=on_date, stalled=args.stalled)
     stdout.write(json.dumps(result, sort_keys=False) + '\n')
     return 0

@@ -21,6 +21,7 @@ from .._core.board.model import format_time
 from .._core.dispatch.agent_sandbox import confine
 from .._core.outcome.agent_env import parse_env_file
 from .._core.outcome.capacity import agent_missing_state, clears_after_agent_found
+from .._core.outcome.stall import Progress
 from .._host.files import read_capacity_file, write_capacity_file
 
 # Seconds between SIGTERM and SIGKILL of the agent's process group when the run is stopped.
@@ -206,12 +207,35 @@ def _capture_size(path: str) -> int:
         return -1
 
 
+# Bytes read from the capture per look; more appended since the last look is progress unread. Unmeasured
+# guess, a bound on one look's read (a look every STALL_POLL_MAX s at most). Experiment that settles it: the
+# largest growth of a capture between two looks over a month of runs; keep this above it.
+_READ_MAX = 1 << 20
+
+
+def _appended(path: str, offset: int) -> Tuple[int, Optional[bytes]]:
+    """``(new offset, bytes appended since offset)``; ``None`` for more than ``_READ_MAX`` (progress)."""
+    size = _capture_size(path)
+    if size <= offset:
+        return (size if size < offset else offset), b''
+    if size - offset > _READ_MAX:
+        return size, None
+    try:
+        with open(path, 'rb') as handle:
+            handle.seek(offset)
+            data = handle.read(size - offset)
+    except OSError:
+        return offset, b''
+    return offset + len(data), data
+
+
 def wait_agent(proc, *, capture_path: str, timeout: Optional[float] = None, stall_timeout: Optional[float] = None,
                grace: float = KILL_GRACE, log: Optional[Callable[[str], None]] = None,
                monotonic: Callable[[], float] = time.monotonic, watch: Optional[Callable[[], bool]] = None,
                watch_poll: float = BUDGET_POLL) -> Tuple[Optional[int], str]:
     """Wait for the agent: ``(exit code, why)``, ``why`` ``''`` (it ended), ``'timeout'`` (it ran longer than
-    ``timeout`` seconds), ``'stall'`` (its capture did not grow for ``stall_timeout`` seconds) or ``'budget'``
+    ``timeout`` seconds), ``'stall'`` (no new line in its capture for ``stall_timeout`` seconds: a line it
+    printed before, digits aside, is no progress -- ``_core.outcome.stall``) or ``'budget'``
     (``watch()``, called every ``watch_poll`` seconds while it runs, said stop: the run's budget); the last
     three stop its process group. None or 0 for a limit: no such limit here."""
     timeout = timeout or None
@@ -227,7 +251,7 @@ def wait_agent(proc, *, capture_path: str, timeout: Optional[float] = None, stal
     if watch is not None:
         poll = min(poll, watch_poll)
     start = last_change = monotonic()
-    size = _capture_size(capture_path)
+    offset, progress = max(0, _capture_size(capture_path)), Progress()
     while True:
         now = monotonic()
         wait = poll if timeout is None else max(0.0, min(poll, start + timeout - now))
@@ -244,10 +268,10 @@ def wait_agent(proc, *, capture_path: str, timeout: Optional[float] = None, stal
             return stop_group(proc, grace, log), 'budget'
         if stall_timeout is None:
             continue
-        grown = _capture_size(capture_path)
-        if grown != size:
-            size, last_change = grown, now
+        offset, data = _appended(capture_path, offset)
+        if data is None or progress.feed(data):
+            last_change = now
         elif now - last_change >= stall_timeout:
             if log:
-                log('the agent printed nothing for %ss (stall limit); stopping its process group' % stall_timeout)
+                log('the agent printed nothing new for %ss (stall limit); stopping its process group' % stall_timeout)
             return stop_group(proc, grace, log), 'stall'

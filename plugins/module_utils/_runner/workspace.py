@@ -20,7 +20,7 @@ from .._core.board.markers import markers_of
 from .._core.board.mentions import provenance
 from .._core.board.model import format_time
 from .._core.dispatch.eligibility import last_reopen
-from .._core.dispatch.pr_loop import plan as pull_plan
+from .._core.dispatch.pr_loop import plan as pull_plan, rounds_from_env
 from .._host.files import START_FILE
 from .brief import BRIEF_VERSION, render
 from .brief_pull import section as pull_section
@@ -82,7 +82,8 @@ class WorkspaceMixin(object):
             self._pull_details(item)
             markers, reopen_at = markers_of(item), last_reopen(item)
             counted = markers if reopen_at is None else [m for m in markers if m.at is not None and m.at >= reopen_at]
-            loop = pull_plan(item, markers, counted=counted, repo=self.config.repo)   # the rounds as eligibility counts them
+            loop = pull_plan(item, markers, counted=counted, repo=self.config.repo,   # the rounds as eligibility counts them
+                             max_rounds=rounds_from_env(self.environ))   # and the cap the dispatcher held it to
             self.pull = loop.pull   # the open pull request this run continues (_core.dispatch.pr_loop), for the close-out
             pull = pull_section(loop.pull, self.config.branch, rounds=loop.rounds, max_rounds=loop.max_rounds,
                                 marker_authors=item.marker_authors or ())

@@ -34,6 +34,10 @@ spend      stream usage as ``claude -p --output-format stream-json --verbose`` d
            ``result`` line with the totals and ``total_cost_usd`` (0.01 a response), exit 0 (merges
            nothing); with ``FAKE_AGENT_HANG_AFTER=N`` it sleeps until killed after response N instead
            (a run that would go on spending); its pid in ``FAKE_AGENT_PIDFILE`` before the first line
+push       the pull-request loop: when the brief continues an open pull request (``PULL REQUEST <ref> is
+           open``), "push" a new head to it (its ``head_sha`` on the ledger board moves); otherwise open one
+           that closes the item (``fake-pr/<item>/<hex>``, branch ``fleet/<item>``, OPEN, not merged). Merges
+           nothing (a reviewer or the test merges; result.json says blocked), prints a success envelope, exit 0
 =========  ================================================================================
 
 What it reads: the brief on stdin (the runner's default) or from ``FLEET_BRIEF_FILE``; the item
@@ -64,7 +68,7 @@ import uuid
 FORGE_DSN_ENV = 'FAKE_FORGE_DSN'
 """The fake forge's own ledger DSN (its merge identity, D18): from the agent credentials file only."""
 
-MODES = ('merge', 'claim', 'die503', 'ratelimit', 'revoked', 'hang', 'noisy', 'fail', 'replay', 'spend')
+MODES = ('merge', 'claim', 'die503', 'ratelimit', 'revoked', 'hang', 'noisy', 'fail', 'replay', 'spend', 'push')
 
 
 def _now():
@@ -116,8 +120,7 @@ def _board_spec():
     return spec
 
 
-def _merge(item):
-    """Record a merged change closing ``item`` on the ledger, the way a forge merge would (D2)."""
+def _open_board():
     try:
         from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
     except ImportError:
@@ -128,15 +131,37 @@ def _merge(item):
                   os.path.expanduser('~/.local/share/fleet-dispatch/runner')]
         sys.path[:0] = [r for r in roots if os.path.isdir(os.path.join(r, 'ansible_collections'))]
         from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+    return open_board(_board_spec())
 
-    spec = _board_spec()
-    board = open_board(spec)
+
+def _merge(item):
+    """Record a merged change closing ``item`` on the ledger, the way a forge merge would (D2)."""
+    board = _open_board()
     try:
         ref = 'fake-pr/%s/%s' % (item, uuid.uuid4().hex[:8])
         board.add_artifact(ref, merged=True, closes=[int(item)], title='Fix item %s' % item)
     finally:
         board.close()
     return ref
+
+
+def _push(item, brief):
+    """Push to the pull request the brief continues (a new head on the ledger), or open one closing ``item``."""
+    import re
+    match = re.search(r'PULL REQUEST (\S+) is open and not merged', brief or '')
+    head = uuid.uuid4().hex + uuid.uuid4().hex[:8]
+    board = _open_board()
+    try:
+        if match:
+            ref = match.group(1)
+            board.add_artifact(ref, head_sha=head)
+            return ref, 'pushed %s to %s' % (head[:12], ref)
+        ref = 'fake-pr/%s/%s' % (item, uuid.uuid4().hex[:8])
+        board.add_artifact(ref, created_at=_now(), closes=[int(item)], title='Fix item %s' % item,
+                           head_ref='fleet/%s' % item, head_sha=head, state='OPEN')
+        return ref, 'opened %s (head %s); it closes the item once merged' % (ref, head[:12])
+    finally:
+        board.close()
 
 
 def _write_result(payload):
@@ -219,6 +244,11 @@ def main(argv=None):
         return int(os.environ.get('FAKE_AGENT_EXIT', '0'))
     if mode == 'spend':
         return _spend(out)
+    if mode == 'push':
+        ref, what = _push(item, brief)
+        _write_result({'status': 'blocked', 'pull_request': ref, 'evidence': [{'command': 'git push', 'output': what}]})
+        out.write(_envelope(result=what[0].upper() + what[1:] + '.') + '\n')
+        return 0
     if mode == 'die503':
         err.write('Retrying request to /v1/messages in 0.8 seconds\n')
         err.write('API Error: 503 {"type":"error","error":{"type":"api_error","message":"Service Unavailable"}}\n')

@@ -125,6 +125,9 @@ def item_matches(item: Dict[str, Any], terms: List[tuple]) -> bool:
                     checks.append(item['type'] == 'DRAFT_ISSUE')
                 elif v == 'archived':
                     checks.append(item['isArchived'])
+                elif v == 'blocked':
+                    # GitHub's is:blocked: an issue with an open blocker
+                    checks.append(any(b['state'] == 'OPEN' for b in content.get('blocked_by') or []))
                 else:
                     checks.append(False)
             hit = any(checks)

@@ -16,6 +16,8 @@ its next move) takes the next step, and the last step repeats once the list is s
   ``"in_stream": true`` sends it inside a 200 stream instead (Anthropic ``event: error``,
   Responses ``response.failed``);
 * ``{"stall": S}``: accept the request, send nothing for S seconds, then close;
+* ``{"wait": true}``: accept the request and send nothing until the client hangs up or ``release()``
+  (a provider that never answers: the caller's own limit ends it, whenever that is);
 * ``{"drop": true}``: close the connection without a response; with a reply, ``"drop_after": N``
   closes after N stream events;
 * any reply may carry ``"delay": S`` (seconds between stream events: a slow stream) and
@@ -25,6 +27,8 @@ A step with ``"times": N`` is served N times. Requests without tools (titles, cl
 probes) and the auxiliary endpoints (model lists, token counts) are answered with a canned reply,
 except that while the current step is an error, they get that error too (an outage hits every call).
 Every request is recorded (``Endpoint.requests``, and ``log`` as JSON lines) with its secrets masked.
+``with endpoint.refusing():`` closes the listening socket (a client gets connection refused) and
+listens again on the same port after the block.
 
     with Endpoint({'steps': [{'shell': 'touch x'}, {'text': 'done'}]}) as ep:
         run_cli(base_url=ep.url)
@@ -34,8 +38,10 @@ Command line: ``python -m tests.fakes.model_endpoint --scenario FILE --port N [-
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import select
 import socket
 import sys
 import threading
@@ -115,6 +121,7 @@ class Endpoint:
         self.requests = []
         self.turns = 0
         self._lock = threading.Lock()
+        self._released = threading.Event()
         self._server = None
         self._thread = None
 
@@ -136,6 +143,25 @@ class Endpoint:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+    @contextlib.contextmanager
+    def refusing(self):
+        """Nothing listens on the port inside the block (connection refused); the same URL serves after it."""
+        self.stop()
+        try:
+            yield self
+        finally:
+            self.start()
+
+    def script(self, steps):
+        """A new scenario from its first step (``release()`` undone)."""
+        with self._lock:
+            self.steps, self.turns = _expand(steps), 0
+            self._released.clear()
+
+    def release(self):
+        """End every ``wait`` step now held, and let later ones return at once (``script`` clears it)."""
+        self._released.set()
 
     def serve_forever(self):
         self.start()
@@ -314,8 +340,12 @@ class _Handler(BaseHTTPRequestHandler):
         turn = bool(tools)
         index, step = self.endpoint.next_step(turn=turn)
         role = 'turn' if turn else 'aux'
-        if not turn and 'error' not in step and 'stall' not in step and not step.get('drop'):
+        if not turn and 'error' not in step and 'stall' not in step and not step.get('drop') and not step.get('wait'):
             step = {'text': 'ok'}
+        if step.get('wait'):
+            self.endpoint.record(self._entry(protocol, role, body, step=index, status=None, action='wait'))
+            self._hold()
+            return self._drop()
         if 'stall' in step:
             self.endpoint.record(self._entry(protocol, role, body, step=index, status=None, action='stall'))
             time.sleep(float(step['stall']))
@@ -345,6 +375,16 @@ class _Handler(BaseHTTPRequestHandler):
         if stream:
             return self._send_sse(events, float(step.get('delay', 0)), step.get('drop_after'))
         return self._send_json(200, whole)
+
+    def _hold(self):
+        """Until the client hangs up (its socket readable with nothing to read) or ``release()``."""
+        while not self.endpoint._released.is_set():
+            try:
+                readable, _w, _x = select.select([self.connection], [], [], 0.2)
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    return
+            except OSError:
+                return
 
     def _stream_error(self, protocol, spec, model):
         status, ebody, _headers = self._error(protocol, spec, model)

@@ -224,3 +224,32 @@ def test_slow_stream_and_a_drop_mid_stream():
         assert time.monotonic() - started >= 0.5 and sse(body)[-1][0] == 'message_stop'
         with pytest.raises((http.client.IncompleteRead, ConnectionError)):
             post(ep.url, '/v1/messages', {'stream': True, 'tools': ANTHROPIC_TOOLS})
+
+
+def test_wait_holds_the_request_until_the_client_hangs_up_or_release():
+    with Endpoint([{'wait': True}]) as ep:
+        host, port = ep.url[7:].split(':')
+        conn = http.client.HTTPConnection(host, int(port), timeout=0.5)
+        conn.request('POST', '/v1/messages', json.dumps({'tools': ANTHROPIC_TOOLS}))
+        with pytest.raises(socket.timeout):
+            conn.getresponse()
+        conn.close()
+        assert [(r['role'], r['action']) for r in ep.requests] == [('turn', 'wait')]
+        conn = http.client.HTTPConnection(host, int(port), timeout=5)
+        conn.request('POST', '/v1/responses', json.dumps({'tools': RESPONSES_TOOLS}))
+        ep.release()
+        with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+            conn.getresponse()
+        ep.script([{'text': 'done'}])
+        assert post(ep.url, '/v1/messages', {'tools': ANTHROPIC_TOOLS})[0] == 200
+
+
+def test_refusing_closes_the_port_and_serves_the_same_url_after():
+    with Endpoint() as ep:
+        url = ep.url
+        with ep.refusing():
+            with pytest.raises(urllib.error.URLError) as err:
+                post(url, '/v1/messages', {'tools': ANTHROPIC_TOOLS})
+            assert isinstance(err.value.reason, ConnectionRefusedError)
+        assert ep.url == url and post(url, '/v1/messages', {'tools': ANTHROPIC_TOOLS})[0] == 200
+        assert len(ep.requests) == 1, 'the refused request never arrived'

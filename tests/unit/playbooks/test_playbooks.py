@@ -10,6 +10,7 @@ as the collection), so they exercise the shipped role and playbooks, not a copy 
 """
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 import pathlib
@@ -436,3 +437,48 @@ def test_a_plan_sweep_darkens_the_masters_of_an_account_that_spent_its_daily_bud
     assert 'account acct-a spent 5000 tokens today' in res.stdout + res.stderr
     res = playbook('sweep.yml', tmp_path, spec, '-e', 'dispatch_now=2026-12-06T12:00:00Z', inventory=inventory)
     assert res.returncode == 0 and not json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())['dark']
+
+
+def _left_open(spec, number, ref, *, head_ref='fleet/%d'):
+    """Item ``number``: a run started, left the open pull request ``ref`` that closes it, and ended a no-op; then a
+    member asked for changes on it."""
+    past = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(hours=2)
+    with open_board(spec) as b:
+        b.upsert_item(number=number, title='left a pull request open', status='Ready')
+        b.comment(number, format_marker('start', {'unit': 'task-%d' % number}), at=past)
+        b.add_artifact(ref, closes=[number], created_at=past + _dt.timedelta(minutes=10), head_ref=head_ref % number,
+                       head_sha='a' * 40, state='OPEN')
+        b.comment(number, format_marker('noop', {'unit': 'task-%d' % number}), at=past + _dt.timedelta(minutes=20))
+        # a member asks for changes after it: the next round has something to answer (else awaiting_review)
+        b.add_review(ref, 'rename it', kind='review', author='maint', association='MEMBER', state='CHANGES_REQUESTED',
+                     at=past + _dt.timedelta(minutes=30))
+
+
+def test_a_pull_request_names_the_item_that_continues_it_for_the_hand_dispatch(tmp_path, board):
+    """What the webhook passes for a review or a finished check: -e pull_request=REF dispatches the item whose
+    next run continues that pull request, on the shared path; a pull request no run left open dispatches nothing."""
+    _left_open(board, 5, 'pr-5')
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'pull_request=pr-5', '-e', 'dispatch_mode=plan')
+    assert res.returncode == 0, res.stdout + res.stderr
+    plan = json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())
+    assert [(a['number'], a['master']) for a in plan['assignments']] == [(5, 'agent1')]
+
+    plan_file = state_file(tmp_path / 'state', 'plan.json')
+    plan_file.unlink()
+    for ref in ('pr-6', 'pr-5#1'):
+        stray = playbook('dispatch.yml', tmp_path, board, '-e', 'pull_request=%s' % ref, '-e', 'dispatch_mode=plan')
+        assert stray.returncode != 0 and '%s: no item continues it' % ref in stray.stdout, stray.stdout
+        assert not plan_file.exists() and 'Read the board once (D1)' not in stray.stdout
+
+
+@pytest.mark.parametrize('extra, said', [
+    (['-e', 'pull_request=pr-5', '-e', 'issue=5'], 'not both'),
+    (['-e', 'pull_request=pr-5;id'], 'pull_request must name a pull request'),
+    (['-e', 'pull_request=../x'], 'pull_request must name a pull request'),
+    (['-e', 'pull_request=o/r#'], 'pull_request must name a pull request'),   # a check on a fork's head lists none
+])
+def test_a_pull_request_dispatch_refuses_a_bad_name(tmp_path, board, extra, said):
+    _left_open(board, 5, 'pr-5')
+    res = playbook('dispatch.yml', tmp_path, board, '-e', 'dispatch_mode=plan', *extra)
+    assert res.returncode != 0 and said in res.stdout, res.stdout + res.stderr
+    assert 'Read the board once (D1)' not in res.stdout

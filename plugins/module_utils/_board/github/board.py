@@ -253,14 +253,13 @@ class GitHubBoard(Board):
     def _read(self) -> BoardRead:
         self._rate_limits = []
         self._http.waits = []
-        self.preflight()
         is_org = self._owner_is_org()
-        query = project_query(self.status_field, self.ready)
         memory = None
         if self.read_memory:
             memory = ReadMemory(self.read_memory, '%s %s=%s' % (self.location, self.status_field, self.ready),
                                 self.full_read_every).load()
-        pages, page_errors = self._pages(is_org, query)
+        unblocked_only = memory is not None and memory.unblocked_only()
+        pages, page_errors = self._pages(is_org, project_query(self.status_field, self.ready, unblocked=unblocked_only))
         answered_at = self._answered_at()
         items = []  # type: List[Item]
         issues = {}  # type: Dict[str, Item]
@@ -292,14 +291,15 @@ class GitHubBoard(Board):
             if item.state != 'open' or item.status.casefold() != self.ready.casefold():
                 continue  # cheap filter: the server filter should already have done this
             prints[item.id] = fingerprint(content)
-            if memory is not None and memory.due(item.id, prints[item.id]) is None:
+            blocking = summary_open_blockers(content)
+            if memory is not None and memory.due(item.id, prints[item.id], blocked=blocking > 0) is None:
                 # D1: the memory only skips work; the item is held, never judged on its page row
                 item.deferred = ('unchanged since its last read (page row %s); read in full at least every %d cycles'
                                  % (prints[item.id], self.full_read_every))
                 memory.keep(item.id)
                 deferred += 1
                 continue
-            if summary_open_blockers(content) > 0:
+            if blocking > 0:
                 blocked.append(item.id)
             else:
                 candidates.append(item.id)
@@ -316,6 +316,7 @@ class GitHubBoard(Board):
                     memory.record(item_id, prints[item_id])
             error = memory.save()
             cost['read_memory'] = {'cycle': memory.cycle, 'full_read_every': self.full_read_every,
+                                   'page': 'unblocked rows' if unblocked_only else 'full',
                                    'read': len(blocked) + len(candidates), 'deferred': deferred,
                                    'note': '; '.join(t for t in (memory.note, error) if t)}
         cost['rate_limit_waits'] = list(self._http.waits)
@@ -341,10 +342,9 @@ class GitHubBoard(Board):
     def _pages(self, is_org: bool, query: str) -> Tuple[List[Dict[str, Any]], Dict[int, List[Dict[str, Any]]]]:
         """Every item node of the project (filtered by ``query``), and the placed errors by node index.
 
-        The first call reads a page from the front; each later call the next page from the front and
-        the next from the back (``tail``: 1 point for both, ``documents.PAGE_SIZE``), until the front
-        has no next page, the back no previous one, or the two have met (a node id read from both
-        ends). Nodes come in board order, each once. An error under one item node
+        Each call reads the next page from the front and the next from the back (``tail``: 1 point
+        for both, ``documents.PAGE_SIZE``), until the front has no next page, the back no previous
+        one, or the two have met (a node id read from both ends). Nodes come in board order, each once. An error under one item node
         (``...items.nodes[i]``, ``...tail.nodes[i]``) is that item's; any other error (the project,
         its field, the page itself) means the queue was not read: ``BoardUnreadable``.
         """
@@ -352,12 +352,11 @@ class GitHubBoard(Board):
         front = []  # type: List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]
         back = []  # type: List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]
         after = before = None
-        tail = False
         seen_after, seen_before = set(), set()
         while True:
             data, errors = self._graphql('BoardPage', {'owner': self.owner, 'isOrg': is_org, 'number': self.project,
                                                        'query': query, 'statusField': self.status_field,
-                                                       'after': after, 'before': before, 'tail': tail,
+                                                       'after': after, 'before': before,
                                                        **self._route_variables()},
                                          reading=True, partial=True)
             mine, rest = errors_by_index(errors, [owner, 'projectV2', 'items', 'nodes'])
@@ -366,7 +365,8 @@ class GitHubBoard(Board):
                 raise BoardUnreadable('GitHub GraphQL BoardPage answered with errors: %s'
                                       % '; '.join(one_error(e) for e in rest))
             project = self._project_of(data)
-            if after is None and not tail:
+            if after is None and before is None:
+                self._remember_viewer(data)
                 self._remember_field(project)
                 if self.ready not in self._field['options']:
                     raise BoardUnreadable('the status field %r of project %s has no option %r (options: %s): '
@@ -375,29 +375,23 @@ class GitHubBoard(Board):
                                              ', '.join(sorted(str(k) for k in self._field['options']))))
             head_page, head_info = self._page_nodes(project.get('items'), mine)
             front.extend(head_page)
-            if not tail:
-                met = False
-                tail_info = {'hasPreviousPage': True}
-            else:
-                tail_page, tail_info = self._page_nodes(project.get('tail'), mine_tail)
-                back[:0] = tail_page
-                # met: one project item id read from both ends (a node without an id, e.g. one
-                # GitHub answered with an error, proves nothing)
-                front_ids = set(n.get('id') for n, _e in front if n.get('id'))
-                met = any(n.get('id') in front_ids for n, _e in back if n.get('id'))
+            tail_page, tail_info = self._page_nodes(project.get('tail'), mine_tail)
+            back[:0] = tail_page
+            # met: one project item id read from both ends (a node without an id, e.g. one
+            # GitHub answered with an error, proves nothing)
+            front_ids = set(n.get('id') for n, _e in front if n.get('id'))
+            met = any(n.get('id') in front_ids for n, _e in back if n.get('id'))
             if met or head_info.get('hasNextPage') is not True or tail_info.get('hasPreviousPage') is not True:
                 break
             after = head_info.get('endCursor')
             if not after or after in seen_after:
                 raise BoardUnreadable('GitHub paginated the board without a new cursor (%r): the read is incomplete' % (after,))
             seen_after.add(after)
-            if tail:
-                before = tail_info.get('startCursor')
-                if not before or before in seen_before:
-                    raise BoardUnreadable('GitHub paginated the board from its end without a new cursor (%r): the read '
-                                          'is incomplete' % (before,))
-                seen_before.add(before)
-            tail = True
+            before = tail_info.get('startCursor')
+            if not before or before in seen_before:
+                raise BoardUnreadable('GitHub paginated the board from its end without a new cursor (%r): the read '
+                                      'is incomplete' % (before,))
+            seen_before.add(before)
         nodes = []  # type: List[Dict[str, Any]]
         by_index = {}  # type: Dict[int, List[Dict[str, Any]]]
         ids = set()
@@ -678,10 +672,20 @@ class GitHubBoard(Board):
                 self._item_of(content, node)
 
     # -- the token preflight ---------------------------------------------------------------
+    def _remember_viewer(self, data: Dict[str, Any]) -> None:
+        """The preflight's answer from the board page's first call (its ``viewer`` and its headers):
+        a read needs no ``Preflight`` call of its own (1 point a poll saved). Without a login there,
+        the preflight asks on its own when the login is needed."""
+        viewer = data.get('viewer') if isinstance(data.get('viewer'), dict) else {}
+        if self._checked is None and isinstance(viewer.get('login'), str) and viewer['login']:
+            self._login = viewer['login']
+            self._checked = {'headers': dict(self._http.last_headers)}
+
     def preflight(self) -> Dict[str, Any]:
         """Token kind, identity, what each operation needs, what is missing and the fix (once per
-        board instance, 1 point; see ``_board/tokens.py``). Fails open: a preflight that
-        could not be read is reported as such and the board goes on (D5), except a rate limit."""
+        board instance, 1 point, or none after a board read, whose first page carries it: see
+        ``_board/tokens.py``). Fails open: a preflight that could not be read is reported as such
+        and the board goes on (D5), except a rate limit."""
         if self._checked is None:
             self._checked = {}
             try:

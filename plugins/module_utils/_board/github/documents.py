@@ -19,9 +19,9 @@ from __future__ import annotations
 PAGE_SIZE = 100
 """Items per page. Derived from GitHub's published cost formula: the page has no nested connection, so a page of 100 is 1 request =
 1 point, the same as a page of 10: 100 is GitHub's maximum and the cheapest per item
-(0.01 point/item). A call after the first also reads a page from the back (``tail`` in ``BOARD_PAGE``):
-two connections are 2 requests, still 1 point, so 200 items a point (10,000 Ready items = 1 + 50
-calls, printed by benchmarks/github_cost.py). Only two ends exist (``ProjectV2ItemOrderField`` has
+(0.01 point/item). Each call also reads a page from the back (``tail`` in ``BOARD_PAGE``): two
+connections are 2 requests, still 1 point, so 200 items a point (10,000 Ready items = 50 calls,
+printed by benchmarks/github_cost.py). Only two ends exist (``ProjectV2ItemOrderField`` has
 only ``POSITION``) and a cursor is only ever one GitHub returned, so two pages is the most one call
 can read."""
 
@@ -139,8 +139,9 @@ query OwnerType($owner: String!) {
 BOARD_PAGE = '''
 query BoardPage($owner: String!, $isOrg: Boolean!, $number: Int!, $query: String!,
                 $statusField: String!, %s,
-                $after: String, $before: String, $tail: Boolean!) {
+                $after: String, $before: String) {
   %s
+  viewer { login }
   organization(login: $owner) @include(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
   user(login: $owner) @skip(if: $isOrg) { projectV2(number: $number) { ...ProjectPage } }
 }
@@ -153,7 +154,7 @@ fragment ProjectPage on ProjectV2 {
     ... on ProjectV2SingleSelectField { id name options { id name } }
   }
   items(first: 100, after: $after, query: $query) { ...ItemPage }
-  tail: items(last: 100, before: $before, query: $query) @include(if: $tail) { ...ItemPage }
+  tail: items(last: 100, before: $before, query: $query) { ...ItemPage }
 }
 
 fragment ItemPage on ProjectV2ItemConnection {
@@ -174,9 +175,10 @@ fragment ItemPage on ProjectV2ItemConnection {
   }
 }
 ''' % (ROUTE_FIELD_VARIABLES, RATE_LIMIT_FIELDS, _STATUS_VALUE) + _ROUTE_FRAGMENT
-"""The page pass: server-side status filter, cheap fields only. After a first page from the front,
-each call reads the next page from the front (``items``) and the next from the back (``tail``) until
-they meet: two connections are 2 requests, still 1 point, so 200 items a point (``PAGE_SIZE``)."""
+"""The page pass: server-side status filter, cheap fields only. Each call reads the next page from the
+front (``items``) and the next from the back (``tail``) until they meet: two connections are 2
+requests, still 1 point, so 200 items a point (``PAGE_SIZE``). ``viewer`` is not a connection (no
+request): the first call answers the preflight too."""
 
 DETAILS = '''
 query Details($ids: [ID!]!) {
@@ -377,14 +379,17 @@ validates."""
 
 # -- the page pass's server-side filter ---------------------------------------------------------
 
-def project_query(status_field: str, ready: str) -> str:
-    """The server-side filter of the page pass: open issues whose status field is ``ready``.
+def project_query(status_field: str, ready: str, *, unblocked: bool = False) -> str:
+    """The server-side filter of the page pass: open issues whose status field is ``ready``, and with
+    ``unblocked`` only those with no open blocker (``-is:blocked``).
 
     GitHub's project filter syntax is ``field:value``, the field name in lower case; a value or
-    field name with spaces is quoted. (Field names with spaces: quoting is how GitHub's filter bar
-    writes them; verified only against the fake, which parses the same syntax.)
+    field name with spaces is quoted. (Field names with spaces, and ``is:blocked``: verified only
+    against the fake, which parses the same syntax. A server that ignored ``-is:blocked`` would only
+    cost the points it saves: the board still sorts each row by its open-blocker count.)
     """
-    return 'is:issue is:open %s:%s' % (_quote_filter(status_field.lower()), _quote_filter(ready))
+    query = 'is:issue is:open %s:%s' % (_quote_filter(status_field.lower()), _quote_filter(ready))
+    return query + ' -is:blocked' if unblocked else query
 
 
 def _quote_filter(text: str) -> str:

@@ -16,6 +16,13 @@ cycles (its slice, a stable hash of its id, equals the cycle number modulo that)
 cycle reads it (eligibility reason ``deferred``). So a lost, stale or wrong memory can only delay an
 item by at most ``full_read_every`` cycles or cost points; it can never stand in for the board.
 A missing, unreadable or foreign file is a full read (D5: fail open, here towards reading more).
+
+The page itself (D1: read every cycle) leaves out the rows with an open blocker between two full
+pages: a cycle whose number is a multiple of ``full_read_every`` (and one with no memory) reads the
+whole Ready column and the blocker edges of every blocked row; the others read the unblocked rows
+only (``unblocked_only``), and keep the entries of the rows they did not see. A blocked item cannot
+run, and a blocker closing puts its row back on the next page (GitHub's ``is:blocked`` counts open
+blockers): the unblocked item is read in full then, without waiting for a full page.
 """
 
 from __future__ import annotations
@@ -106,8 +113,14 @@ class ReadMemory(object):
         self._seen = dict((str(k), v) for k, v in data['read'].items() if isinstance(v, str))
         return self
 
-    def due(self, item_id: str, print_: str) -> Optional[str]:
-        """Why this item must be read this cycle, or None when it may be deferred."""
+    def unblocked_only(self) -> bool:
+        """Whether this cycle's page may leave out the rows with an open blocker: a memory was loaded
+        and this is not a full page's cycle (every ``every`` cycles)."""
+        return bool(self._seen) and self.cycle % self.every != 0
+
+    def due(self, item_id: str, print_: str, *, blocked: bool = False) -> Optional[str]:
+        """Why this item must be read this cycle, or None when it may be deferred. A ``blocked`` row
+        is on the page only on a full page's cycle, so each of those is its turn."""
         last = self._seen.get(item_id)
         if last is None:
             return 'not read before'
@@ -115,6 +128,8 @@ class ReadMemory(object):
             return 'its page row changed'
         if slice_of(item_id, self.every) == self.cycle % self.every:
             return 'its turn (every %d cycles)' % self.every
+        if blocked and not self.unblocked_only():
+            return 'its turn (a blocked row is on a full page every %d cycles)' % self.every
         return None
 
     def record(self, item_id: str, print_: str) -> None:
@@ -127,10 +142,12 @@ class ReadMemory(object):
             self._next[item_id] = self._seen[item_id]
 
     def save(self) -> str:
-        """Write this cycle's memory atomically (only the items recorded or kept this cycle, so an
-        item that left the Ready column is forgotten). Returns '' or why it could not be written:
-        the next cycle then reads in full (D5: the failure costs points, never a decision)."""
-        data = {'version': MEMORY_FORMAT, 'board': self.board, 'cycle': self.cycle, 'read': self._next}
+        """Write this cycle's memory atomically (after a full page, only the items recorded or kept
+        this cycle, so an item that left the Ready column is forgotten; after a page of unblocked rows,
+        the rows it left out too). Returns '' or why it could not be written: the next cycle then
+        reads in full (D5: the failure costs points, never a decision)."""
+        read = dict(self._seen, **self._next) if self.unblocked_only() else self._next
+        data = {'version': MEMORY_FORMAT, 'board': self.board, 'cycle': self.cycle, 'read': read}
         directory = os.path.dirname(os.path.abspath(self.path))
         try:
             os.makedirs(directory, exist_ok=True)

@@ -21,15 +21,16 @@ from ..chains.chain import item_chain
 from ..board.markers import Marker, is_marker_author, markers_of
 from ..board.model import parse_time
 from .item_budget import describe as budget_words, for_item as budget_for_item, item_spend, spent as budget_spent
-from .pr_loop import DEFAULT_MAX_ROUNDS, is_round, plan as pull_plan
+from .pr_loop import DEFAULT_MAX_ROUNDS, awaiting, is_round, plan as pull_plan
 from .route import unroutable as route_hold
 
 REASONS = ('eligible', 'not_ready', 'closed', 'blocked', 'running', 'retry_wait', 'done', 'tombstone', 'parked',
-           'unreadable', 'deferred', 'chained', 'chain_stopped', 'unroutable', 'budget_spent', 'rounds_spent')
+           'unreadable', 'deferred', 'chained', 'chain_stopped', 'unroutable', 'budget_spent', 'rounds_spent',
+           'awaiting_review')
 
 # Precedence, highest first (see module docstring); 'eligible' is what is left.
 PRECEDENCE = ('unreadable', 'deferred', 'done', 'closed', 'running', 'chained', 'chain_stopped', 'tombstone', 'retry_wait', 'parked',
-              'budget_spent', 'rounds_spent', 'unroutable', 'blocked', 'not_ready')
+              'budget_spent', 'rounds_spent', 'awaiting_review', 'unroutable', 'blocked', 'not_ready')
 
 # A start whose run ended in one of these does not spend an attempt.
 # capacity: the seed's rule -- a worker going dark is not the work failing, and a fleet-wide
@@ -227,7 +228,8 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     ``item_budget``: the per-item cap (``_core.outcome.budget.Budget``); an item whose runs since the last
     reopen spent it is ``budget_spent`` (``_core.dispatch.item_budget``; ``None``: no cap). The item's own
     budget field replaces each limit it names (``item_budget.for_item``).
-    ``max_rounds``: the round cap on the open pull request the next run would continue (``rounds_spent``).
+    ``max_rounds``: the round cap on the open pull request the next run would continue (``rounds_spent``); below
+    it, a round that nothing has answered yet waits (``awaiting_review``, ``_core.dispatch.pr_loop.awaiting``).
     """
     when = _time(now)
     if when is None:
@@ -287,8 +289,13 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
             holds.append('budget_spent')
             over = budget_words(item_budget, spend, limit)
     loop = pull_plan(item, all_markers, counted=since, max_rounds=max_rounds)
+    pull = loop.view()
     if loop.spent:
         holds.append('rounds_spent')
+    elif pull is not None:
+        pull['awaiting'] = awaiting(loop, all_markers)
+        if pull['awaiting']:
+            holds.append('awaiting_review')
     no_route = route_hold(item, agents)
     if no_route:
         holds.append('unroutable')
@@ -300,7 +307,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     reason = holds[0] if holds else 'eligible'
     return Verdict(eligible=(reason == 'eligible'), reason=reason, attempts=attempts, last_marker=last,
                    open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds, chain=chain,
-                   unroutable=no_route, spend=spend, budget_spent=over, pull=loop.view(),
+                   unroutable=no_route, spend=spend, budget_spent=over, pull=pull,
                    item_budget=item_budget if item_budget else None, budget_note=budget_note)
 
 

@@ -17,6 +17,7 @@ from ..board.markers import TERMINAL, authored_markers
 from ..board.model import format_time, parse_time, to_jsonable
 from .item_budget import remaining
 from .plan import place
+from .pr_loop import DEFAULT_MAX_ROUNDS
 from .route import priority_rank, route_gaps, route_of
 
 
@@ -107,6 +108,8 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
         pull = verdict.pull or {}
         return ('%s had %s round(s) that moved its head, the cap is %s: review and merge it, close it (the next run starts '
                 'fresh) or reopen the item' % (pull.get('ref'), pull.get('rounds'), pull.get('max_rounds')))
+    if hold == 'awaiting_review':
+        return (verdict.pull or {}).get('awaiting') or 'the last round is not answered yet'
     if hold == 'unroutable':
         return '%s: provision a worker with that profile (worker_runner_agent) or change the item\'s route' % verdict.unroutable
     if hold == 'blocked':
@@ -148,17 +151,18 @@ def masters_seen(masters: Optional[List[Dict[str, Any]]], record: Any, now: Any)
 
 def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = 3,
             masters: Optional[List[Dict[str, Any]]] = None, uncounted: Any = UNCOUNTED_ENDINGS,
-            agents: Any = None, item_budget: Any = None) -> Dict[str, Any]:
+            agents: Any = None, item_budget: Any = None, max_rounds: Optional[int] = DEFAULT_MAX_ROUNDS) -> Dict[str, Any]:
     """Everything the dispatch path decides about ``item`` at ``now``, with the facts behind it.
 
     ``masters`` are the dicts ``place`` takes (``worker``, ``master``, ``dark``, ``agents``, ``headroom``);
     ``None`` means none were given, and the placement says so instead of guessing. ``agents``: the
     profiles the fleet offers (``evaluate``'s; ``None``: the route is judged by placement only).
-    ``item_budget``: the per-item cap (``_core.dispatch.item_budget``; ``None``: none).
+    ``item_budget``: the per-item cap (``_core.dispatch.item_budget``; ``None``: none). ``max_rounds``: the round
+    cap on a continued pull request (``_core.dispatch.pr_loop``; ``None``: none).
     """
     when = parse_time(now)
     verdict = evaluate(item, now=when, ready=ready, max_attempts=max_attempts, uncounted=uncounted, agents=agents,
-                       item_budget=item_budget)
+                       item_budget=item_budget, max_rounds=max_rounds)
     route = route_of(item)
     markers = _markers_with_authors(item)
     reopen_at = last_reopen(item)

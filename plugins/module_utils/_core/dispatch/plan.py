@@ -20,6 +20,7 @@ from ..board.cost import run_cost, spend_by_account_day, spend_by_master
 from ..outcome.account_budget import ACCOUNT_ENV, account_key, darken as budget_darken
 from .eligibility import evaluate, ignored_reopens, run_durations
 from .item_budget import left_env, remaining
+from .pr_loop import DEFAULT_MAX_ROUNDS, rounds_env
 from ..board.markers import human_markers, markers_of
 from ..board.model import format_time, to_jsonable
 from ..board.naming import lease_name, oldest_wins, unit_name
@@ -41,15 +42,17 @@ def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
     }
 
 
-def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budget=None) -> List[Dict[str, Any]]:
+def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budget=None,
+           max_rounds=DEFAULT_MAX_ROUNDS) -> List[Dict[str, Any]]:
     """Every item with its verdict, as JSON-ready dicts (the ``items`` of ``board_info``). ``agents``:
     the agent profiles the fleet's masters offer (``_core.dispatch.route.unroutable``; None: not judged).
-    ``item_budget``: the per-item cap (``_core.dispatch.item_budget``; None: none)."""
+    ``item_budget``: the per-item cap (``_core.dispatch.item_budget``; None: none). ``max_rounds``: the round cap on
+    a continued pull request (``_core.dispatch.pr_loop``; None: none)."""
     out = []
     for item in items:
         markers = markers_of(item)      # parsed once per item: every field below reads the same markers
         verdict = evaluate(item, now=now, ready=ready, max_attempts=max_attempts, markers=markers, agents=agents,
-                           item_budget=item_budget)
+                           item_budget=item_budget, max_rounds=max_rounds)
         spend = verdict.spend
         out.append({
             'id': item.id,
@@ -465,7 +468,8 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     route the names its agent reads the model and effort from (``_core.dispatch.route.route_env``;
     they win over ``setenv``: the item asked) and the agent profile it was placed for (``PROFILE_ENV``),
     and an item with an item budget what is left of it
-    (``budget_left``, ``_core.dispatch.item_budget.left_env``).
+    (``budget_left``, ``_core.dispatch.item_budget.left_env``), and an item that continues a pull request the round
+    cap it was held to (``_core.dispatch.pr_loop.rounds_env``).
     """
     workdirs, broken = _workdirs(workspaces) if workspaces is not None else ({}, {})
     groups, index, refused = [], {}, []
@@ -491,6 +495,7 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
         if cand.get('account'):
             env[ACCOUNT_ENV] = str(cand['account'])   # the run names its account in its markers (its daily budget)
         env.update(left_env(cand.get('budget_left')))   # what is left of the item's budget (_core.dispatch.item_budget)
+        env.update(rounds_env(cand.get('pull')))   # the round cap it was held to (_core.dispatch.pr_loop)
         groups[index[key]]['items'].append(dict(cand, workdir=workdir))
         groups[index[key]]['launch'].append({
             'number': cand.get('number'), 'repo': cand.get('repo', '') or '',

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, List, Optional
 
 from ..board.model import parse_time
-from ..board.pull_feedback import feedback
+from ..board.pull_feedback import feedback, trusted, wanted
 from ..board.references import closes_item
 
 DEFAULT_MAX_ROUNDS = 4
@@ -25,8 +25,36 @@ DEFAULT_MAX_ROUNDS = 4
 that converge do so in two or three pushes and the ones that run on go to 10-12 against a cap of 5; 4 stops
 those a round earlier (guess; the experiment is the distribution of rounds-to-merge from the close-out markers)."""
 
+ROUNDS_ENV = 'FLEET_MAX_ROUNDS'
+"""The run's environment: the round cap the dispatcher held the item to, so the brief names the same one."""
+
 ROUND_FIELDS = ('pr', 'head_before', 'head_after', 'head_moved')
 """The close-out marker fields of a run that continued a pull request (``round_fields``)."""
+
+
+def round_cap(value: Any) -> Optional[int]:
+    """The round cap as an option states it (``dispatch_max_rounds``, ``board_info``'s ``max_rounds``): a positive
+    number of rounds, 0 for no cap (None); anything else is refused."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError('the round cap must be a whole number of rounds, 0 for none, not %r' % (value,))
+    return value or None
+
+
+def rounds_env(view: Any) -> dict:
+    """The environment a run that continues a pull request gets (``ROUNDS_ENV``: the cap, 0 for none), from its
+    ``board_info`` row's ``pull``; nothing for a fresh start."""
+    if not isinstance(view, dict):
+        return {}
+    return {ROUNDS_ENV: str(view.get('max_rounds') or 0)}
+
+
+def rounds_from_env(environ: Any) -> Optional[int]:
+    """The round cap a run was launched with (``rounds_env``); ``DEFAULT_MAX_ROUNDS`` when none or unreadable."""
+    text = str((environ or {}).get(ROUNDS_ENV, '') or '').strip()
+    try:
+        return round_cap(int(text)) if text else DEFAULT_MAX_ROUNDS
+    except ValueError:
+        return DEFAULT_MAX_ROUNDS
 
 
 @dataclass
@@ -166,6 +194,86 @@ def plan(item: Any, markers: List[Any], *, counted: Optional[List[Any]] = None, 
     return loop
 
 
+def _last_run(markers: List[Any]):
+    """(start, ending) of the last finished run, or (None, None) while the last marker is a start or there is none."""
+    markers = list(markers or ())
+    for index in range(len(markers) - 2, -1, -1):
+        if markers[index].kind == 'start':
+            ending = markers[index + 1]
+            return (None, None) if ending.kind == 'start' else (markers[index], ending)
+    return None, None
+
+
+def awaiting(loop: PullLoop, markers: List[Any]) -> str:
+    """Why the next round waits (the ``awaiting_review`` hold), or ``''``.
+
+    The last run left the pull request's head as it is now -- it moved it (a round whose ``head_after`` is the
+    head) or opened the pull request -- and nothing has answered it since: no trusted review note that asks for
+    work (``pull_feedback.wanted``) newer than that run's close-out, and no failing required check on the head.
+    A next round then would only read the review the last one already had, so it waits for a reviewer or the
+    checks; a new review, a failing check or a push by someone else releases it, and a merge ends the item (D2).
+    Review and checks not read (``None``: GitHub reads them per candidate) do not hold (D5: fail open); nor does
+    a run that pushed nothing (the attempt count bounds those).
+    """
+    pull = loop.pull
+    if pull is None or (_get(pull, 'reviews', None) is None and _get(pull, 'checks', None) is None):
+        return ''
+    start, ending = _last_run(markers)
+    if ending is None or ending.at is None or start.at is None:
+        return ''
+    ref, head = str(_get(pull, 'ref', '')), str(_get(pull, 'head_sha', '') or '')
+    fields = _get(ending, 'fields', None) or {}
+    if fields.get('pr'):
+        left = is_round(ending, ref) and bool(head) and fields.get('head_after') == head
+    else:
+        created = _time(_get(pull, 'created_at'))
+        left = created is not None and start.at <= created <= ending.at
+    if not left:
+        return ''
+    found = feedback(pull, loop.marker_authors)
+    if found['checks']:
+        return ''
+    for note in _get(pull, 'reviews', None) or ():
+        if wanted(note) and trusted(note, loop.marker_authors):
+            at = _time(_get(note, 'created_at'))
+            if at is None or at > ending.at:
+                return ''
+    return ('the last run left %s at %s (%s); no review asking for work and no failing required check since: the next '
+            'round waits for a reviewer or the checks' % (ref, (head or '?')[:12], ending.at.isoformat()))
+
+
+def unread_pulls(rows: Any, numbers: Any = None) -> List[Any]:
+    """The (number, repo) of the eligible board rows (of ``numbers``, when given) whose continued pull request's review
+    and checks were not read: a board that reads them per candidate (GitHub, D1: after the cheap filter) reads these,
+    so ``awaiting`` can judge them."""
+    wanted = set(numbers or ())
+    return [(_get(r, 'number'), _get(r, 'repo', '') or '') for r in rows or ()
+            if _get(r, 'eligible') and _get(r, 'pull') and not _get(_get(r, 'pull'), 'read', False)
+            and (not wanted or _get(r, 'number') in wanted)]
+
+
+def _same_ref(ref: str) -> str:
+    repo, sep, number = str(ref or '').strip().rpartition('#')
+    return '%s#%s' % (repo.casefold(), number) if sep else number
+
+
+def continuing(rows: Any, ref: str) -> List[int]:
+    """The numbers of the board rows (``board_info`` items) whose next run continues the pull request ``ref``:
+    the items a pull request's webhook event (a review, a finished check) dispatches. Matched on each row's
+    ``pull`` (``PullLoop.view``), so only an open pull request a run of the fleet left, and that closes the
+    item, names one; a pull request whose cap is spent still names its item (the hand dispatch then refuses it
+    with ``rounds_spent``, writing nothing). GitHub's ``owner/name`` is matched case-insensitively."""
+    want = _same_ref(ref)
+    if not want or want.endswith('#'):
+        return []
+    found = []
+    for row in rows or ():
+        view = _get(row, 'pull', None)
+        if view and _same_ref(_get(view, 'ref', '')) == want:
+            found.append(int(_get(row, 'number', 0) or 0))
+    return sorted(n for n in set(found) if n > 0)
+
+
 def round_fields(pull: Any, head_after: Optional[str]) -> dict:
     """The close-out fields of a run that started on ``pull``: ``head_after`` is its head as re-read after the
     agent ended (None: not read). ``head_moved`` is None when either end is not known."""
@@ -187,5 +295,6 @@ def round_text(fields: dict) -> str:
     return 'continued %s: %s' % (fields.get('pr'), what)
 
 
-__all__ = ['DEFAULT_MAX_ROUNDS', 'PullLoop', 'ROUND_FIELDS', 'continued_pull', 'count_rounds', 'is_round', 'plan',
-           'round_fields', 'round_text']
+__all__ = ['DEFAULT_MAX_ROUNDS', 'ROUNDS_ENV', 'ROUND_FIELDS', 'awaiting', 'continued_pull', 'continuing', 'count_rounds',
+           'is_round', 'plan', 'PullLoop', 'round_cap', 'round_fields', 'round_text', 'rounds_env', 'rounds_from_env',
+           'unread_pulls']

@@ -62,8 +62,8 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     Order: a time-attributed merged artifact is a success whatever the exit code (D2: the forge's
     word, not the agent's); else a budget stop; else a provider limit is capacity; else a timeout is a failure (a bare
     timeout is never transient, D7); else a stall (``stalled``: the seconds of silence after which the
-    runner stopped it) is a failure of its own cause; else the four-fact gate; else a clean end is a no-op and
-    anything else a failure.
+    runner stopped it) is a retry before any turn and a failure of its own cause after one; else the
+    four-fact gate; else a clean end is a no-op and anything else a failure.
     """
     artifacts = list(item.artifacts) if item is not None else None
     markers = markers_of(item) if item is not None else []
@@ -96,10 +96,9 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     if timed_out:
         return Decision('failure', 'run failed: the agent exceeded the run time limit and was stopped',
                         dict(base, cause='timeout'), clean=False)
-    if stalled:
-        return Decision('failure', 'run failed: the agent printed nothing for %ss and was stopped (stalled; not a crash, '
-                        'not the run time limit)' % _seconds(stalled), dict(base, cause='stall', stall_timeout=stalled), clean=False)
     since = artifacts_since(artifacts, number, started_at, repo) if artifacts is not None else None
+    if stalled:
+        return _stalled(outcome, since, markers, base, stalled, now, ladder)
     gate = retry_gate(outcome, since)
     if gate.retry:
         plan = plan_retry(markers, now, tuple(ladder))
@@ -116,6 +115,24 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
     cause = 'error_envelope' if outcome.is_error else 'exit_code'
     return Decision('failure', 'run failed (exit %s%s)' % (exit_code, ', %s' % outcome.subtype if outcome.subtype else ''),
                     dict(base, cause=cause, why=gate.why), clean=clean)
+
+
+def _stalled(outcome, since, markers, base, stalled, now, ladder) -> Decision:
+    """A run the stall limit stopped. Before any turn, with nothing on the forge, it is D7's network fault (a
+    request that never answered, a CLI reconnecting forever): a retry on the ladder, ``stopped: stall``.
+    After a turn, or with an artifact or an unread forge, it is a failure of its own cause."""
+    silent = _seconds(stalled)
+    fields = dict(base, cause='stall', stall_timeout=stalled)
+    if outcome.zero_turns and since is not None and not list(since):
+        plan = plan_retry(markers, now, tuple(ladder))
+        if plan is not None:
+            return Decision('retry', 'stopped: stall (the agent printed nothing new for %ss before any turn); eligible '
+                            'again at %s (step %d)' % (silent, plan['not_before'], plan['step']),
+                            dict(fields, signature='stall', **plan))
+        return Decision('failure', 'run failed: stopped: stall (nothing new for %ss) again, the retry ladder is spent'
+                        % silent, dict(fields, cause='retries_spent', signature='stall'))
+    return Decision('failure', 'run failed: the agent printed nothing for %ss and was stopped (stalled; not a crash, '
+                    'not the run time limit)' % silent, fields, clean=False)
 
 
 def _seconds(value: float) -> str:

@@ -198,6 +198,11 @@ def test_plan_mode_takes_no_lease_and_names_every_worker_for_a_read_only_probe()
     # no candidate at all: the plan still probes, to show the dark masters
     out, _w = _warned({'stage': 'lease', 'plan': True, 'candidates': [], 'masters': DECIDE_MASTERS})
     assert out['probe_hosts'] == ['w1', 'w2']
+    # with the board's id it names the candidates as the name step does, in the same step
+    named, _w = _warned({'stage': 'lease', 'plan': True, 'candidates': [{'number': 1, 'repo': ''}], 'masters': DECIDE_MASTERS,
+                         'board_id': 'b1'})
+    alone = _action({'stage': 'name', 'candidates': [{'number': 1, 'repo': ''}], 'board_id': 'b1'}).run(task_vars={})
+    assert named['admitted'] == [dict(c, lease=None) for c in alone['admitted']] and named['admitted'][0]['unit'] == 'task-1'
     # apply's lease step says it does not probe read-only
     out, _w = _warned({'stage': 'lease', 'candidates': cands, 'leases': [{'name': 'task-1', 'acquired': True}],
                        'masters': DECIDE_MASTERS})
@@ -257,3 +262,37 @@ def test_the_decide_step_reads_the_board_from_its_table(tmp_path):
     assert filed['ineligible'] == inline['ineligible'] == [5]
     with pytest.raises(AnsibleActionFail, match='cannot read the board table'):
         _action(dict(base, table=str(tmp_path / 'gone.json'))).run(task_vars={})
+
+
+def _due(number, started='2026-12-01T10:00:00Z'):
+    return {'number': number, 'repo': '', 'unit': 'task-%d' % number, 'started_at': started, 'age_s': 7200}
+
+
+REAPING = {'threshold': {'seconds': 600, 'source': 'floor'}, 'due': [_due(5), _due(7)]}
+
+
+def test_the_decide_step_decides_the_resets_on_this_cycles_probe():
+    """The reaper's probe half is the cycle's probe: with every master answering, an orphaned start live nowhere is reset
+    (task-5) and one live on a master is held (task-7, live on w1/a); the lease this run holds is required."""
+    probes = dict(_decide_args()['worker_probes'], w2={'changed': False, 'masters': [
+        {'master': 'a', 'failed': False, 'msg': '', 'units': [], 'dark': False, 'headroom': {'live_runs': 0}}]})
+    leases = [{'name': 'task-5', 'acquired': True}, {'name': 'task-7', 'acquired': True}]
+    args = dict(_decide_args(), worker_probes=probes, now='2026-12-01T12:00:00Z', reaping=REAPING, reap_leases=leases,
+                reap_lease_enabled=True)
+    out, _w = _warned(args)
+    assert out['reaping'] == REAPING, 'the clock half taken before the probe, not computed again'
+    assert [r['number'] for r in out['reaped']['reap']] == [5] and out['reaped']['reap'][0]['fields']['masters_probed'] == 3
+    assert [h['number'] for h in out['reaped']['held']] == [7]
+    unleased, _w = _warned(dict(args, reap_leases=[{'name': 'task-5', 'acquired': False, 'owner': 'other'}]))
+    assert unleased['reaped']['reap'] == [] and 'held by other' in unleased['reaped']['held'][0]['why']
+
+
+@pytest.mark.parametrize('plan', [False, True])
+def test_a_master_that_did_not_answer_the_probe_keeps_every_orphan_from_the_reaper(plan):
+    """w2 did not answer: blind is not dead (D5, D14) - in plan mode too, where the placement reads it as configured."""
+    args = dict(_decide_args(), now='2026-12-01T12:00:00Z', reaping=REAPING, plan=plan)
+    out, _w = _warned(args)
+    assert out['reaped']['reap'] == []
+    assert [(h['number'], h['blind']) for h in out['reaped']['held'] if 'blind' in h] == [(5, ['w2/a']), (7, ['w2/a'])]
+    nobody, _w = _warned(dict(args, probe_now=False, worker_probes={}))
+    assert nobody['reaped']['reap'] == [] and len(nobody['reaped']['held']) == 2, 'no probe, no evidence'

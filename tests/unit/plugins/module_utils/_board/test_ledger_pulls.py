@@ -78,7 +78,10 @@ def test_a_push_leaves_old_check_results_behind(board):
 def test_the_loop_continues_the_ledger_pull_and_a_merge_ends_it(board):
     num = _run_left_a_pull(board)
     verdict = evaluate(board.get(num), now=T0 + dt.timedelta(hours=1))
-    assert verdict.eligible and verdict.pull['ref'] == 'pr-7' and verdict.pull['head_ref'] == 'fleet/work'
+    assert verdict.pull['ref'] == 'pr-7' and verdict.pull['head_ref'] == 'fleet/work'
+    assert verdict.reason == 'awaiting_review'      # nobody has answered the pull request the run opened
+    board.set_check('pr-7', 'unit', 'failure', head_sha=HEAD, summary='2 failed')
+    assert evaluate(board.get(num), now=T0 + dt.timedelta(hours=1)).eligible   # a failing required check answers it
     board.add_artifact('pr-7', merged=True, state='MERGED')
     item = board.get(num)
     assert item.state == 'closed' and evaluate(item, now=T0 + dt.timedelta(hours=1)).pull is None

@@ -25,6 +25,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._host.files import 
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import update as _update
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner.spawn import missing_agent, wait_agent
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.exits import EXIT_NOOP
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.stall import LINE_MAX, Progress
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import (
     DEFAULT_UNKNOWN_RESET_COOLDOWN, agent_missing_state, dump_state, is_dark, load_state, make_state)
@@ -60,12 +61,12 @@ def bed(tmp_path):
     b.capacity = b.state / 'capacity.json'
     b.path = '%s:/usr/bin:/bin' % b.bin
 
-    def run(*more, invocation='inv-1'):
+    def run(*more, invocation='inv-1', extra_env=None):
         argv = [sys.executable, '-m', _update.MODULE, '--item', '7', '--board-spec', str(spec), '--state-dir', str(b.state),
                 '--workdir', str(tmp_path), '--no-self-update', '--config', str(tmp_path / 'runner.json')] + list(more)
         env = dict(os.environ, PYTHONPATH=str(COLLECTIONS_ROOT), PATH=b.path, INVOCATION_ID=invocation,
                    FAKE_AGENT_MODE='claim', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'),
-                   FAKE_AGENT_PIDFILE=str(tmp_path / 'agent.pid'))
+                   FAKE_AGENT_PIDFILE=str(tmp_path / 'agent.pid'), **(extra_env or {}))
         env.pop('FLEET_RUNNER_REEXEC', None)
         return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
 
@@ -208,20 +209,39 @@ def test_agent_missing_is_announced_while_dark_and_not_after():
 
 def test_a_silent_agent_is_stopped_by_the_stall_limit_with_its_own_close_out(bed):
     """The fake agent prints one line and sleeps: the stall limit (1 s) stops it, long before the wall-clock
-    limit (60 s), and the close-out says stalled -- neither a crash nor the run time limit."""
+    limit (60 s). Before any turn and with nothing on the forge it is a network fault (D7): a retry that says
+    ``stopped: stall``, no attempt spent -- neither a crash nor the run time limit."""
     bed.install()
     started = time.monotonic()
     proc = bed.run('--stall-timeout', '1', '--timeout', '60',
                    '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT), '--mode', 'hang']))
     took = time.monotonic() - started
-    assert proc.returncode == _closeout.EXIT['failure'], proc.stderr
-    last = markers_of(bed.board.get(7))[-1]
-    assert last.kind == 'failure' and last.fields['cause'] == 'stall' and last.fields['stall_timeout'] == 1
-    assert 'printed nothing for 1s' in last.text and 'time limit' not in last.text.replace('not the run time limit', '')
+    assert proc.returncode == _closeout.EXIT['retry'], proc.stderr
+    item = bed.board.get(7)
+    last = markers_of(item)[-1]
+    assert last.kind == 'retry' and last.fields['cause'] == 'stall' and last.fields['stall_timeout'] == 1
+    assert last.fields['signature'] == 'stall' and last.fields['step'] == 1
+    assert last.text.startswith('stopped: stall') and 'nothing new for 1s before any turn' in last.text
+    assert evaluate(item, now=_dt.datetime.now(UTC)).attempts == 0
     assert took < 30, took
     pid = int((bed.tmp / 'agent.pid').read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_an_agent_silent_after_a_turn_is_a_stall_failure(bed):
+    """The agent made a tool call (a turn: usage and a tool_use in its stream) and then fell silent: the
+    stall limit stops it and it is a failure of its own cause, an attempt spent."""
+    bed.install()
+    proc = bed.run('--stall-timeout', '1', '--timeout', '60',
+                   '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT), '--mode', 'spend']),
+                   extra_env={'FAKE_AGENT_HANG_AFTER': '1'})
+    assert proc.returncode == _closeout.EXIT['failure'], proc.stderr
+    item = bed.board.get(7)
+    last = markers_of(item)[-1]
+    assert last.kind == 'failure' and last.fields['cause'] == 'stall' and last.fields['stall_timeout'] == 1
+    assert 'printed nothing for 1s' in last.text and 'time limit' not in last.text.replace('not the run time limit', '')
+    assert evaluate(item, now=_dt.datetime.now(UTC)).attempts == 1
 
 
 def test_an_agent_that_keeps_printing_is_not_stalled(tmp_path):
@@ -234,6 +254,33 @@ def test_an_agent_that_keeps_printing_is_not_stalled(tmp_path):
         proc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], stdout=out, start_new_session=True)
     rc, why = wait_agent(proc, capture_path=str(capture), stall_timeout=0.5, grace=2)
     assert why == 'stall' and rc is not None and rc < 0
+
+
+RECONNECT = '{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}'
+
+
+def test_an_agent_repeating_one_line_is_stalled(tmp_path):
+    """Codex CLI with its network gone prints the same line every few seconds forever (tests/corpus/captures,
+    codex-refused): the capture grows, nothing happens, and the stall limit stops it all the same."""
+    capture = tmp_path / 'capture.log'
+    code = 'import sys, time\nwhile True:\n    print(sys.argv[1], flush=True)\n    time.sleep(0.1)\n'
+    with open(capture, 'ab') as out:
+        proc = subprocess.Popen([sys.executable, '-c', code, RECONNECT], stdout=out, start_new_session=True)
+    rc, why = wait_agent(proc, capture_path=str(capture), stall_timeout=1.0, grace=2)
+    assert why == 'stall' and rc is not None and rc < 0
+    assert capture.read_text().count('Reconnecting') >= 5, 'it kept printing until stopped'
+
+
+def test_progress_is_a_line_not_printed_before():
+    progress = Progress()
+    assert progress.feed(b'{"type":"turn.started"}\n') is True
+    assert progress.feed(b'retry 1/5\n') is True
+    assert progress.feed(b'retry 1/5\r\n') is False, 'the same line'
+    assert progress.feed(b'retry 2/5\n') is True, 'a counter moved'
+    assert progress.feed(b'{"type":"item.') is False, 'a partial line waits'
+    assert progress.feed(b'completed"}\n') is True
+    assert progress.feed(b'\n  \n') is False
+    assert progress.feed(b'x' * (LINE_MAX + 1)) is True, 'a huge line is progress unread'
 
 
 def test_the_three_ways_a_run_stops_have_three_close_outs():

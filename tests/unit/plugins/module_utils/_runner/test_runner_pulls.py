@@ -57,10 +57,10 @@ class Spawner(_runner.PopenSpawner):
         return proc
 
 
-def _run(board, tmp_path, number, push=None, repo=''):
+def _run(board, tmp_path, number, push=None, repo='', env=None):
     config = _runner.RunConfig(number=number, repo=repo, state_dir=str(tmp_path / 'state'),
                                agent_command=[sys.executable, str(FAKE_AGENT)], workdir=str(tmp_path), host='w1', master='m1')
-    environ = dict(os.environ, FAKE_AGENT_MODE='claim', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'))
+    environ = dict(os.environ, FAKE_AGENT_MODE='claim', FAKE_AGENT_LOG=str(tmp_path / 'agent.log'), **(env or {}))
     run = _runner.Run(config, board, spawner=Spawner(push), reraise=lambda s: None, log=lambda line: None,
                       install_signals=False, environ=environ)
     code = run.run()
@@ -172,6 +172,16 @@ def test_ledger_next_run_is_briefed_and_its_round_counted(tmp_path):
     assert 'fleet/spin' in brief
     verdict = evaluate(_ledger(tmp_path).get(number), now=_dt.datetime.now(UTC))
     assert verdict.pull['rounds'] == 1 and verdict.attempts == 1
+
+
+def test_the_brief_names_the_round_cap_the_dispatcher_held_the_item_to(tmp_path):
+    _board, number = _ledger_pull(tmp_path)
+    _code, brief = _run(_ledger(tmp_path), tmp_path, number, env={'FLEET_MAX_ROUNDS': '6'})
+    assert 'round 1 of 6' in brief
+    _code, brief = _run(_ledger(tmp_path), tmp_path, number, env={'FLEET_MAX_ROUNDS': '0'})
+    assert 'round 1 (no cap)' in brief
+    _code, brief = _run(_ledger(tmp_path), tmp_path, number)
+    assert 'round 1 of %d' % DEFAULT_MAX_ROUNDS in brief
 
 
 def test_ledger_the_round_cap_holds(tmp_path):

@@ -124,7 +124,7 @@ def test_a_call_costs_at_least_one_point(schema):
 def _vars(name):
     return {
         'BoardPage': {'owner': 'o', 'isOrg': True, 'number': 1, 'query': 'q', 'statusField': 'Status', 'after': 'a',
-                      'before': 'b', 'tail': True},
+                      'before': 'b'},
         'Details': {'ids': ['x'] * _documents.DETAIL_BATCH},
         'Blockers': {'ids': ['x'] * _documents.BLOCKER_BATCH},
     }[name]

@@ -95,22 +95,19 @@ def test_the_page_pass_reads_from_both_ends_and_each_call_costs_one_point(gh):
     with board_for(gh, owner_type='organization') as board:
         read = board.read()
     assert [i.title for i in read.items] == ['item %d' % n for n in range(250)], 'board order, each once'
-    # 100 from the front, then 100 more from the front and 100 from the back (they meet): 2 calls
+    # 100 from the front and 100 from the back, then 100 more from each end (they meet): 2 calls
     assert len(gh.graphql_calls('BoardPage')) == 2
     assert read.cost['by_document']['BoardPage'] == 2
     assert read.cost['by_document']['Details'] == 10  # 250 candidates / 25 per 1-point batch
 
 
 def _calls_for(n):
-    """Calls of the two-ended page pass over ``n`` items: the first reads 100 from the front; call k
-    (k >= 2) has read 100 k from the front and 100 (k - 1) from the back."""
-    k = 1
-    while not (n <= 100 * k or (k > 1 and 100 * k + 100 * (k - 1) > n)):
-        k += 1
-    return k
+    """Calls of the two-ended page pass over ``n`` items: call k has read 100 k from the front and
+    100 k from the back; it stops when the two ends share an item (or there is no next page)."""
+    return n // 200 + 1
 
 
-@pytest.mark.parametrize('size', [0, 1, 100, 101, 200, 201, 300, 301, 700])
+@pytest.mark.parametrize('size', [0, 1, 100, 101, 199, 200, 201, 300, 301, 400, 700])
 def test_every_item_once_in_board_order_at_any_size(gh, size):
     for n in range(size):
         ready(gh, 'item %d' % n)
@@ -506,6 +503,7 @@ def test_no_token_is_unreadable(monkeypatch):
 ])
 def test_project_query(field, value, expect):
     assert _documents.project_query(field, value) == expect
+    assert _documents.project_query(field, value, unblocked=True) == expect + ' -is:blocked'
 
 
 @pytest.mark.parametrize('ref,default,expect', [
@@ -544,6 +542,8 @@ def test_garbage_in_a_well_formed_answer_is_unreadable_not_a_crash(gh):
                                                           'state': 'OPEN', 'url': '', 'createdAt': 'yesterday',
                                                           'updatedAt': None, 'repository': {'nameWithOwner': REPO},
                                                           'issueDependenciesSummary': {'blockedBy': 0, 'totalBlockedBy': 0}}}]}}}}}
+    project = page['data']['organization']['projectV2']
+    project['tail'] = dict(project['items'], pageInfo={'hasPreviousPage': False, 'startCursor': None})
     gh.inject(200, page, path='/graphql', operation='BoardPage')
     with board_for(gh, owner_type='organization') as board:
         with pytest.raises(BoardUnreadable, match='cannot parse'):

@@ -78,6 +78,7 @@ def test_closing_prs_default_hides_merged_ones(gh):
     ('is:issue is:open status:Ready', [(False, 'is', ['issue']), (False, 'is', ['open']), (False, 'status', ['Ready'])]),
     ('status:"In progress",Ready -is:closed', [(False, 'status', ['In progress', 'Ready']), (True, 'is', ['closed'])]),
     ('"work stage":Ready bug', [(False, 'work stage', ['Ready']), (False, None, ['bug'])]),
+    ('status:Ready -is:blocked', [(False, 'status', ['Ready']), (True, 'is', ['blocked'])]),
 ])
 def test_parse_filter(text, expect):
     assert parse_filter(text) == expect
@@ -95,6 +96,20 @@ def test_paging_walks_every_item_once(gh):
             break
         after = conn['pageInfo']['endCursor']
     assert seen == list(range(1, 206))
+
+
+def test_the_project_filter_leaves_out_issues_with_an_open_blocker_on_is_blocked(gh):
+    blocker = gh.store.add_issue('acme/app', 'blocker', project=('acme', 1), status='Backlog')
+    free = gh.store.add_issue('acme/app', 'free', project=('acme', 1), status='Ready')
+    held = gh.store.add_issue('acme/app', 'held', project=('acme', 1), status='Ready')
+    gh.store.add_blocker('acme/app', held['number'], 'acme/app', blocker['number'])
+    query = PAGE.replace('"is:issue status:Ready"', '"is:issue status:Ready -is:blocked"')
+    _s, body, _h = gql(gh, query % '')
+    assert [n['content']['number'] for n in body['data']['organization']['projectV2']['items']['nodes']] == [free['number']]
+    gh.store.set_state(blocker, 'closed')
+    _s, body, _h = gql(gh, query % '')
+    assert [n['content']['number'] for n in body['data']['organization']['projectV2']['items']['nodes']] \
+        == [free['number'], held['number']], 'a closed blocker blocks nothing'
 
 
 def test_rest_dependencies_round_trip(gh):

@@ -172,14 +172,43 @@ def test_the_memory_holds_page_rows_only(gh, tmp_path):
     assert 'Ready' not in json.dumps(data['read']) and 'start' not in json.dumps(data)
 
 
-def test_an_item_that_left_the_ready_column_is_forgotten(gh, tmp_path):
+def test_an_item_that_left_the_ready_column_is_forgotten_at_the_next_full_page(gh, tmp_path):
     issues, _blocker = board_of(gh, 3)
     path = tmp_path / 'memory.json'
     read(gh, path)
     item = [i for i in gh.store.project(*PROJECT)['items'] if i['content']['id'] == issues[0]['id']][0]
     gh.store.set_item_status(item, 'Backlog')
-    read(gh, path)
-    assert issues[0]['id'] not in json.loads(path.read_text())['read']
+    for cycle in range(1, EVERY + 1):
+        result = read(gh, path)
+        assert issues[0]['id'] not in [i.id for i in result.items]
+        kept = issues[0]['id'] in json.loads(path.read_text())['read']
+        assert kept == (cycle % EVERY != 0), 'a page of unblocked rows keeps what it did not see; a full page forgets'
+
+
+def test_between_full_pages_the_page_leaves_out_blocked_rows_and_reads_every_one_on_a_full_page(gh, tmp_path):
+    issues, blocker = board_of(gh, 6, blocked=3)
+    free, held = set(i['id'] for i in issues[:3]), set(i['id'] for i in issues[3:])
+    path = tmp_path / 'memory.json'
+    first = read(gh, path)
+    assert first.cost['read_memory']['page'] == 'full' and set(i.id for i in first.items) == free | held
+    for cycle in range(1, EVERY + 1):
+        blockers_before = len(gh.graphql_calls('Blockers'))
+        result = read(gh, path)
+        on_page = set(i.id for i in result.items)
+        if cycle % EVERY:
+            assert result.cost['read_memory']['page'] == 'unblocked rows'
+            assert on_page == free and len(gh.graphql_calls('Blockers')) == blockers_before
+        else:
+            assert result.cost['read_memory']['page'] == 'full'
+            assert on_page == free | held
+            assert set(i.id for i in result.items if i.blockers) == held, 'every blocked row read on a full page'
+            assert all(evaluate(i, now=NOW).reason == 'blocked' for i in result.items if i.id in held)
+    gh.store.set_state(blocker, 'closed')
+    freed = read(gh, path)
+    assert freed.cost['read_memory']['page'] == 'unblocked rows'
+    assert set(i.id for i in freed.items) == free | held, 'a closed blocker puts its rows back on the next page'
+    assert set(i.id for i in freed.items if evaluate(i, now=NOW).reason == 'eligible') >= held, \
+        'a row back on the page moved: read in full, not deferred'
 
 
 def test_full_read_every_must_be_positive(gh, tmp_path):

@@ -113,7 +113,7 @@ def test_github_glyph_comments_by_others_are_ignored(fake_github):
     assert (verdicts[parked['number']].reason, verdicts[parked['number']].attempts) == ('eligible', 0)
     assert verdicts[ours['number']].reason == 'running'
     assert [h['author'] for h in human_markers(items[lgtm['number']])] == ['mallory', 'owner-olga']
-    assert len(gh.graphql_calls('Preflight')) == 1                 # viewer read once per board instance
+    assert len(gh.graphql_calls('Preflight')) == 0                 # the viewer rides on the board page's first call
 
 
 def test_github_marker_authors_add_identities_and_get_applies_the_same_rule(fake_github):
@@ -140,10 +140,10 @@ def test_github_app_viewer_matches_its_bot_comments(fake_github):
 
 
 def test_github_an_unknown_viewer_makes_the_queue_unreadable_not_markerless(fake_github):
-    gh = fake_github(TOKEN, viewer='fleet-bot')
+    gh = fake_github(TOKEN, viewer='')                              # the board page names nobody
     item = _ready(gh)
     gh.store.add_comment(REPO, item['number'], START)
-    gh.inject(502, {'message': 'bad gateway'}, operation='Preflight')
+    gh.inject(502, {'message': 'bad gateway'}, operation='Preflight')   # nor does the preflight asked then
     from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardUnreadable
     with open_board(_spec(gh)) as board:
         with pytest.raises(BoardUnreadable, match='who the token is'):

@@ -9,9 +9,11 @@ import datetime as dt
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker, markers_of
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Comment, Event, Item
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import (
+    Artifact, CheckResult, Comment, Event, Item, ReviewNote)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import pr_loop
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import count_attempts, evaluate
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
 
 UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
@@ -160,8 +162,6 @@ def test_the_announcer_files_one_report_for_a_spent_cap():
 
 
 def test_explain_shows_the_pull_its_round_threads_and_failing_checks():
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import CheckResult, ReviewNote
-    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
     art = pull(created=2, reviews=[
         ReviewNote('thread', 'off by one\nsecond line', author='owner', association='OWNER', path='a.py', line=3),
         ReviewNote('review', 'rename it', author='maint', association='MEMBER', state='CHANGES_REQUESTED'),
@@ -196,3 +196,147 @@ def test_a_continued_pull_request_this_run_pushed_is_credited_when_it_merges():
     assert attribute([merged], 42, t(30), False, pushed='o/r#8') == []
     assert attribute([pull(created=2, merged=True, state='MERGED', merged_at=t(20))], 42, t(30), False, pushed=REF) == []
     assert attribute([merged], 42, t(30), True, pushed=REF) == []            # zero turns: never
+
+
+def test_a_pull_request_event_names_the_item_whose_next_run_continues_it():
+    """A review or a finished check on o/r#7 dispatches #42, whose run left it; the owner/name is case-insensitive."""
+    continued = item(('start', 0), ('noop', 20), artifacts=[pull()])
+    other = Item(number=43, title='y', state='open', status='Ready')
+    rows = [{'number': 42, 'pull': pr_loop.plan(continued, markers_of(continued)).view()},
+            {'number': 43, 'pull': pr_loop.plan(other, markers_of(other)).view()}]
+    assert pr_loop.continuing(rows, 'o/r#7') == [42]
+    assert pr_loop.continuing(rows, 'O/R#7') == [42]
+
+
+@pytest.mark.parametrize('why, art, ref', [
+    ('another pull request', pull(), 'o/r#8'),
+    ('another repository', pull(), 'o/s#7'),
+    ('a stranger\'s pull request, opened before any run', pull(created=-5), 'o/r#7'),
+    ('merged: the item is done, nothing to continue', pull(merged=True, state='MERGED', merged_at=t(30)), 'o/r#7'),
+    ('no number', pull(), 'o/r#'),
+    ('empty', pull(), ''),
+])
+def test_a_pull_request_event_names_no_item(why, art, ref):
+    it = item(('start', 0), ('noop', 20), artifacts=[art])
+    assert pr_loop.continuing([{'number': 42, 'pull': pr_loop.plan(it, markers_of(it)).view()}], ref) == [], why
+
+
+def test_a_spent_cap_still_names_its_item_for_the_refusal():
+    it = item(('start', 0), ('noop', 20, moved()), ('start', 30), ('noop', 40, moved('b', 'c')), artifacts=[pull()])
+    loop = pr_loop.plan(it, markers_of(it), max_rounds=2)
+    assert loop.spent
+    assert pr_loop.continuing([{'number': 42, 'pull': loop.view()}], 'o/r#7') == [42]
+
+
+@pytest.mark.parametrize('value, cap', [(4, 4), (1, 1), (0, None)])
+def test_round_cap_as_an_option_states_it(value, cap):
+    assert pr_loop.round_cap(value) == cap
+
+
+@pytest.mark.parametrize('value', [-1, True, '4', 2.5, None])
+def test_round_cap_refuses_what_is_not_a_count(value):
+    with pytest.raises(ValueError):
+        pr_loop.round_cap(value)
+
+
+def note(minutes, *, kind='review', state='CHANGES_REQUESTED', association='MEMBER', resolved=False):
+    return ReviewNote(kind=kind, body='rename it', author='rev', association=association, state=state,
+                      resolved=resolved, created_at=t(minutes))
+
+
+def pushed(*, reviews=(), checks=(), head='b', **kw):
+    """#42: a run opened o/r#7 (head a); a round moved it a -> b and closed out at minute 40."""
+    art = pull(head_sha=head * 40, reviews=list(reviews), checks=list(checks), **kw)
+    return item(('start', 0), ('noop', 20), ('start', 30), ('noop', 40, moved('a', 'b')), artifacts=[art])
+
+
+def verdict_of(it, **kw):
+    return evaluate(it, now=NOW, max_attempts=10, **kw)
+
+
+def test_a_round_nothing_has_answered_waits_for_review():
+    v = verdict_of(pushed())
+    assert (v.reason, v.eligible) == ('awaiting_review', False)
+    assert 'o/r#7' in v.pull['awaiting'] and 'bbbbbbbbbbbb' in v.pull['awaiting']
+
+
+@pytest.mark.parametrize('why, kw', [
+    ('a trusted review asking for changes, after the round', dict(reviews=[note(50)])),
+    ('an unresolved thread comment of a trusted author, after the round', dict(reviews=[note(50, kind='thread', state='')])),
+    ('a failing required check on the head', dict(checks=[CheckResult(name='ci', conclusion='FAILURE', required=True,
+                                                                      head_sha='b' * 40)])),
+    ('someone else pushed: the head is not the one the round left', dict(head='c')),
+    ('review and checks not read (GitHub, no details): fail open', dict(reviews=None, checks=None)),
+])
+def test_what_releases_the_wait(why, kw):
+    if kw.get('reviews', ()) is None:
+        it = item(('start', 0), ('noop', 20), ('start', 30), ('noop', 40, moved('a', 'b')), artifacts=[pull(head_sha='b' * 40)])
+    else:
+        it = pushed(**kw)
+    v = verdict_of(it)
+    assert v.reason == 'eligible', (why, v.holds, v.pull)
+
+
+@pytest.mark.parametrize('why, kw', [
+    ('the review the round already had', dict(reviews=[note(25)])),
+    ('a stranger\'s review', dict(reviews=[note(50, association='NONE')])),
+    ('an approval asks for nothing', dict(reviews=[note(50, state='APPROVED')])),
+    ('a resolved thread', dict(reviews=[note(50, kind='thread', state='', resolved=True)])),
+    ('a failing check on the old head', dict(checks=[CheckResult(name='ci', conclusion='FAILURE', required=True, head_sha='a' * 40)])),
+    ('a failing check that is not required', dict(checks=[CheckResult(name='lint', conclusion='FAILURE', head_sha='b' * 40)])),
+    ('checks still running', dict(checks=[CheckResult(name='ci', conclusion='', required=True, head_sha='b' * 40)])),
+])
+def test_what_does_not_release_the_wait(why, kw):
+    assert verdict_of(pushed(**kw)).reason == 'awaiting_review', why
+
+
+def test_the_run_that_opened_the_pull_request_waits_too():
+    opened = item(('start', 0), ('noop', 20), artifacts=[pull(reviews=[], checks=[])])
+    assert verdict_of(opened).reason == 'awaiting_review'
+    answered = item(('start', 0), ('noop', 20), artifacts=[pull(reviews=[note(30)], checks=[])])
+    assert verdict_of(answered).reason == 'eligible'
+
+
+def test_a_run_that_pushed_nothing_does_not_wait():
+    """It spent an attempt, not a round: the attempt cap bounds those, not the wait."""
+    it = item(('start', 0), ('noop', 20), ('start', 30), ('noop', 40, moved('a', 'a')),
+              artifacts=[pull(reviews=[], checks=[])])
+    assert verdict_of(it).reason == 'eligible'
+
+
+def test_a_spent_cap_outranks_the_wait():
+    v = verdict_of(pushed(), max_rounds=1)
+    assert v.reason == 'rounds_spent' and 'awaiting_review' not in v.holds
+
+
+def test_explain_says_why_the_round_waits():
+    ex = explain(pushed(), now=NOW, max_attempts=10)
+    assert ex['reason'] == 'awaiting_review'
+    assert any('waits for a reviewer or the checks' in line for line in explain_lines(ex))
+
+
+def test_unread_pulls_are_the_eligible_rows_whose_review_was_not_read():
+    rows = [{'number': 1, 'repo': 'o/r', 'eligible': True, 'pull': {'ref': 'o/r#7', 'read': False}},
+            {'number': 2, 'repo': 'o/r', 'eligible': True, 'pull': {'ref': 'o/r#8', 'read': True}},
+            {'number': 3, 'repo': 'o/r', 'eligible': False, 'pull': {'ref': 'o/r#9', 'read': False}},
+            {'number': 4, 'repo': 'o/r', 'eligible': True, 'pull': None}]
+    assert pr_loop.unread_pulls(rows) == [(1, 'o/r')]
+    assert pr_loop.unread_pulls(rows, numbers=[2, 3]) == []
+
+
+def test_the_run_gets_the_round_cap_it_was_held_to():
+    """The dispatcher's cap reaches the run's environment, so its brief names the same 'round N of M'."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import batches
+    cand = {'number': 42, 'repo': '', 'unit': 'task-42', 'worker': 'w1', 'master': 'm1',
+            'pull': {'ref': REF, 'max_rounds': 6}}
+    env = batches([cand])['batches'][0]['launch'][0]['setenv']
+    assert env[pr_loop.ROUNDS_ENV] == '6' and pr_loop.rounds_from_env(env) == 6
+    assert batches([dict(cand, pull={'ref': REF, 'max_rounds': None})])['batches'][0]['launch'][0]['setenv'][pr_loop.ROUNDS_ENV] == '0'
+    assert pr_loop.ROUNDS_ENV not in batches([dict(cand, pull=None)])['batches'][0]['launch'][0]['setenv']
+
+
+@pytest.mark.parametrize('environ, cap', [({}, pr_loop.DEFAULT_MAX_ROUNDS), ({'FLEET_MAX_ROUNDS': '0'}, None),
+                                          ({'FLEET_MAX_ROUNDS': '2'}, 2), ({'FLEET_MAX_ROUNDS': 'x'}, pr_loop.DEFAULT_MAX_ROUNDS),
+                                          ({'FLEET_MAX_ROUNDS': '-1'}, pr_loop.DEFAULT_MAX_ROUNDS)])
+def test_rounds_from_env(environ, cap):
+    assert pr_loop.rounds_from_env(environ) == cap
