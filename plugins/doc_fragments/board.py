@@ -74,6 +74,13 @@ options:
             C(Urgent), C(High), C(Medium), C(Low)), a number (lower first) or a text of either. Candidates go by it, then age.
         type: str
         default: Priority
+      budget_field:
+        description:
+          - C(kind=github) only. The project field giving the item's own budget across its attempts - a number (tokens) or a text
+            such as C(50k tokens), C($2.50), C(50k, $2) or C(none). Each limit it names replaces the dispatcher's item budget for
+            that item; a value that is not a budget is not read (the dispatcher's holds). The ledger has a column instead.
+        type: str
+        default: Budget
       token:
         description:
           - The GitHub token. When unset, the first of the environment variables E(FLEET_GITHUB_TOKEN), E(GITHUB_TOKEN) and

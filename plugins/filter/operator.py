@@ -11,7 +11,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import TableError, read_table
-from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import fleet, fleet_record, fleet_text, render_metrics, render_page, spend_text
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import (
+    account_text, fleet, fleet_record, fleet_text, render_metrics, render_page, spend_text)
 
 
 def _check(name, data, items=True):
@@ -56,6 +57,11 @@ def status_spend_table(data):
     return spend_text(_check('status_spend_table', data))
 
 
+def status_account_table(data):
+    """What each agent account's runs stated they spent per UTC day, against its daily budget, as an aligned text table."""
+    return account_text(_check('status_account_table', data))
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -64,4 +70,5 @@ class FilterModule(object):
             'status_fleet': status_fleet,
             'status_fleet_table': status_fleet_table,
             'status_spend_table': status_spend_table,
+            'status_account_table': status_account_table,
         }

@@ -34,6 +34,7 @@ def board_argspec() -> Dict[str, Any]:
             model_field=dict(type='str', default='Model'),
             effort_field=dict(type='str', default='Effort'),
             priority_field=dict(type='str', default='Priority'),
+            budget_field=dict(type='str', default='Budget'),
             token=dict(type='str', no_log=True),
             api_url=dict(type='str', default='https://api.github.com'),
             repo=dict(type='str'),

@@ -46,6 +46,17 @@ options:
       - Omitted, the placement is not computed and says so.
     type: list
     elements: dict
+  fleet_record:
+    description:
+      - The last probing sweep's record of the fleet (C(fleet.json) beside C(status.json), the
+        P(fleet.dispatch.status_fleet#filter) record - C(at) and C(masters)). Each of O(masters) it names is placed as that
+        sweep saw it - its headroom, and dark with its source, reset and why (a rate limit, an agent account whose daily budget
+        is spent) while the stated reset is ahead of O(now) - so the placement says which dark master or spent account
+        holds the item.
+      - A dict or its JSON text (the file as read). Omitted, empty or not a record (a warning says so), the masters are
+        placed as given.
+    type: raw
+    version_added: 0.1.0
   agents:
     description:
       - The agent profiles the fleet's masters offer (O(fleet.dispatch.board_info#module:agents)); an item whose route asks for
@@ -166,12 +177,14 @@ lines:
   elements: str
 '''
 
+import json
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines, masters_seen
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import DEFAULT_MAX_ROUNDS, round_cap
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
@@ -186,6 +199,7 @@ def main():
             max_rounds=dict(type='int', default=DEFAULT_MAX_ROUNDS),
             now=dict(type='str'),
             masters=dict(type='list', elements='dict'),
+            fleet_record=dict(type='raw'),
             agents=dict(type='list', elements='str'),
             item_budget_tokens=dict(type='int', default=0, no_log=False),   # a count of tokens, not a secret
             item_budget_usd=dict(type='float', default=0),
@@ -213,8 +227,19 @@ def main():
         module.fail_json(msg='#%s is not on the board %s: check the number' % (number, result['board']), **result)
     except BoardError as exc:
         module.fail_json(msg='#%s could not be read: %s' % (number, exc), **result)
+    record = module.params['fleet_record']
+    if isinstance(record, str):
+        try:
+            record = json.loads(record) if record.strip() else None
+        except ValueError as exc:
+            module.warn('fleet_record is not JSON (%s): the masters are placed as the inventory gives them' % exc)
+            record = None
+    if record is not None and not isinstance(record, dict):
+        module.warn('fleet_record is not a record of the fleet: the masters are placed as the inventory gives them')
+        record = None
     ex = explain(item, now=now, ready=spec.get('ready', 'Ready'), max_attempts=module.params['max_attempts'],
-                 masters=module.params['masters'], agents=module.params['agents'], item_budget=cap, max_rounds=rounds)
+                 masters=masters_seen(module.params['masters'], record, now),
+                 agents=module.params['agents'], item_budget=cap, max_rounds=rounds)
     result.update(explanation=ex, lines=explain_lines(ex))
     module.exit_json(**result)
 

@@ -68,6 +68,8 @@ options:
       - The budget of one item across its attempts, in tokens (input + output, as the agent CLI stated them in each run's
         close-out marker), counted over its runs since the last reopen that counts. An item whose runs reached it is held with
         reason C(budget_spent) until a human reopens it or raises the budget. V(0) is no limit.
+      - An item's own budget field (the ledger's C(budget) column, the GitHub project's C(Budget) field) replaces each limit it names
+        for that item.
       - Each run is also held to what is left of it (C(budget_left), passed to the runner by the dispatch role).
     type: int
     default: 0
@@ -325,7 +327,9 @@ board_items:
       type: dict
       sample: {runs: 2, priced_runs: 2, tokens: 41000, cost_usd: 0.82}
     item_budget:
-      description: The item budget it is held to (C(tokens), C(usd)); empty when there is none.
+      description:
+        - The item budget it is held to (C(tokens), C(usd)) - the dispatcher's, each limit its budget field names replaced; empty
+          when there is none.
       type: dict
     budget_left:
       description:
@@ -334,6 +338,14 @@ board_items:
       type: dict
     budget_spent:
       description: Why the item's spend reached its item budget, with the figures (empty when it did not); reason C(budget_spent).
+      type: str
+    budget_field:
+      description:
+        - The item's own budget as the board gives it (the ledger's C(budget) column, the GitHub project's C(Budget) field,
+          docs/usage.md), or null. Each limit it names replaces the dispatcher's item budget for this item (RV(board_items.item_budget)).
+      type: raw
+    budget_note:
+      description: Why the item's budget field was not read (it is not a budget), so the dispatcher's item budget holds; empty otherwise.
       type: str
     pull:
       description:

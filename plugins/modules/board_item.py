@@ -80,6 +80,15 @@ options:
         Candidates go by priority, then age. An empty string clears it. Ledger board only.
     type: str
     version_added: 0.1.0
+  budget:
+    description:
+      - The item's own budget across its attempts - terms such as C(50000), C(50k tokens), C($2.50), or C(none) - each limit
+        it names replaces the dispatcher's item budget (C(dispatch_item_budget_tokens), C(dispatch_item_budget_usd)) for this
+        item, which is how a human raises the budget of an item held C(budget_spent); C(none) lifts both. An empty string
+        clears it. A value that is not a budget fails, and nothing is written. Ledger board only (on GitHub it is the
+        project's C(Budget) field, docs/usage.md).
+    type: str
+    version_added: 0.1.0
   add_blocked_by:
     description:
       - Add these dependency edges (each number blocks this item), one atomic write per edge; other edges are left alone.
@@ -209,9 +218,10 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol imp
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import kind_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time, parse_time
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import parse_override
 
 FIELDS = ('title', 'body', 'status', 'state', 'blocked_by')
-ROUTE = ('agent', 'model', 'effort', 'priority')
+ROUTE = ('agent', 'model', 'effort', 'priority', 'budget')
 
 
 def _summary(item):
@@ -273,6 +283,7 @@ def main():
             model=dict(type='str'),
             effort=dict(type='str'),
             priority=dict(type='str'),
+            budget=dict(type='str'),
             comment=dict(type='str'),
             comment_author=dict(type='str', default='operator'),
             artifact=dict(type='dict', options=dict(
@@ -297,6 +308,11 @@ def main():
     if p['comment'] is not None and (not p['comment'].strip() or kind_of(p['comment']) is not None):
         module.fail_json(msg='comment: %s; write plain text (only the fleet posts markers)' % (
             'it is empty' if not p['comment'].strip() else 'it starts like a %s marker' % kind_of(p['comment'])))
+    if p['budget'] is not None:
+        try:
+            parse_override(p['budget'])
+        except ValueError as exc:
+            module.fail_json(msg='budget: %s' % exc, changed=False)
     both = set(p['add_blocked_by'] or []) & set(p['remove_blocked_by'] or [])
     if both:
         module.fail_json(msg='add_blocked_by and remove_blocked_by both name %s: name each edge once'

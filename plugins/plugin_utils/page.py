@@ -24,6 +24,8 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import CLOCK_SKEW_WARN, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import pull_summary
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import dark_until
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.account_budget import account_days
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import Budget, parse_budget
 
 RECENT_RUNS = 50  # unmeasured guess: a screenful. Experiment: ask operators which rows they scroll to; the board lists every item anyway
 
@@ -249,6 +251,42 @@ def spend_text(data: Dict[str, Any]) -> str:
     return text_table(['master (as its runs name it)', 'runs', 'priced', 'tokens', 'cost'], rows)
 
 
+def account_budget(data: Dict[str, Any]) -> Budget:
+    """The daily budget of an agent account the cycle's data carries (``account_budget``: ``{tokens, usd}``, 0 or
+    missing: no limit); one that does not parse is no limit here (the dispatcher's guard refuses it first)."""
+    value = data.get('account_budget') if isinstance(data.get('account_budget'), dict) else {}
+    try:
+        return parse_budget(dict((k, value.get(k) or None) for k in ('tokens', 'usd')))
+    except ValueError:
+        return Budget()
+
+
+def account_rows(data: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Spend per agent account and UTC day, newest first, against the daily budget (``_core.outcome.account_budget``)."""
+    if data.get('now') is None:
+        return []
+    return account_days(data.get('items') or [], data['now'], account_budget(data))
+
+
+def account_state(row: Dict[str, Any], budget: Budget) -> str:
+    """What the daily budget says of one account's day: over it (dark until the next day, for today), or within."""
+    if not budget:
+        return 'no daily budget'
+    if row.get('limit'):
+        return 'spent (%s)%s' % (row['limit'], ': dark until %s' % row['reset_at'] if row.get('reset_at') else '')
+    return 'within'
+
+
+def account_text(data: Dict[str, Any]) -> str:
+    """Spend per agent account and UTC day against the daily budget, as a text table for ``status``."""
+    budget = account_budget(data)
+    limit = _figures(budget.tokens, budget.usd) if budget else '-'
+    rows = [[r['account'], r['day'], str(r['runs']), str(r['priced_runs']), _figures(r['tokens'], None),
+             _figures(None, r['cost_usd'], r['priced_runs'], r['runs']), limit, account_state(r, budget)]
+            for r in account_rows(data)]
+    return text_table(['account', 'day (UTC)', 'runs', 'priced', 'tokens', 'cost', 'daily budget', 'state'], rows)
+
+
 # -- the page --------------------------------------------------------------------------------
 
 _CSS = """
@@ -441,6 +479,15 @@ def render_page(data: Dict[str, Any]) -> str:
             _e(m['host']), _e(m['master']), _e(m['host'] or '?'), _e(m['master'] or '?'), _e(m['runs']), _e(m['priced_runs']),
             _e(_figures(m['tokens'], None)), _e(_figures(None, m['cost_usd'], m['priced_runs'], m['runs'])))
         for m in master_spend(items)]))
+    budget = account_budget(data)
+    parts.append('<h2>Spend per account and day</h2>')
+    parts.append(_table('accounts', ['account', 'day (UTC)', 'runs', 'priced runs', 'tokens', 'cost', 'daily budget', 'state'], [
+        '<tr class="account%s" data-account="%s" data-day="%s"><td>%s</td><td>%s</td><td class="num">%s</td><td class="num">%s</td>'
+        '<td class="num">%s</td><td class="num">%s</td><td class="num">%s</td><td class="state">%s</td></tr>' % (
+            ' dark' if r.get('reset_at') else '', _e(r['account']), _e(r['day']), _e(r['account']), _e(r['day']), _e(r['runs']),
+            _e(r['priced_runs']), _e(_figures(r['tokens'], None)), _e(_figures(None, r['cost_usd'], r['priced_runs'], r['runs'])),
+            _e(_figures(budget.tokens, budget.usd) if budget else '-'), _e(account_state(r, budget)))
+        for r in account_rows(data)]))
     parts.append('<h2>Recent runs</h2>')
     parts.append(_table('runs', ['item', 'unit', 'where', 'start', 'duration', 'outcome', 'cost'], [_run_row(r) for r in runs]))
     parts.append('<h2>Heartbeat</h2><div id="heartbeat"><h3>previous cycle</h3>%s<h3>sweeper heartbeat</h3>%s</div>' % (
@@ -491,6 +538,11 @@ METRICS = (
     ('fleet_dispatch_item_budget_usd', 'gauge', 'The item budget in USD (dispatch_item_budget_usd), when set.'),
     ('fleet_dispatch_master_spend_tokens', 'gauge', 'Tokens the runs of each master stated, over the board\'s items.'),
     ('fleet_dispatch_master_spend_usd', 'gauge', 'Cost in USD the runs of each master stated (never estimated).'),
+    ('fleet_dispatch_account_spend_tokens', 'gauge',
+     'Tokens the runs of each agent account stated today (UTC), the figure its daily budget holds.'),
+    ('fleet_dispatch_account_spend_usd', 'gauge', 'Cost in USD the runs of each agent account stated today (UTC; never estimated).'),
+    ('fleet_dispatch_account_budget_tokens', 'gauge', 'The daily budget of an agent account in tokens (dispatch_account_budget_tokens), when set.'),
+    ('fleet_dispatch_account_budget_usd', 'gauge', 'The daily budget of an agent account in USD (dispatch_account_budget_usd), when set.'),
     ('fleet_dispatch_board_readable', 'gauge', '1 when the queue was read, 0 when it was not.'),
     ('fleet_dispatch_cycle_timestamp_seconds', 'gauge', 'When the cycle read the board, as a Unix time.'),
     ('fleet_dispatch_fleet_probe_timestamp_seconds', 'gauge',
@@ -569,7 +621,8 @@ def render_metrics(data: Dict[str, Any]) -> str:
             samples['fleet_dispatch_item_spend_tokens'].append((labels, spend['tokens']))
         if spend.get('cost_usd') is not None:
             samples['fleet_dispatch_item_spend_usd'].append((labels, spend['cost_usd']))
-        cap = cap or (it.get('item_budget') if isinstance(it.get('item_budget'), dict) else {})
+        if it.get('budget_field') in (None, '') or it.get('budget_note'):   # its own budget field is not the dispatcher's
+            cap = cap or (it.get('item_budget') if isinstance(it.get('item_budget'), dict) else {})
     if cap.get('tokens') is not None:
         samples['fleet_dispatch_item_budget_tokens'].append(({}, cap['tokens']))
     if cap.get('usd') is not None:
@@ -580,6 +633,18 @@ def render_metrics(data: Dict[str, Any]) -> str:
             samples['fleet_dispatch_master_spend_tokens'].append((labels, m['tokens']))
         if m['cost_usd'] is not None:
             samples['fleet_dispatch_master_spend_usd'].append((labels, m['cost_usd']))
+    for row in account_rows(data):
+        if not row['today']:
+            continue
+        if row['tokens'] is not None:
+            samples['fleet_dispatch_account_spend_tokens'].append(({'account': row['account']}, row['tokens']))
+        if row['cost_usd'] is not None:
+            samples['fleet_dispatch_account_spend_usd'].append(({'account': row['account']}, row['cost_usd']))
+    daily = account_budget(data)
+    if daily.tokens is not None:
+        samples['fleet_dispatch_account_budget_tokens'].append(({}, daily.tokens))
+    if daily.usd is not None:
+        samples['fleet_dispatch_account_budget_usd'].append(({}, daily.usd))
     samples['fleet_dispatch_board_readable'].append(({}, data.get('readable') is not False))
     when = _time(now)
     if when is not None:

@@ -619,3 +619,47 @@ def test_a_cli_gone_after_provision_darkens_the_master_and_provision_clears_it(f
     again = fleet.provision()
     assert again.returncode == 0, again.stdout[-4000:]
     assert fleet.capacity() is None, 'the provision that found the CLI cleared agent_missing'
+
+
+BUDGET_CONFIG = r'''
+import json, os
+here = os.path.expanduser('~/.config/fleet-dispatch/')
+conf = json.load(open(here + 'runner.json'))
+conf['budget'] = {'tokens': 1500}
+fd = os.open(here + 'runner-budget.json', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+os.write(fd, json.dumps(conf).encode())
+os.close(fd)
+'''
+
+
+def test_real_claude_over_its_budget_is_stopped_at_the_usage_event_that_reached_it(fleet):
+    """Real Claude Code with a 1500-token run budget: the runner gives it stream-json, and the scripted endpoint
+    answers each turn with 1000 input tokens and a 5-second Bash call. The second response reaches the budget:
+    the runner stops the CLI there, inside its tool call, so the endpoint never sees a third turn; the budget marker
+    is posted once, counts as an attempt, and states the tokens the CLI stated (a cost only if it stated one)."""
+    number = 40
+    fleet.py(CREATE % {'ledger': LEDGER, 'numbers': [number]})
+    fleet.bed.ssh(fleet.host, "python3 - <<'PYEOF'\n%s\nPYEOF" % BUDGET_CONFIG, user=MASTER)
+    # six turns of 1040 tokens, each step its own ('times' is expanded when an Endpoint is built, not by script)
+    fleet.script([{'shell': 'sleep 5', 'usage': {'input_tokens': 1000, 'output_tokens': 40}}] * 6 + [{'text': 'done'}])
+    before = len(fleet.endpoint.requests)
+    try:
+        res = fleet.bed.ansible(fleet.host, 'fleet.dispatch.launch', {
+            'items': [{'number': number, 'workdir': HOME,
+                       'command': ['fleet-runner', '--item', str(number), '--config', HOME + '/.config/fleet-dispatch/runner-budget.json']}],
+            'path': fleet.path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env'}, become_user=MASTER)[fleet.host]
+        assert not res.get('failed'), res
+        assert fleet.unit_done(number) == 'inactive'     # exit 15 is not a failed unit
+        data = fleet.read(number)
+        capture = fleet.bed.ssh(fleet.host, 'grep -o \'"type":"[a-z_]*"\\|"usage":{[^}]*}\' %s/runs/task-%d/capture.log | head -60'
+                                % (fleet.state, number), user=MASTER, check=False).stdout
+        assert data['kinds'] == ['start', 'budget'], (data, capture)
+        assert data['attempts'] == 1 and data['reason'] == 'eligible', data
+        stop = data['fields'][-1]
+        assert stop['limit'] == 'tokens' and stop['budget'] == {'tokens': 1500}, stop
+        assert 2000 <= stop['spend_at_stop']['tokens'] < 3000, stop     # the second response, not a later one
+        assert 'cost_usd' not in stop['spend_at_stop'], 'no cost was stated mid-run: none is invented'
+        turns = [r for r in fleet.endpoint.requests[before:] if r.get('role') == 'turn']
+        assert len(turns) == 2, ([r.get('path') for r in turns], capture)
+    finally:
+        fleet.script([{'text': 'done'}])

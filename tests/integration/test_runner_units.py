@@ -31,6 +31,8 @@ import time
 
 import pytest
 
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import batches
+
 pytestmark = pytest.mark.testbed
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -84,6 +86,21 @@ def summary(board, number, now):
 SUMMARY_EXPR = ("(lambda item, markers, verdict: {'kinds': [m.kind for m in markers], 'state': item.state, "
                 "'reason': verdict.reason, 'attempts': verdict.attempts, 'fields': [m.fields for m in markers]})"
                 "(board.get(n), markers_of(board.get(n)), evaluate(board.get(n), now=datetime.datetime.now(datetime.timezone.utc)))")
+
+# the item as the dispatcher assesses it (the shipped decision core), with an item budget in tokens; an item
+# budget field set first when one is given (the SQLite case runs this on the worker)
+ASSESS = r'''
+import datetime, json
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
+board = LedgerBoard(path=%(ledger)r)
+if %(field)r is not None:
+    board.upsert_item(number=%(number)d, budget=%(field)r)
+print(json.dumps(assess([board.get(%(number)d)], now=datetime.datetime.now(datetime.timezone.utc),
+                        item_budget=item_budget(%(tokens)d, 0))[0]))
+board.close()
+'''
 
 CREATE = r'''
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
@@ -269,6 +286,18 @@ def worker(request, bed, tmp_path_factory, fresh_database):
             return json.loads(json.dumps(dict((str(n), summary(local_board, n, now)) for n in numbers)))
         return json.loads(py(READ_BACK % {'ledger': ledger, 'numbers': list(numbers), 'summary': SUMMARY_EXPR}))
 
+    def assess_item(number, item_tokens, field=None):
+        '''The item as the dispatcher assesses it, with an item budget of ``item_tokens``; ``field``: set its budget field first.'''
+        if backend == 'postgres':
+            import datetime as _dt
+            from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
+            from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
+            if field is not None:
+                local_board.upsert_item(number=number, budget=field)
+            got = assess([local_board.get(number)], now=_dt.datetime.now(_dt.timezone.utc), item_budget=item_budget(item_tokens, 0))
+            return json.loads(json.dumps(got[0]))
+        return json.loads(py(ASSESS % {'ledger': ledger, 'number': number, 'tokens': item_tokens, 'field': field}))
+
     def launch(runs, runner_version=VERSION, args=()):
         '''``runs``: list of (number, mode, extra setenv). One launch call for all of them; ``args`` after the runner's.'''
         items = []
@@ -338,6 +367,7 @@ def worker(request, bed, tmp_path_factory, fresh_database):
     def ssh(cmd, user=None, check=True):
         return bed.ssh(host, cmd, user=user or master, check=check)
 
+    w.assess_item = assess_item
     w.create, w.reopen, w.read, w.launch, w.wait_terminal, w.wait_agent = create, reopen, read, launch, wait_terminal, wait_agent
     w.capacity, w.unit_gone, w.ssh, w.notified, w.never_notified = capacity, unit_gone, ssh, notified, never_notified
     try:
@@ -645,7 +675,8 @@ def test_a_run_over_its_budget_is_stopped_in_a_real_unit_that_does_not_fail(work
     """The fake agent streams Claude Code stream-json usage (150 tokens a response) and would go on for ever after
     its fifth response: the installed runner, with the role's runner config plus a 400-token budget, stops it at the
     third, posts the budget marker once, and exits 15 -- which launch's success_exit_status keeps from failing the
-    unit, so the notifier never fires (D14)."""
+    unit, so the notifier never fires (D14). The item's next attempt is held to what is left of its item budget, and
+    the item is then held (budget_spent) until its budget field raises it."""
     number = 37      # an item number no other test of the module uses
     worker.create([number])
     worker.ssh("python3 - <<'PYEOF'\n%s\nPYEOF" % BUDGET_CONFIG)
@@ -662,3 +693,32 @@ def test_a_run_over_its_budget_is_stopped_in_a_real_unit_that_does_not_fail(work
     assert worker.never_notified('task-%d' % number)
     record = json.loads(worker.ssh('cat %s/runs/task-%d/closeout.json' % (worker.state, number)).stdout)
     assert (record['kind'], record['exit_code']) == ('budget', 15)
+    # the next attempt, as the dispatcher launches it with an item budget 250 tokens above what the first run stated
+    # in its close-out (all the usage its capture holds: the fake agent printed its five responses at once): what is
+    # left (250) goes to the run in its launch environment, so the runner holds it to 250, below its own 400 --
+    # stopped at its second usage event (300)
+    first = got['fields'][-1]['tokens']
+    assert first >= 450, got['fields'][-1]
+    cap = first + 250
+    entry = worker.assess_item(number, cap)
+    assert (entry['reason'], entry['spend']['tokens'], entry['budget_left']) == ('eligible', first, {'tokens': 250}), entry
+    launch = batches([dict(entry, unit='task-%d' % number, worker=worker.host, master=worker.master)],
+                     command=['fleet-runner'])['batches'][0]['launch'][0]['setenv']
+    share = dict((k, v) for k, v in launch.items() if k.startswith('FLEET_ITEM_BUDGET_'))
+    assert share == {'FLEET_ITEM_BUDGET_TOKENS': '250'}, launch
+    res = worker.launch([(number, 'spend', dict(share, FAKE_AGENT_HANG_AFTER='5'))],
+                        args=['--config', worker.home + '/.config/fleet-dispatch/runner-budget.json'])
+    assert not res.get('failed'), res
+    got = worker.wait_terminal([number], count=4)[str(number)]
+    assert got['kinds'] == ['start', 'budget', 'start', 'budget'], got
+    stop = got['fields'][-1]
+    assert (stop['limit'], stop['budget'], stop['spend_at_stop']) == ('tokens', {'tokens': 250}, {'tokens': 300}), stop
+    worker.unit_gone(number)
+    # its runs stated more than its item budget: held with its own reason (not parked) until a human raises the
+    # budget -- here with its budget field
+    entry = worker.assess_item(number, cap)
+    assert (entry['reason'], entry['attempts'], entry['spend']['tokens']) == ('budget_spent', 2, first + stop['tokens']), entry
+    assert 'reached its item budget of %d tokens' % cap in entry['budget_spent']
+    entry = worker.assess_item(number, cap, field='%d' % (cap * 10))
+    assert (entry['reason'], entry['item_budget']) == ('eligible', {'tokens': cap * 10}), entry
+    assert entry['budget_left'] == {'tokens': cap * 10 - first - stop['tokens']}, entry

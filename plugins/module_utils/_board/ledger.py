@@ -17,6 +17,7 @@ from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFoun
 from .._core.dispatch.announce import REPORT_STATUS, SILENCED_STATUS
 from .._core.board.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
 from .._core.board.naming import item_number
+from .._core.dispatch.item_budget import parse_override
 from . import ledger_pulls as _pulls
 from . import ledger_roles as _roles
 from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable, Undecodable
@@ -70,7 +71,12 @@ MIGRATIONS = [
     # Who may write what on PostgreSQL (_board/ledger_roles.py): a comment records its writer's role, and any
     # role but the fleet's records artifacts and nothing else. SQLite gets the empty writer column only.
     _roles.MIGRATION,
-    # Room for later board migrations (version 7+). The handoff claims are NOT board
+    # An item's own budget (_core/dispatch/item_budget.py): an older controller refuses a board at version 7
+    # rather than hold an item to a budget a human raised, or run one past the budget a human lowered.
+    (7, 'item budgets', [
+        "ALTER TABLE items ADD COLUMN budget TEXT NOT NULL DEFAULT ''",
+    ]),
+    # Room for later board migrations (version 8+). The handoff claims are NOT board
     # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
     # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
     # not board tables either (component 'lease', _store.lease.MIGRATIONS): do not add them here.
@@ -95,6 +101,9 @@ _ITEM_FIELDS = ('number', 'title', 'body', 'status', 'state', 'repo')
 ROUTE_FIELDS = ('agent', 'model', 'effort', 'priority')
 """The route and priority columns (board version 4): text, ``''`` when not asked."""
 ROUTE_VERSION = 4
+BUDGET_FIELDS = ('budget',)
+"""The item budget column (board version 7): text (``50k tokens``, ``$2``, ``none``), ``''`` when not set."""
+BUDGET_VERSION = 7
 _SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations', 'marker_authors')
 
 
@@ -150,6 +159,9 @@ class LedgerBoard(Board):
         # a store migrated only part of the way (tests of forward migration) has no route columns
         self._routes = any(m[0] == ROUTE_VERSION for m in self._migrations)
         self._pull_columns = any(m[0] == _pulls.PULLS_VERSION for m in self._migrations)
+        self._budgets = any(m[0] == BUDGET_VERSION for m in self._migrations)
+        # the item columns after the first version's: the route and priority, the item budget
+        self._columns = (ROUTE_FIELDS if self._routes else ()) + (BUDGET_FIELDS if self._budgets else ())
         self._writers = any(m[0] == _roles.ROLES_VERSION for m in self._migrations)
         try:
             self._store = SqlStore(path=path, dsn=dsn, timeout=timeout, create=create)
@@ -258,7 +270,7 @@ class LedgerBoard(Board):
 
         ``now`` is accepted for the protocol and unused: the ledger has no time-dependent read.
         """
-        items = self._tx(lambda tx: self._load(tx, None, self._reports, self._routes, self._pull_columns, self._writer_check()),
+        items = self._tx(lambda tx: self._load(tx, None, self._reports, self._columns, self._pull_columns, self._writer_check()),
                          unreadable=True)
         for item in items:
             item.marker_authors = list(self.marker_authors)
@@ -292,7 +304,7 @@ class LedgerBoard(Board):
 
     def get(self, number):
         number = _number(number)
-        items = self._tx(lambda tx: self._load(tx, number, routes=self._routes, pulls=self._pull_columns,
+        items = self._tx(lambda tx: self._load(tx, number, columns=self._columns, pulls=self._pull_columns,
                                                writers=self._writer_check()), unreadable=True)
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
@@ -305,7 +317,7 @@ class LedgerBoard(Board):
         return list(self.marker_authors) if self._writers else None
 
     @staticmethod
-    def _load(tx, number, reports=True, routes=True, pulls=True, writers=None):
+    def _load(tx, number, reports=True, columns=ROUTE_FIELDS + BUDGET_FIELDS, pulls=True, writers=None):
         """Fetch each table once (filtered to one item when ``number`` is given) and join in Python.
 
         ``writers`` (the ``marker_authors``; None on a store before version 6) turns on the comments'
@@ -317,13 +329,13 @@ class LedgerBoard(Board):
             where, args = ' WHERE item = ?', (number,)
         # the announcer's reports are not work: the queue read leaves them out (a get by number does not)
         rows = tx.all('SELECT number, title, body, status, state, repo, created_at, updated_at%s FROM items'
-                      % ''.join(', ' + c for c in ROUTE_FIELDS if routes)
+                      % ''.join(', ' + c for c in columns)
                       + (' WHERE number = ?' if number is not None
                          else (' WHERE number NOT IN (SELECT item FROM reports)' if reports else '')) + ' ORDER BY number', args)
         items = {}
         for row in rows:
             num, title, body, status, state, repo, created, updated = row[:8]
-            route = dict(zip(ROUTE_FIELDS, row[8:]))
+            route = dict(zip(columns, row[8:]))
             bad = _bad_columns(('title', title), ('body', body), ('status', status), ('state', state), ('repo', repo),
                                *sorted(route.items()))
             created_at, updated_at = _row_time(created, bad, 'created_at'), _row_time(updated, bad, 'updated_at')
@@ -333,6 +345,7 @@ class LedgerBoard(Board):
                 for key in ('agent', 'model', 'effort'):
                     setattr(items[num], key, route.get(key) or '')
                 items[num].priority = route.get('priority') or None
+                items[num].budget = route.get('budget') or None
             if bad:
                 items[num].unreadable = 'its row in items: %s' % ', '.join(bad)
         trusted = _roles.fleet_roles(tx, writers) if writers is not None else None
@@ -505,11 +518,13 @@ class LedgerBoard(Board):
         return result
 
     def upsert_item(self, number=None, title=None, body=None, status=None, state=None, blocked_by=None,
-                    repo=None, *, at=None, actor='', dry_run=False, agent=None, model=None, effort=None, priority=None):
+                    repo=None, *, at=None, actor='', dry_run=False, agent=None, model=None, effort=None, priority=None,
+                    budget=None):
         """Create or update one item; ``None`` leaves a field as it is.
 
         ``agent``, ``model``, ``effort`` and ``priority`` are the item's route and priority
-        (``_core.dispatch.route``), text, ``''`` clears one.
+        (``_core.dispatch.route``), text, ``''`` clears one; ``budget`` the item's own budget
+        (``_core.dispatch.item_budget.parse_override``: a value that is not a budget is refused).
 
         ``number=None`` creates a new item with the next free number. ``state`` takes ``open``,
         ``closed`` or ``reopened`` (an alias of open: a closed item that opens records a
@@ -536,6 +551,15 @@ class LedgerBoard(Board):
         if route and not self._routes:
             raise BoardError('this ledger has no route columns (board schema version %d): open it with this '
                              'collection\'s migrations' % ROUTE_VERSION)
+        if budget is not None:
+            if not self._budgets:
+                raise BoardError('this ledger has no item budget column (board schema version %d): open it with this '
+                                 'collection\'s migrations' % BUDGET_VERSION)
+            try:
+                parse_override(str(budget))
+            except ValueError as exc:
+                raise BoardError('item budget: %s' % exc)
+            route['budget'] = str(budget).strip()
 
         def write(tx):
             num = number
@@ -572,15 +596,14 @@ class LedgerBoard(Board):
                        (num, title, body or '', status or '', 'open', repo or '', when, when))
                 current = {'number': num, 'title': title, 'body': body or '', 'status': status or '',
                            'state': 'open', 'repo': repo or '', 'blocked_by': []}
-                if self._routes:
-                    current.update((k, '') for k in ROUTE_FIELDS)
+                current.update((k, '') for k in self._columns)
             else:
                 current = dict(zip(_ITEM_FIELDS, row))
                 current['blocked_by'] = [r[0] for r in tx.all(
                     'SELECT blocker FROM dependencies WHERE item = ? ORDER BY blocker', (num,))]
-                if self._routes:
-                    current.update(zip(ROUTE_FIELDS, tx.one('SELECT %s FROM items WHERE number = ?'
-                                                            % ', '.join(ROUTE_FIELDS), (num,))))
+                if self._columns:
+                    current.update(zip(self._columns, tx.one('SELECT %s FROM items WHERE number = ?'
+                                                             % ', '.join(self._columns), (num,))))
                 before = dict(current)
             fields = {}
             for key, value in (('title', title), ('body', body), ('status', status), ('repo', repo)) + tuple(sorted(route.items())):

@@ -34,7 +34,7 @@ from .._core.board.naming import unit_name
 from .._core.dispatch.agent_sandbox import MODES as AGENT_SANDBOX_MODES
 from .._core.dispatch.eligibility import live_start
 from .._core.dispatch.item_budget import from_env as item_budget_from_env, tighter
-from .._core.dispatch.route import GENERIC_ENV, ROUTE_ENV
+from .._core.dispatch.route import GENERIC_ENV, PROFILE_ENV, ROUTE_ENV, run_profile
 from .._core.outcome.account_budget import ACCOUNT_ENV
 from .._core.outcome.budget import Budget, enforceable, parse_budget
 from .._core.outcome.capacity import clears_after_agent_found, clears_after_update
@@ -453,20 +453,29 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     try:
         conf = runner_conf(args, environ)
         spec = board_spec(expand(args.board_spec or conf.get('board_spec') or DEFAULT_BOARD_SPEC), environ)
-        agent_name = agent_profile(conf.get('agent') or DEFAULT_PROFILE).name
+        provisioned = agent_profile(conf.get('agent') or DEFAULT_PROFILE).name
+        # the profile the dispatcher placed this run for: its worker may offer several (_core.dispatch.route)
+        chosen, wrong_agent = run_profile(provisioned, conf.get('agents'), environ.get(PROFILE_ENV, ''))
+        if wrong_agent:
+            _log_line('fleet-runner[item %d]: %s; nothing posted' % (args.item, wrong_agent))
+            return EXIT_USAGE
+        agent_name = agent_profile(chosen).name
         budget = parse_budget(conf.get('budget'))
         item_share = item_budget_from_env(environ)
         if args.agent_command:
             agent = json.loads(args.agent_command)
         elif agent_name == DEFAULT_PROFILE:
             agent = conf.get('agent_command', list(DEFAULT_AGENT))
-        agent_env = dict((str(k), str(v)) for k, v in (conf.get('agent_env') or {}).items())
+        # a further profile has its own environment; the provisioned one's arguments are its own
+        own = agent_name == provisioned
+        agent_env = dict((str(k), str(v)) for k, v in
+                         ((conf.get('agent_env') if own else (conf.get('agent_envs') or {}).get(agent_name)) or {}).items())
         route_refused = []
         if not args.agent_command and agent_name != DEFAULT_PROFILE:
             # with a budget, the profile's streaming argv (claude: stream-json), so usage is read as it streams
             agent = agent_argv(agent_name, streaming=bool(budget) or item_share is not None)
             # the item's model and effort as its CLI's own arguments (the launch set them as AGENT_MODEL/AGENT_EFFORT)
-            given = [str(a) for a in (conf.get('agent_args') or [])]
+            given = [str(a) for a in (conf.get('agent_args') or [])] if own else []
             agent, route_refused = route_argv(agent_name, agent, item_route(environ, agent_env, agent_name), given)
             agent += given
         if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):

@@ -74,3 +74,43 @@ def test_per_master_on_the_status_text_the_page_and_the_metrics():
     assert 'fleet_dispatch_master_spend_tokens{host="w1",master="agent1"} 1500' in metrics
     assert 'fleet_dispatch_master_spend_usd{host="w1",master="agent1"} 0.75' in metrics
     assert 'fleet_dispatch_master_spend_usd{host="w2"' not in metrics
+
+
+def account_board():
+    """acct-a stated 3000 tokens ($0.25 on one of two runs) today and 9000 yesterday; acct-b 500 today."""
+    def run(i, account, at, tokens, cost):
+        fields = {'unit': 'task-9', 'account': account, 'tokens': tokens}
+        if cost is not None:
+            fields['cost_usd'] = cost
+        return [Comment(id='s%d' % i, body=format_marker('start', {}), created_at=at - dt.timedelta(minutes=5)),
+                Comment(id='e%d' % i, body=format_marker('failure', fields), created_at=at)]
+    comments = (run(0, 'acct-a', NOW - dt.timedelta(hours=1), 1000, 0.25) + run(1, 'acct-a', NOW - dt.timedelta(hours=2), 2000, None)
+                + run(2, 'acct-a', NOW - dt.timedelta(days=1), 9000, None) + run(3, 'acct-b<x>', NOW - dt.timedelta(hours=3), 500, 0.05))
+    return assess([Item(number=9, title='t', state='open', status='Ready', comments=comments)], now=NOW)
+
+
+def test_per_account_and_day_on_the_status_text_the_page_and_the_metrics():
+    from ansible_collections.fleet.dispatch.plugins.filter.operator import status_account_table
+    view = {'items': account_board(), 'now': '2026-12-01T13:00:00Z', 'board': 'b', 'account_budget': {'tokens': 2500, 'usd': 0.0}}
+    text = status_account_table(view).splitlines()
+    assert text[0].split()[:3] == ['account', 'day', '(UTC)']
+    assert text[2].split() == ['acct-a', '2026-12-01', '2', '1', '3000', 'tok', '$0.25+', '2500', 'tok',
+                               'spent', '(tokens):', 'dark', 'until', '2026-12-02T00:00:00.000000Z']
+    assert text[3].split() == ['acct-b<x>', '2026-12-01', '1', '1', '500', 'tok', '$0.05', '2500', 'tok', 'within']
+    assert text[4].split()[:2] == ['acct-a', '2026-11-30'] and text[4].split()[-2:] == ['spent', '(tokens)']
+    unbudgeted = status_account_table(dict(view, account_budget={'tokens': 0, 'usd': 0})).splitlines()
+    assert unbudgeted[2].split()[-4:] == ['-', 'no', 'daily', 'budget']
+    page = render_page(view)
+    assert '<h2>Spend per account and day</h2>' in page and 'acct-b&lt;x&gt;' in page and 'acct-b<x>' not in page
+    assert 'class="account dark" data-account="acct-a" data-day="2026-12-01"' in page
+    metrics = render_metrics(view)
+    assert 'fleet_dispatch_account_spend_tokens{account="acct-a"} 3000' in metrics   # today only: not yesterday's 9000
+    assert 'fleet_dispatch_account_spend_usd{account="acct-a"} 0.25' in metrics
+    assert 'fleet_dispatch_account_budget_tokens 2500' in metrics and '\nfleet_dispatch_account_budget_usd ' not in metrics
+
+
+def test_the_dispatchers_item_budget_metric_is_not_an_items_own():
+    items = board(Budget(tokens=4000))
+    own = dict(items[0], budget_field='50k', item_budget={'tokens': 50000})
+    metrics = render_metrics({'items': [own] + items[1:], 'now': '2026-12-01T13:00:00Z'})
+    assert 'fleet_dispatch_item_budget_tokens 4000' in metrics and 'fleet_dispatch_item_budget_tokens 50000' not in metrics

@@ -110,11 +110,15 @@ def test_status_shows_spend_per_item_and_per_master_on_the_text_the_page_and_the
         b.upsert_item(number=5, title='spent', status='Ready')
         b.comment(5, format_marker('start', {'unit': 'task-5', 'host': 'w7', 'master': 'agent1'}), author='fleet-bot')
         b.comment(5, format_marker('noop', {'unit': 'task-5', 'host': 'w7', 'master': 'agent1', 'tokens': 1200,
-                                            'cost_usd': 0.3}), author='fleet-bot')
-    res = playbook('status.yml', tmp_path, board, '-e', 'dispatch_item_budget_tokens=5000')
+                                            'cost_usd': 0.3, 'account': 'acct-7'}), author='fleet-bot')
+    res = playbook('status.yml', tmp_path, board, '-e', 'dispatch_item_budget_tokens=5000',
+                   '-e', 'dispatch_account_budget_tokens=1000')
     assert res.returncode == 0, res.stdout + res.stderr
     assert '1200 tok, $0.3 / 5000 tok' in res.stdout          # the item, against its item budget
     assert 'w7/agent1' in res.stdout and 'master (as its runs name it)' in res.stdout
+    # the account's day against its daily budget (the row is there whichever of the last seven UTC days it is)
+    row = [line for line in res.stdout.splitlines() if 'acct-7' in line]
+    assert len(row) == 1 and '1200 tok' in row[0] and '$0.3' in row[0] and '1000 tok' in row[0] and 'spent (tokens)' in row[0], row
     state, = (tmp_path / 'state' / 'fleet-dispatch').glob('*/status.html')
     page = state.read_text(encoding='utf-8')
     assert 'data-spend-master="w7/agent1"' in page and '1200 tok, $0.3 / 5000 tok' in page
@@ -181,3 +185,25 @@ def test_a_cycle_that_probes_nothing_keeps_the_last_sweep_fleet_on_the_page(tmp_
     assert json.loads(fleet_json.read_text(encoding='utf-8')) == record
     prom = (state.parent / 'fleet-dispatch.prom').read_text(encoding='utf-8')
     assert 'fleet_dispatch_dark_masters{source="rate_limit"} 1' in prom and 'fleet_dispatch_live_runs{' not in prom
+
+
+def test_explain_places_on_the_fleet_the_last_sweep_saw_and_names_a_spent_account(tmp_path, board):
+    """fleet.json says localhost/agent1's account spent its daily budget until the next day: explain places nothing there."""
+    state = tmp_path / 'board-dir'
+    state.mkdir()
+    why = 'the agent account spent its daily budget (budget): gets nothing until 2026-12-07T00:00:00Z, the next day'
+    (state / 'fleet.json').write_text(json.dumps({'at': '2026-12-06T14:50:00Z', 'masters': [
+        {'worker': 'localhost', 'master': 'agent1', 'dark': True, 'source': 'budget', 'reset_at': '2026-12-07T00:00:00Z',
+         'why': why, 'headroom': {}, 'probe': 'ok'}]}), encoding='utf-8')
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_board_dir=%s' % state,
+                   '-e', 'dispatch_now=2026-12-06T15:00:00Z')
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert 'localhost/agent1 %s (the sweep at 2026-12-06T14:50:00Z)' % why in res.stdout
+    assert 'placement now: localhost/agent1' not in res.stdout
+    # after the day boundary the same record darkens nothing: the clock cleared it
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_board_dir=%s' % state,
+                   '-e', 'dispatch_now=2026-12-07T00:00:01Z')
+    assert res.returncode == 0 and 'localhost/agent1 %s' % why not in res.stdout
+    (state / 'fleet.json').write_text('{not json', encoding='utf-8')
+    res = playbook('explain.yml', tmp_path, board, '-e', 'issue=1', '-e', 'dispatch_board_dir=%s' % state)
+    assert res.returncode == 0 and 'fleet_record is not JSON' in res.stdout + res.stderr

@@ -394,6 +394,26 @@ def test_a_plan_sweep_routes_by_profile_orders_by_priority_and_holds_what_nobody
     assert 'model=gpt-5-codex' in res.stdout
 
 
+def test_a_worker_offering_several_profiles_takes_each_routed_item_with_its_own(tmp_path):
+    """worker_runner_agents: w2 offers codex (provisioned) and gemini, so the gemini item is no longer held."""
+    spec = {'kind': 'ledger', 'path': str(tmp_path / 'ledger.sqlite3')}
+    with open_board(dict(spec, create=True)) as b:
+        b.upsert_item(number=2, title='codex', status='Ready', agent='codex')
+        b.upsert_item(number=3, title='gemini', status='Ready', agent='gemini', model='gemini-2.5-pro')
+        b.upsert_item(number=5, title='custom: nobody', status='Ready', agent='custom')
+    local = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}'}
+    inventory = tmp_path / 'inventory.yml'
+    inventory.write_text(json.dumps({'workers': {'hosts': {
+        'localhost': dict(local, worker_runner_agent='claude', worker_masters=[{'name': 'agent1'}]),
+        'w2': {'ansible_host': '192.0.2.10', 'worker_runner_agent': 'codex', 'worker_runner_agents': ['Gemini'],
+               'worker_masters': [{'name': 'agent2'}]}}}}))
+    res = playbook('sweep.yml', tmp_path, spec, inventory=inventory)
+    assert res.returncode == 0, res.stdout + res.stderr
+    plan = json.loads(state_file(tmp_path / 'state', 'plan.json').read_text())
+    assert sorted((a['number'], a['worker'], a['agent']) for a in plan['assignments']) == [(2, 'w2', 'codex'), (3, 'w2', 'gemini')]
+    assert plan['skipped'] == [5] and "agent profile 'custom'" in res.stdout
+
+
 def test_a_plan_sweep_darkens_the_masters_of_an_account_that_spent_its_daily_budget(tmp_path):
     """acct-a's runs closed today stated 5000 tokens, its daily budget: its master gets nothing until 00:00 UTC
     (source budget), the item goes to acct-b's master; without the budget the emptier acct-a master takes it."""

@@ -43,6 +43,7 @@ NOT_TUNABLES = {
     'ROUTE_VERSION': 'the ledger board schema version that added the route columns',
     'PULLS_VERSION': 'the ledger board schema version that added the pull-request columns and tables',
     'ROLES_VERSION': "the ledger board schema version that added the comments' writer and the forge's grants",
+    'BUDGET_VERSION': 'the ledger board schema version that added the item budget column',
     'MIGRATION_LOCK_KEY': 'an advisory-lock key: any fixed value works',
     '_MAX_UNIT': "systemd's own limit (UNIT_NAME_MAX), not ours to tune",
     'RETURNING_MIN_SQLITE': 'the SQLite release that added INSERT ... RETURNING, a fact about SQLite',

@@ -47,8 +47,9 @@ class GitHubBoard(Board):
     """The GitHub Projects v2 board (see the module docstring for D1, D2, D5, D9, D12, D16, D19).
 
     Spec keys: ``owner``, ``project`` (number), ``status_field`` (``Status``), ``ready``
-    (``Ready``), ``agent_field``/``model_field``/``effort_field``/``priority_field`` (the route and
-    priority fields, ``Agent``/``Model``/``Effort``/``Priority``), ``token`` (else the first of ``tokens.TOKEN_ENV`` set), ``api_url``
+    (``Ready``), ``agent_field``/``model_field``/``effort_field``/``priority_field``/``budget_field`` (the route,
+    priority and item budget fields, ``Agent``/``Model``/``Effort``/``Priority``/``Budget``), ``token`` (else the
+    first of ``tokens.TOKEN_ENV`` set), ``api_url``
     (``https://api.github.com``), ``owner_type`` (``organization``/``user``/``auto``), ``repo``
     (optional ``owner/name`` for bare item numbers), ``read_memory`` (a file path: skip re-reading
     items whose page row has not moved, ``memory.py``) and ``full_read_every`` (cycles, default
@@ -438,7 +439,8 @@ class GitHubBoard(Board):
 
     def _route_variables(self) -> Dict[str, str]:
         return {'agentField': self.route_fields['agent'], 'modelField': self.route_fields['model'],
-                'effortField': self.route_fields['effort'], 'priorityField': self.route_fields['priority']}
+                'effortField': self.route_fields['effort'], 'priorityField': self.route_fields['priority'],
+                'budgetField': self.route_fields['budget']}
 
     def marker_identities(self) -> List[str]:
         """The fleet's identities on this board: the token's own login (``viewer { login }``, read once

@@ -53,8 +53,9 @@ _STATUS_VALUE = '''
       agentValue: fieldValueByName(name: $agentField) { ...RouteValue }
       modelValue: fieldValueByName(name: $modelField) { ...RouteValue }
       effortValue: fieldValueByName(name: $effortField) { ...RouteValue }
-      priorityValue: fieldValueByName(name: $priorityField) { ...RouteValue }'''
-# The route and priority fields (_core/dispatch/route.py) ride on the status field's page: a field value
+      priorityValue: fieldValueByName(name: $priorityField) { ...RouteValue }
+      budgetValue: fieldValueByName(name: $budgetField) { ...RouteValue }'''
+# The route, priority and budget fields (_core/dispatch/route.py, item_budget.py) ride on the status field's page: a field value
 # by name is not a connection, so they cost nothing (the page stays 1 request). A single select, a text
 # or a number field each reads as its value; a project without the field answers null (no route).
 
@@ -67,7 +68,8 @@ fragment RouteValue on ProjectV2ItemFieldValue {
 }
 '''
 
-ROUTE_FIELD_VARIABLES = '$agentField: String!, $modelField: String!, $effortField: String!, $priorityField: String!'
+ROUTE_FIELD_VARIABLES = ('$agentField: String!, $modelField: String!, $effortField: String!, $priorityField: String!, '
+                         '$budgetField: String!')
 
 # The nested connections below each cost one request per parent issue whatever their size, so
 # each asks for GitHub's maximum of 100: a Details batch of DETAIL_BATCH (25) issues is

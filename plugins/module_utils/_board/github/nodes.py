@@ -219,9 +219,9 @@ def summary_open_blockers(issue: Dict[str, Any]) -> int:
     return 0
 
 
-ROUTE_FIELDS = (('agent', 'Agent'), ('model', 'Model'), ('effort', 'Effort'), ('priority', 'Priority'))
-"""The project fields an item's route and priority are read from, with their default names (board
-options ``agent_field``, ``model_field``, ``effort_field``, ``priority_field``)."""
+ROUTE_FIELDS = (('agent', 'Agent'), ('model', 'Model'), ('effort', 'Effort'), ('priority', 'Priority'), ('budget', 'Budget'))
+"""The project fields an item's route, priority and own budget are read from, with their default names (board
+options ``agent_field``, ``model_field``, ``effort_field``, ``priority_field``, ``budget_field``)."""
 
 
 def field_text(value: Any) -> Any:
@@ -238,10 +238,10 @@ def field_text(value: Any) -> Any:
 
 
 def route_into(item: Item, node: Dict[str, Any]) -> None:
-    """The project item's route and priority fields (``agentValue``... of the documents) into ``item``."""
+    """The project item's route, priority and budget fields (``agentValue``... of the documents) into ``item``."""
     for key, _default in ROUTE_FIELDS:
         value = field_text(node.get(key + 'Value'))
-        if key == 'priority':
-            item.priority = value
+        if key in ('priority', 'budget'):
+            setattr(item, key, value)
         else:
             setattr(item, key, '' if value is None else str(value))

@@ -239,6 +239,9 @@ class Item:
     priority: Any = None
     """The board's priority field value as read (``P1``, ``high``, a number); ``None``: none. Candidates
     go by its rank, then age (``_core.dispatch.route.priority_rank``)."""
+    budget: Any = None
+    """The board's budget field value as read (``50k tokens``, ``$2``, a number of tokens, ``none``); ``None``:
+    none. Each limit it names replaces the dispatcher's item budget for this item (``_core.dispatch.item_budget``)."""
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, List, Optional, Tuple
 from ..chains.chain import item_chain
 from ..board.markers import Marker, is_marker_author, markers_of
 from ..board.model import parse_time
-from .item_budget import describe as budget_words, item_spend, spent as budget_spent
+from .item_budget import describe as budget_words, for_item as budget_for_item, item_spend, spent as budget_spent
 from .pr_loop import DEFAULT_MAX_ROUNDS, awaiting, is_round, plan as pull_plan
 from .route import unroutable as route_hold
 
@@ -63,6 +63,8 @@ class Verdict:
     unroutable: str = ''            # why no configured master offers the agent profile the item asks for
     spend: Any = None               # what its runs since the last reopen stated they spent (ItemSpend)
     budget_spent: str = ''          # why its spend reached the item budget (``_core.dispatch.item_budget``)
+    item_budget: Any = None         # the item budget it is held to: the dispatcher's, with its own budget field's limits
+    budget_note: str = ''           # why its budget field was not read (``''``: read, or none)
     pull: Optional[dict] = None     # the open pull request the next run continues (``_core.dispatch.pr_loop``)
 
 
@@ -224,7 +226,8 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     ``markers``: pre-parsed ``markers_of(item)`` if the caller has them. ``agents``: the agent profiles
     the fleet's masters offer; an item asking for another is ``unroutable`` (``None``: not judged here).
     ``item_budget``: the per-item cap (``_core.outcome.budget.Budget``); an item whose runs since the last
-    reopen spent it is ``budget_spent`` (``_core.dispatch.item_budget``; ``None``: no cap).
+    reopen spent it is ``budget_spent`` (``_core.dispatch.item_budget``; ``None``: no cap). The item's own
+    budget field replaces each limit it names (``item_budget.for_item``).
     ``max_rounds``: the round cap on the open pull request the next run would continue (``rounds_spent``); below
     it, a round that nothing has answered yet waits (``awaiting_review``, ``_core.dispatch.pr_loop.awaiting``).
     """
@@ -279,6 +282,7 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
         holds.append('parked')
     spend = item_spend(all_markers, since=reopen_at)
     over = ''
+    item_budget, budget_note = budget_for_item(item_budget, _get(item, 'budget', None))
     if item_budget:
         limit = budget_spent(item_budget, spend)
         if limit:
@@ -303,7 +307,8 @@ def evaluate(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempt
     reason = holds[0] if holds else 'eligible'
     return Verdict(eligible=(reason == 'eligible'), reason=reason, attempts=attempts, last_marker=last,
                    open_blockers=blockers, not_before=not_before, reopened=reopened, holds=holds, chain=chain,
-                   unroutable=no_route, spend=spend, budget_spent=over, pull=pull)
+                   unroutable=no_route, spend=spend, budget_spent=over, pull=pull,
+                   item_budget=item_budget if item_budget else None, budget_note=budget_note)
 
 
 def run_durations(markers: List[Marker], exclude: Any = ()) -> List[float]:

@@ -119,6 +119,36 @@ def _hold_text(hold, verdict, item, max_attempts) -> str:
     return hold
 
 
+def masters_seen(masters: Optional[List[Dict[str, Any]]], record: Any, now: Any) -> Optional[List[Dict[str, Any]]]:
+    """The configured ``masters`` as the last probing sweep saw them (``record``: its ``fleet.json``, ``{at,
+    masters: [{worker, master, dark, source, reset_at, why, headroom}]}``), for placing one item by hand: a master
+    the sweep saw dark stays dark with its source and why while its stated reset is ahead of ``now`` (a rate
+    limit, an account's spent daily budget until the next day); one with no stated reset (revoked, unknown)
+    stays dark; a master the record does not name is as configured (unprobed). ``record`` that is not a record:
+    the masters as they are (D5)."""
+    if masters is None or not isinstance(record, dict) or not isinstance(record.get('masters'), list):
+        return masters
+    when = parse_time(now)
+    seen = dict(('%s/%s' % (r.get('worker'), r.get('master')), r) for r in record['masters'] if isinstance(r, dict))
+    out = []
+    for master in masters:
+        entry = dict(master)
+        got = seen.get('%s/%s' % (entry.get('worker'), entry.get('master')))
+        if got is not None:
+            if isinstance(got.get('headroom'), dict):
+                entry['headroom'] = dict(got['headroom'])
+            try:
+                reset = parse_time(got.get('reset_at')) if got.get('reset_at') not in (None, 'unknown') else None
+            except ValueError:
+                reset = None    # a reset the record does not state readably: dark, as "unknown"
+            if got.get('dark') and (reset is None or when is None or reset > when):
+                why = got.get('why') or 'dark: %s' % (got.get('source') or 'unknown')
+                entry.update(dark=True, source=got.get('source'), reset_at=got.get('reset_at') or 'unknown',
+                             why='%s (the sweep at %s)' % (why, record.get('at') or 'an unknown time'))
+        out.append(entry)
+    return out
+
+
 def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts: Optional[int] = 3,
             masters: Optional[List[Dict[str, Any]]] = None, uncounted: Any = UNCOUNTED_ENDINGS,
             agents: Any = None, item_budget: Any = None, max_rounds: Optional[int] = DEFAULT_MAX_ROUNDS) -> Dict[str, Any]:
@@ -173,6 +203,9 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         else:
             placement = {'placed': False, 'worker': None, 'master': None, 'why': plan['unplaced'][0]['why']}
         placement['dark'] = plan['dark']
+        if plan['dark']:
+            placement['why'] += '; dark: ' + '; '.join(
+                '%s/%s %s' % (d['worker'], d['master'], d['why'] or d['source'] or 'dark') for d in plan['dark'])
 
     last_run = None
     for marker in reversed(markers):
@@ -202,8 +235,10 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         'last_run': last_run,
         'chain': verdict.chain,
         'spend': verdict.spend.fields() if verdict.spend is not None else None,
-        'item_budget': item_budget.fields() if item_budget else {},
-        'budget_left': remaining(item_budget, verdict.spend).fields() if item_budget else {},
+        'item_budget': verdict.item_budget.fields() if verdict.item_budget else {},
+        'budget_left': remaining(verdict.item_budget, verdict.spend).fields() if verdict.item_budget else {},
+        'budget_field': to_jsonable(_get(item, 'budget', None)),
+        'budget_note': verdict.budget_note,
         'pull': verdict.pull,
     }
 
@@ -248,6 +283,10 @@ def explain_lines(ex: Dict[str, Any]) -> List[str]:
     lines.append('blockers:' if ex['blockers'] else 'blockers: none')
     lines.extend('  #%s %s%s' % (b['number'], b['state'], ' (blocks)' if b['blocks'] else '') for b in ex['blockers'])
     lines.append(spend_line(ex))
+    if ex.get('budget_note'):
+        lines.append('budget field: %r -- %s' % (ex.get('budget_field'), ex['budget_note']))
+    elif ex.get('budget_field') not in (None, ''):
+        lines.append('budget field: %r -- each limit it names replaces the dispatcher\'s item budget' % (ex['budget_field'],))
     route = ex.get('route') or {}
     asked = ', '.join('%s %s' % (k, route[k]) for k in ('agent', 'model', 'effort') if route.get(k))
     lines.append('route: %s' % (asked or 'none asked (any master, the agent as provisioned)'))

@@ -13,13 +13,19 @@ An item whose spend reached the cap is held (``budget_spent``, ``_core.dispatch.
 human reopens it or raises the cap. Each run is also held to what is left (``remaining``): the dispatcher
 passes it to the runner, which stops the run at the smaller of it and the run's own budget. A stop at a
 budget is not a failure of the work (D8): the hold is its own reason, never ``parked``.
+
+An item may carry its own budget (the board's budget field, ``for_item``): each limit it names replaces
+the dispatcher's for that item -- how a human raises the budget of one held item -- and ``none`` lifts
+both. A field that is not a budget changes nothing (D5: the dispatcher's budget holds, and explain says
+the field was not read).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 from ..board.cost import run_cost
 from ..outcome.budget import Budget, parse_budget, reached
@@ -45,6 +51,65 @@ class ItemSpend:
 def item_budget(tokens: Any = 0, usd: Any = 0) -> Budget:
     """The per-item cap from the dispatcher's options (0 or None: no limit); ``ValueError`` as ``parse_budget``."""
     return parse_budget({'tokens': tokens or None, 'usd': usd or None})
+
+
+_TERM = re.compile(r'\s*(?:(?P<none>none)|\$\s*(?P<dollars>\d+(?:\.\d+)?)|(?P<num>\d+(?:\.\d+)?)\s*(?P<mult>[km])?'
+                   r'\s*(?P<unit>usd|tokens|token|tok)?)\s*(?:[,;]|(?=\$)|(?=\d)|$)', re.IGNORECASE)
+_MULT = {'': 1, 'k': 1000, 'm': 1000000}
+
+
+def parse_override(value: Any) -> Dict[str, Optional[float]]:
+    """The limits an item's budget field names: ``{'tokens': N}``, ``{'usd': X}`` or both, a limit of 0 being
+    no limit (None); ``none`` names both as no limit; empty or None names nothing (``{}``). A number (a number
+    field) is tokens. Text is terms split by commas or spaces: ``50000``, ``50k tokens``, ``2M``, ``$2.50``,
+    ``2.5 usd``. ``ValueError`` for anything else, or a limit named twice."""
+    if value is None or isinstance(value, bool) and not value:
+        return {}
+    if isinstance(value, bool):
+        raise ValueError('a budget is a number of tokens or $ dollars, not %r' % (value,))
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or value < 0 or float(value) != int(value):
+            raise ValueError('a budget number is a whole number of tokens >= 0, not %r' % (value,))
+        return {'tokens': int(value) or None}
+    text = str(value).strip()
+    out = {}   # type: Dict[str, Optional[float]]
+    pos = 0
+    while pos < len(text):
+        found = _TERM.match(text, pos)
+        if not found or found.end() == pos:
+            raise ValueError('%r is not a budget (terms like 50000, 50k tokens, $2.50, none)' % text)
+        pos = found.end()
+        if found.group('none'):
+            pairs = [('tokens', None), ('usd', None)]
+        elif found.group('dollars') is not None or (found.group('unit') or '').lower() == 'usd':
+            if found.group('mult'):
+                raise ValueError('%r is not a budget: a dollar figure takes no k or M' % text)
+            usd = float(found.group('dollars') if found.group('dollars') is not None else found.group('num'))
+            pairs = [('usd', usd or None)]
+        else:
+            tokens = float(found.group('num')) * _MULT[(found.group('mult') or '').lower()]
+            if tokens != int(tokens):
+                raise ValueError('%r is not a budget: tokens are a whole number' % text)
+            pairs = [('tokens', int(tokens) or None)]
+        for key, limit in pairs:
+            if key in out:
+                raise ValueError('%r is not a budget: it names the %s limit twice' % (text, key))
+            out[key] = limit
+    return out
+
+
+def for_item(default: Optional[Budget], value: Any) -> Tuple[Budget, str]:
+    """The item budget ``item`` is held to, from the dispatcher's ``default`` and the item's budget field
+    ``value`` (``parse_override``): each limit the field names replaces the default's. The second value says
+    why the field was not read (``''`` when it was, or there is none); the default then holds (D5)."""
+    base = default or Budget()
+    try:
+        named = parse_override(value)
+    except ValueError as exc:
+        return base, 'its budget field is not read (%s): the dispatcher\'s item budget holds' % exc
+    if not named:
+        return base, ''
+    return Budget(tokens=named.get('tokens', base.tokens), usd=named.get('usd', base.usd)), ''
 
 
 def item_spend(markers: Iterable[Any], since: Any = None) -> ItemSpend:
@@ -139,5 +204,5 @@ def _money(value: Any) -> str:
     return ('%.4f' % float(value or 0)).rstrip('0').rstrip('.') or '0'
 
 
-__all__ = ['ENV', 'ItemSpend', 'describe', 'from_env', 'item_budget', 'item_spend', 'left_env', 'remaining', 'spent',
-           'tighter']
+__all__ = ['ENV', 'ItemSpend', 'describe', 'for_item', 'from_env', 'item_budget', 'item_spend', 'left_env', 'parse_override',
+           'remaining', 'spent', 'tighter']

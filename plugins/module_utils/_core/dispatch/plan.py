@@ -24,7 +24,7 @@ from .pr_loop import DEFAULT_MAX_ROUNDS, rounds_env
 from ..board.markers import human_markers, markers_of
 from ..board.model import format_time, to_jsonable
 from ..board.naming import lease_name, oldest_wins, unit_name
-from .route import offers, ordered, priority_rank, route_env, route_of
+from .route import PROFILE_ENV, offers, ordered, priority_rank, route_env, route_of
 
 
 def _marker_dict(marker, now) -> Optional[Dict[str, Any]]:
@@ -85,9 +85,11 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budge
             'route': route_of(item),
             'unroutable': verdict.unroutable,
             'spend': spend.fields() if spend is not None else None,
-            'item_budget': item_budget.fields() if item_budget else {},
-            'budget_left': remaining(item_budget, spend).fields() if item_budget else {},
+            'item_budget': verdict.item_budget.fields() if verdict.item_budget else {},
+            'budget_left': remaining(verdict.item_budget, spend).fields() if verdict.item_budget else {},
             'budget_spent': verdict.budget_spent,
+            'budget_field': to_jsonable(getattr(item, 'budget', None)),
+            'budget_note': verdict.budget_note,
             'pull': verdict.pull,   # the open pull request the next run continues (_core.dispatch.pr_loop)
             'priority': to_jsonable(getattr(item, 'priority', None)),
             'priority_rank': priority_rank(getattr(item, 'priority', None)),
@@ -464,7 +466,8 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
     ``FLEET_ITEM``, ``FLEET_REPO``, ``FLEET_UNIT``, ``FLEET_DISPATCH_OWNER`` and the lease's fencing
     token ``FLEET_LEASE_FENCE`` (empty without a lease) as non-secret environment, and an item with a
     route the names its agent reads the model and effort from (``_core.dispatch.route.route_env``;
-    they win over ``setenv``: the item asked), and an item with an item budget what is left of it
+    they win over ``setenv``: the item asked) and the agent profile it was placed for (``PROFILE_ENV``),
+    and an item with an item budget what is left of it
     (``budget_left``, ``_core.dispatch.item_budget.left_env``), and an item that continues a pull request the round
     cap it was held to (``_core.dispatch.pr_loop.rounds_env``).
     """
@@ -487,6 +490,8 @@ def batches(admitted, workspaces=None, command=None, setenv=None, owner='') -> D
                     'FLEET_DISPATCH_OWNER': owner or '',
                     'FLEET_LEASE_FENCE': '' if lease.get('token') is None else str(lease.get('token'))})
         env.update(route_env(cand.get('route') or {}, cand.get('agent') or ''))
+        if cand.get('agent'):
+            env[PROFILE_ENV] = str(cand['agent'])   # the profile it was placed for: its worker may offer several
         if cand.get('account'):
             env[ACCOUNT_ENV] = str(cand['account'])   # the run names its account in its markers (its daily budget)
         env.update(left_env(cand.get('budget_left')))   # what is left of the item's budget (_core.dispatch.item_budget)

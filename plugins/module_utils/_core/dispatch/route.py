@@ -5,7 +5,10 @@
 
 An item may ask for an agent profile, a model and an effort (the board's route fields). It runs
 only on a master whose worker was provisioned with that profile; an item no configured master
-offers is held (``unroutable``), never launched on another agent. The model and effort reach the
+offers is held (``unroutable``), never launched on another agent. A worker may offer several
+profiles (``offered_profiles``): the launch names the one the item was placed for
+(``PROFILE_ENV``) and the runner runs that one, or refuses a profile its worker does not offer
+(``run_profile``). The model and effort reach the
 agent as the launch's non-secret environment, under the names its CLI reads (``ROUTE_ENV``), and the
 runner gives them to the CLI as its own arguments where it takes them (``_core.outcome.profiles.route_argv``).
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..outcome.profiles import PROFILES as PROFILE_ARGS
 
@@ -45,6 +48,9 @@ neither from its environment). Every run with a route also gets ``AGENT_MODEL`` 
 model_reasoning_effort=``, Claude ``--model``, Gemini ``-m``), and a custom agent's wrapper reads them."""
 
 GENERIC_ENV = {'model': 'AGENT_MODEL', 'effort': 'AGENT_EFFORT'}
+
+PROFILE_ENV = 'FLEET_AGENT_PROFILE'
+"""The launch environment naming the agent profile the dispatcher placed the run for (non-secret)."""
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -123,6 +129,34 @@ def unroutable(item: Any, offered: Optional[Iterable[str]]) -> str:
         agent, ', '.join(have) or 'none')
 
 
+def offered_profiles(provisioned: Any, further: Any = None) -> List[str]:
+    """The profiles a worker's masters offer, each once, in lower case: its provisioned one first (an item that
+    asks for none runs with it), then the ``further`` ones. ``ValueError`` for a name that is not a profile."""
+    out = []
+    for name in [provisioned or 'custom'] + list(further or []):
+        name = str(name).strip().lower()
+        if name not in PROFILES:
+            raise ValueError('%r is not an agent profile (%s)' % (name, ', '.join(PROFILES)))
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def run_profile(provisioned: Any, offered: Any, asked: Any) -> Tuple[str, str]:
+    """The agent profile a run uses: ``(profile, '')``, or ``('', why)`` when it must not run. ``asked`` is the
+    launch's ``PROFILE_ENV`` (empty: none, the ``provisioned`` profile); ``offered`` the runner config's profiles
+    (None: the provisioned one only). A profile the worker does not offer is refused, never run as another."""
+    mine = str(provisioned or 'custom').strip().lower()
+    have = [str(a).strip().lower() for a in (offered if offered else [mine])]
+    want = str(asked or '').strip().lower()
+    if not want:
+        return mine, ''
+    if want not in have:
+        return '', ('the dispatcher placed this run for the agent profile %r and this worker offers %s: it does not '
+                    'run on another agent' % (want, ', '.join(have)))
+    return want, ''
+
+
 def route_env(route: Dict[str, str], profile: str) -> Dict[str, str]:
     """The launch environment that gives ``route``'s model and effort to an agent of ``profile``."""
     env = {}
@@ -147,5 +181,5 @@ def route_gaps(route: Dict[str, str], profile: str) -> List[str]:
     return [key for key in ('model', 'effort') if _text((route or {}).get(key)) and key not in native]
 
 
-__all__ = ['PROFILES', 'PRIORITY_WORDS', 'ROUTE_ENV', 'GENERIC_ENV', 'route_of', 'priority_rank', 'order_key', 'ordered',
-           'offers', 'unroutable', 'route_env', 'route_gaps']
+__all__ = ['PROFILES', 'PRIORITY_WORDS', 'ROUTE_ENV', 'GENERIC_ENV', 'PROFILE_ENV', 'offered_profiles', 'run_profile', 'route_of',
+           'priority_rank', 'order_key', 'ordered', 'offers', 'unroutable', 'route_env', 'route_gaps']

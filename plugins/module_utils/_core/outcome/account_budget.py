@@ -45,16 +45,21 @@ def next_day(now: Any) -> _dt.datetime:
     return _dt.datetime(when.year, when.month, when.day, tzinfo=UTC) + _dt.timedelta(days=1)
 
 
-def account_spend(items: Iterable[Dict[str, Any]], now: Any) -> Dict[str, Dict[str, Any]]:
-    """Per account, what its runs closed on ``now``'s UTC day stated: ``{account: {runs, priced_runs, tokens,
-    cost_usd}}`` from each item's ``spend_by_account_day`` (``board_info``); a figure nobody stated stays None."""
-    day = day_of(now)
-    out = {}   # type: Dict[str, Dict[str, Any]]
+SHOWN_DAYS = 7  # unmeasured guess: a week of spend per account in status and on the page. Experiment: ask operators
+# which past days they look up; the board keeps every day (board_info's spend_by_account_day) anyway
+
+
+def _fold(items: Iterable[Dict[str, Any]], days: Iterable[str]) -> Dict[Any, Dict[str, Any]]:
+    """Per ``(account, day)`` of ``days``, the sum of every item's ``spend_by_account_day`` rows (``board_info``);
+    a figure nobody stated stays None."""
+    wanted = frozenset(days)
+    out = {}   # type: Dict[Any, Dict[str, Any]]
     for item in items or ():
         for row in (item.get('spend_by_account_day') or []) if isinstance(item, dict) else ():
-            if not isinstance(row, dict) or row.get('day') != day or not row.get('account'):
+            if not isinstance(row, dict) or row.get('day') not in wanted or not row.get('account'):
                 continue
-            entry = out.setdefault(str(row['account']), {'runs': 0, 'priced_runs': 0, 'tokens': None, 'cost_usd': None})
+            entry = out.setdefault((str(row['account']), row['day']),
+                                   {'runs': 0, 'priced_runs': 0, 'tokens': None, 'cost_usd': None})
             entry['runs'] += int(row.get('runs') or 0)
             entry['priced_runs'] += int(row.get('priced_runs') or 0)
             for name in ('tokens', 'cost_usd'):
@@ -62,6 +67,31 @@ def account_spend(items: Iterable[Dict[str, Any]], now: Any) -> Dict[str, Dict[s
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     entry[name] = (entry[name] or 0) + value
     return out
+
+
+def account_spend(items: Iterable[Dict[str, Any]], now: Any) -> Dict[str, Dict[str, Any]]:
+    """Per account, what its runs closed on ``now``'s UTC day stated: ``{account: {runs, priced_runs, tokens,
+    cost_usd}}`` from each item's ``spend_by_account_day`` (``board_info``); a figure nobody stated stays None."""
+    return dict((account, entry) for (account, _day), entry in _fold(items, [day_of(now)]).items())
+
+
+def account_days(items: Iterable[Dict[str, Any]], now: Any, budget: Optional[Budget] = None,
+                 days: int = SHOWN_DAYS) -> List[Dict[str, Any]]:
+    """Spend per account and UTC day over the ``days`` days up to ``now``'s, newest day first, then by account:
+    ``{account, day, today, runs, priced_runs, tokens, cost_usd, limit, reset_at}``. ``limit`` is the daily
+    budget's limit that day's spend reached (``'tokens'``/``'usd'``, None); today's reached one darkens the
+    account until ``reset_at``, the next day boundary (``darken``). Status, the page and the metrics show these."""
+    today = parse_time(now).astimezone(UTC).date()
+    wanted = [(today - _dt.timedelta(days=back)).isoformat() for back in range(max(1, int(days)))]
+    rows = []
+    for (account, day), entry in _fold(items, wanted).items():
+        limit = reached(budget, _Spend(entry)) if budget else None
+        if entry['cost_usd'] is not None:
+            entry['cost_usd'] = round(entry['cost_usd'], 6)
+        rows.append(dict(entry, account=account, day=day, today=day == wanted[0], limit=limit,
+                         reset_at=format_time(next_day(now)) if limit and day == wanted[0] else None))
+    rows.sort(key=lambda r: (wanted.index(r['day']), r['account']))
+    return rows
 
 
 class _Spend(object):
@@ -112,5 +142,5 @@ def _money(value: Any) -> str:
     return ('%.4f' % float(value or 0)).rstrip('0').rstrip('.') or '0'
 
 
-__all__ = ['ACCOUNT_ENV', 'SOURCE', 'account_key', 'account_spend', 'darken', 'day_of', 'describe', 'next_day',
-           'spent_accounts']
+__all__ = ['ACCOUNT_ENV', 'SHOWN_DAYS', 'SOURCE', 'account_days', 'account_key', 'account_spend', 'darken', 'day_of',
+           'describe', 'next_day', 'spent_accounts']

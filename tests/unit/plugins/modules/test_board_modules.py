@@ -226,3 +226,23 @@ def test_board_info_warnings_and_errors_never_show_the_dsn_password(run_module):
         text = repr(res) + repr(warns)
         assert 'ss word' not in text and 'keypass' not in text and 'p@ss' not in text, text
         assert '127.0.0.1' in text          # it still says which store
+
+
+def test_board_item_budget_raises_a_held_item_and_junk_writes_nothing(run_module, board):
+    make(run_module, board, number=1, title='spent', status='Ready')
+    mark(run_module, board, 1, 'start', fields={'unit': 'task-1'})
+    mark(run_module, board, 1, 'budget', fields={'tokens': 9000, 'exit_code': 15})
+    kind, res, dummy = info(run_module, board, now=NOW, item_budget_tokens=8000)
+    assert by_number(res)[1]['reason'] == 'budget_spent'
+    kind, res, dummy = run_module(board_item, dict(board=board, number=1, budget='lots'))
+    assert kind == 'fail' and "'lots' is not a budget" in res['msg']
+    kind, res, dummy = run_module(board_item, dict(board=board, number=1, budget='20k tokens'), check=True)
+    assert res['changed'] and res['after']['budget'] == '20k tokens' and res['before']['budget'] == ''
+    with open_board(board) as b:
+        assert b.get(1).budget is None, 'check mode wrote to the board'
+    res = make(run_module, board, number=1, budget='20k tokens')
+    assert res['changed'] and res['after']['budget'] == '20k tokens'
+    kind, res, dummy = info(run_module, board, now=NOW, item_budget_tokens=8000)
+    got = by_number(res)[1]
+    assert got['reason'] == 'eligible' and got['item_budget'] == {'tokens': 20000} and got['budget_left'] == {'tokens': 11000}
+    assert got['budget_field'] == '20k tokens'

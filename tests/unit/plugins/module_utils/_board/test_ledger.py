@@ -65,7 +65,7 @@ def test_create_update_and_noop_with_diffable_before_after(board):
     assert made['before'] is None
     assert made['after'] == {'number': 1, 'title': 'first', 'body': 'do it', 'status': 'Ready',
                              'state': 'open', 'repo': '', 'blocked_by': [],
-                             'agent': '', 'model': '', 'effort': '', 'priority': ''}
+                             'agent': '', 'model': '', 'effort': '', 'priority': '', 'budget': ''}
     assert board.upsert_item(title='second')['number'] == 2
 
     changed = board.upsert_item(number=1, title='first, renamed')

@@ -195,7 +195,7 @@ def test_a_version_5_store_migrates_and_its_markers_stay_markers(ledger_url):
     old.upsert_item(number=7, title='item 7', status='Ready')
     old.post_marker(7, START)
     old.close()
-    new = LedgerBoard(**ledger_url)
+    new = LedgerBoard(migrations=[m for m in MIGRATIONS if m[0] <= ROLES_VERSION], **ledger_url)
     assert new.migrated == [ROLES_VERSION] and new.schema_version() == ROLES_VERSION
     item = new.get(7)
     new.post_marker(7, '✅ done')

@@ -380,3 +380,36 @@ def test_an_unknown_agent_sandbox_is_a_configuration_error(bed):
     proc = bed.run()
     assert proc.returncode == _runner.EXIT_USAGE and "agent_sandbox must be one of none, bwrap, got 'jail'" in proc.stderr
     assert bed.kinds() == []
+
+
+# --- a worker offering several agent profiles ----------------------------------------------------------------
+
+def test_the_runner_runs_the_profile_the_run_was_placed_for_with_that_profiles_environment(bed, monkeypatch):
+    """The runner config offers claude (provisioned, with its own arguments) and gemini; the launch names gemini
+    (FLEET_AGENT_PROFILE): the gemini CLI runs, with the gemini profile's argv and not claude's arguments."""
+    (bed.tmp / 'runner.json').write_text(json.dumps({'agent': 'claude', 'agents': ['claude', 'gemini'],
+                                                     'agent_args': ['--claude-only'], 'agent_envs': {'gemini': {}}}))
+    bed.install('claude')
+    bed.install('gemini')
+    monkeypatch.setenv('FLEET_AGENT_PROFILE', 'gemini')
+    proc = bed.run()
+    entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
+    assert 'starting the agent: gemini' in proc.stderr
+    assert entry['argv'][1:] == ['--output-format', 'json', '-p', 'Follow the brief given on standard input.']
+    monkeypatch.delenv('FLEET_AGENT_PROFILE')
+    (bed.tmp / 'agent.log').unlink()
+    bed.board.upsert_item(number=7, state='reopened')
+    proc = bed.run(invocation='inv-2')
+    entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
+    assert 'starting the agent: claude' in proc.stderr and entry['argv'][1:] == ['-p', '--output-format', 'json', '--claude-only']
+
+
+def test_the_runner_refuses_a_profile_its_worker_does_not_offer_and_posts_nothing(bed, monkeypatch):
+    (bed.tmp / 'runner.json').write_text(json.dumps({'agent': 'claude', 'agents': ['claude']}))
+    bed.install('claude')
+    bed.install('codex')
+    monkeypatch.setenv('FLEET_AGENT_PROFILE', 'codex')
+    proc = bed.run()
+    assert proc.returncode == _runner.EXIT_USAGE
+    assert "placed this run for the agent profile 'codex'" in proc.stderr
+    assert bed.kinds() == [] and not (bed.tmp / 'agent.log').exists()

@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates, place
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import Budget
 
 UTC = _dt.timezone.utc
 T0 = _dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -29,6 +30,8 @@ def gh(fake_github):
     gh.store.add_field(PROJECT, 'Effort', 'SINGLE_SELECT', ('low', 'medium', 'high'))
     gh.store.add_field(PROJECT, 'Priority', 'SINGLE_SELECT', ('P0', 'P1', 'P2', 'P3'))
     gh.store.add_field(PROJECT, 'Rank', 'NUMBER')
+    gh.store.add_field(PROJECT, 'Budget', 'TEXT')
+    gh.store.add_field(PROJECT, 'Tokens', 'NUMBER')
     return gh
 
 
@@ -83,3 +86,20 @@ def test_the_github_read_feeds_routing_and_holds_what_nobody_serves(gh):
     plan = place(candidates(assessed), [{'worker': 'w1', 'master': 'a', 'dark': False, 'agents': ['claude'], 'headroom': {}}])
     assert [(a['title'], a['agent'], a['route']['model']) for a in plan['assignments']] == [
         ('wants claude', 'claude', 'claude-sonnet-4-5')]
+
+
+def test_the_budget_field_is_read_on_the_page_and_raises_the_items_budget(gh):
+    a = issue(gh, 'raised', T0 - _dt.timedelta(days=1), Budget='50k tokens, $2')
+    b = issue(gh, 'junk', T0 - _dt.timedelta(days=2), Budget='plenty')
+    issue(gh, 'plain', T0 - _dt.timedelta(days=3))
+    with board_for(gh) as board:
+        read = board.read()
+        got = board.get(a['number'])
+    assert [i.budget for i in read.items] == ['50k tokens, $2', 'plenty', None] and got.budget == '50k tokens, $2'
+    assert len(gh.graphql_calls('BoardPage')) == 1 and read.cost['by_document']['BoardPage'] == 1
+    assessed = dict((e['number'], e) for e in assess(read.items, now=T0, item_budget=Budget(tokens=8000)))
+    assert assessed[a['number']]['item_budget'] == {'tokens': 50000, 'usd': 2.0}
+    assert assessed[b['number']]['item_budget'] == {'tokens': 8000} and 'is not a budget' in assessed[b['number']]['budget_note']
+    with board_for(gh, budget_field='Tokens') as board:
+        issue(gh, 'number field', T0, Tokens=20000)
+        assert [i.budget for i in board.read().items] == [None, None, None, 20000]

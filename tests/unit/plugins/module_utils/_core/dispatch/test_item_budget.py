@@ -13,7 +13,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model i
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import PRECEDENCE, evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import (
-    ENV, ItemSpend, from_env, item_budget, item_spend, left_env, remaining, spent, tighter)
+    ENV, ItemSpend, for_item, from_env, item_budget, item_spend, left_env, parse_override, remaining, spent, tighter)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, batches
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import Budget
@@ -156,3 +156,66 @@ def test_explain_gives_the_figures():
     lines = explain_lines(ex)
     assert any(line.startswith('spend since the last reopen: 8000 tokens, no cost stated over 2 run(s)')
                and 'item budget 8000 tokens, left 0 tokens' in line for line in lines)
+
+
+@pytest.mark.parametrize('value, named', [
+    (None, {}), ('', {}), ('  ', {}),
+    (50000, {'tokens': 50000}), (0, {'tokens': None}),
+    ('50000', {'tokens': 50000}), ('50k tokens', {'tokens': 50000}), ('2M', {'tokens': 2000000}),
+    ('1.5k tok', {'tokens': 1500}),
+    ('$2.50', {'usd': 2.5}), ('2.5 usd', {'usd': 2.5}), ('$0', {'usd': None}),
+    ('50k tokens, $2', {'tokens': 50000, 'usd': 2.0}), ('$2 50000', {'usd': 2.0, 'tokens': 50000}),
+    ('none', {'tokens': None, 'usd': None}), ('None', {'tokens': None, 'usd': None}),
+])
+def test_the_budget_field_names_limits(value, named):
+    assert parse_override(value) == named
+
+
+@pytest.mark.parametrize('value', ['lots', '-5', '$2k', '1.5 tokens', '5000 6000', '$1 $2', 'none, $2', 1.5, -3, True,
+                                   float('nan'), '50000 tokens; rm -rf /'])
+def test_a_budget_field_that_is_not_a_budget_is_refused(value):
+    with pytest.raises(ValueError):
+        parse_override(value)
+
+
+def test_the_field_replaces_only_the_limits_it_names_and_junk_changes_nothing():
+    default = Budget(tokens=8000, usd=1.0)
+    assert for_item(default, None) == (default, '')
+    assert for_item(default, '20k') == (Budget(tokens=20000, usd=1.0), '')
+    assert for_item(default, '$3') == (Budget(tokens=8000, usd=3.0), '')
+    assert for_item(default, 'none') == (Budget(), '')
+    assert for_item(None, '$3') == (Budget(usd=3.0), '')
+    got, note = for_item(default, 'plenty')
+    assert got == default and "'plenty' is not a budget" in note and "dispatcher's item budget holds" in note
+
+
+def test_the_budget_field_raises_a_held_items_budget_and_the_verdict_says_which():
+    steps = runs(('budget', 5000, None), ('budget', 3000, None))
+    held = evaluate(mk(*steps), now=NOW, item_budget=Budget(tokens=8000))
+    assert held.reason == 'budget_spent' and held.item_budget == Budget(tokens=8000)
+    raised = mk(*steps)
+    raised.budget = '20k tokens'
+    verdict = evaluate(raised, now=NOW, item_budget=Budget(tokens=8000))
+    assert verdict.eligible and verdict.item_budget == Budget(tokens=20000)
+    entry = assess([raised], now=NOW, item_budget=Budget(tokens=8000))[0]
+    assert entry['item_budget'] == {'tokens': 20000} and entry['budget_left'] == {'tokens': 12000}
+    assert entry['budget_field'] == '20k tokens' and entry['budget_note'] == ''
+    # a lower field holds an item the dispatcher's budget would let run; 'none' lifts the budget of one item
+    lower = mk(*runs(('failure', 3000, None)))
+    lower.budget = 3000
+    assert evaluate(lower, now=NOW, item_budget=Budget(tokens=8000)).reason == 'budget_spent'
+    lower.budget = 'none'
+    verdict = evaluate(lower, now=NOW, item_budget=Budget(tokens=1000))
+    assert verdict.eligible and verdict.item_budget is None
+
+
+def test_explain_names_the_budget_field_and_one_it_could_not_read():
+    item = mk(*runs(('budget', 5000, None)))
+    item.budget = '$1 6000'
+    lines = explain_lines(explain(item, now=NOW, item_budget=Budget(tokens=8000)))
+    assert "budget field: '$1 6000' -- each limit it names replaces the dispatcher's item budget" in lines
+    assert any('item budget 6000 tokens, $1, left 1000 tokens, $1' in line for line in lines)
+    item.budget = 'lots'
+    ex = explain(item, now=NOW, item_budget=Budget(tokens=4000))
+    assert ex['reason'] == 'budget_spent' and ex['item_budget'] == {'tokens': 4000}
+    assert any(line.startswith("budget field: 'lots' -- its budget field is not read") for line in explain_lines(ex))

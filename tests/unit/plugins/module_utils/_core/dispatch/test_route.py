@@ -14,7 +14,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.expl
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import (
     assess, batches, candidates, gate_place, place)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.route import (
-    ordered, priority_rank, route_env, route_gaps)
+    PROFILE_ENV, offered_profiles, ordered, priority_rank, route_env, route_gaps, run_profile)
 
 NOW = _dt.datetime(2026, 12, 1, 12, 0, tzinfo=_dt.timezone.utc)
 
@@ -72,6 +72,46 @@ def test_gate_place_refuses_at_the_place_stage_and_carries_the_profile_to_the_la
     found = gate_place(cands(item(1, agent='claude'), item(2, agent='codex')), masters, capacity)
     assert [(c['number'], c['worker'], c['agent']) for c in found['admitted']] == [(1, 'w1', 'claude')]
     assert [(r['number'], r['stage']) for r in found['refused']] == [(2, 'place')]
+
+
+# -- a worker offering several profiles ----------------------------------------------------------
+
+def test_a_worker_offers_its_provisioned_profile_first_then_the_further_ones_each_once():
+    assert offered_profiles('claude', ['Codex', 'claude', 'gemini']) == ['claude', 'codex', 'gemini']
+    assert offered_profiles(None) == ['custom']
+    with pytest.raises(ValueError):
+        offered_profiles('claude', ['gpt'])
+
+
+def test_a_master_offering_several_takes_each_routed_item_with_its_own_profile_and_the_launch_names_it():
+    both = master('w1', 'a', offered_profiles('claude', ['codex']))
+    plan = place(cands(item(1, agent='codex'), item(2, agent='claude', days_old=1), item(3, days_old=2), item(4, agent='gemini')),
+                 [both, master('w2', 'b', ['gemini'], live=9)])
+    assert sorted((a['number'], a['worker'], a['agent']) for a in plan['assignments']) == [
+        (1, 'w1', 'codex'), (2, 'w1', 'claude'), (3, 'w1', 'claude'), (4, 'w2', 'gemini')]   # no route: the provisioned one
+    admitted = [dict(cand, unit='task-%d' % cand['number']) for cand in
+                gate_place(cands(item(1, agent='codex'), item(3, days_old=2)),
+                           [{'worker': 'w1', 'master': 'a', 'agents': ['claude', 'codex']}],
+                           [{'target': {'worker': 'w1', 'master': 'a'}, 'status': 'ok', 'dark': False, 'headroom': {}}])['admitted']]
+    launch = dict((e['number'], e['setenv']) for e in batches(admitted, command=['x'])['batches'][0]['launch'])
+    assert launch[1][PROFILE_ENV] == 'codex' and launch[3][PROFILE_ENV] == 'claude'
+
+
+@pytest.mark.parametrize('provisioned, offered, asked, got', [
+    ('claude', ['claude', 'codex'], 'codex', 'codex'),
+    ('claude', ['claude', 'codex'], ' CLAUDE ', 'claude'),
+    ('claude', ['claude', 'codex'], '', 'claude'),      # an older dispatcher names none: the provisioned one
+    ('codex', None, '', 'codex'),
+    ('codex', None, 'codex', 'codex'),                    # an older runner config lists none: its own profile only
+])
+def test_the_runner_runs_the_profile_the_run_was_placed_for(provisioned, offered, asked, got):
+    assert run_profile(provisioned, offered, asked) == (got, '')
+
+
+def test_the_runner_refuses_a_profile_its_worker_does_not_offer_and_never_runs_another():
+    profile, why = run_profile('claude', ['claude', 'codex'], 'gemini')
+    assert profile == '' and "placed this run for the agent profile 'gemini'" in why and 'claude, codex' in why
+    assert run_profile('codex', None, 'claude')[0] == ''
 
 
 # -- model and effort reach the agent ------------------------------------------------------------

@@ -12,7 +12,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment, Item
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, batches, gate_place
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.account_budget import (
-    ACCOUNT_ENV, account_spend, darken, next_day)
+    ACCOUNT_ENV, account_days, account_spend, darken, next_day)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import Budget
 
 UTC = dt.timezone.utc
@@ -100,3 +100,16 @@ def test_placement_skips_the_spent_account_and_the_launch_names_the_account():
     # without the budget the emptiest master of acct-a takes work
     out = gate_place(cands, masters(), capacity, items=items, now=NOW)
     assert {c['account'] for c in out['admitted']} == {'acct-a'}
+
+
+def test_account_days_newest_first_with_the_limit_each_day_reached():
+    rows = account_days(board(), NOW, Budget(tokens=2500))
+    assert [(r['day'], r['account'], r['tokens'], r['cost_usd'], r['limit'], r['today'], r['reset_at']) for r in rows] == [
+        ('2026-12-06', 'acct-a', 3000, 0.3, 'tokens', True, '2026-12-07T00:00:00.000000Z'),
+        ('2026-12-06', 'acct-b', 500, 0.05, None, True, None),
+        ('2026-12-05', 'acct-a', 9000, None, 'tokens', False, None)]   # a past day over its budget darkens nothing now
+    assert rows[0]['runs'] == 2 and rows[0]['priced_runs'] == 1
+    # a USD budget counts only what was stated: acct-a's unpriced 9000-token day reaches no dollar limit
+    assert [r['limit'] for r in account_days(board(), NOW, Budget(usd=0.05))] == ['usd', 'usd', None]
+    assert [r['limit'] for r in account_days(board(), NOW)] == [None, None, None]
+    assert [r['day'] for r in account_days(board(), NOW, days=1)] == ['2026-12-06', '2026-12-06']
