@@ -31,6 +31,7 @@ import hmac
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
@@ -157,6 +158,21 @@ def stop(proc):
             proc.wait(10)
 
 
+LOG_LINE = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ - ')
+
+
+def played(text):
+    """The playbooks' own output in ansible-rulebook's log: without the copy of a failed run's output that
+    ansible-rulebook logs again under its ERROR line (that copy would count the run twice)."""
+    kept, in_copy = [], False
+    for line in text.splitlines():
+        if LOG_LINE.match(line):
+            in_copy = 'run_playbook - ERROR - ' in line
+        elif not in_copy:
+            kept.append(line)
+    return '\n'.join(kept)
+
+
 @pytest.fixture
 def rulebook(tmp_path, collections_path):
     proc, port, state, log = start_rulebook(tmp_path, collections_path, SECRET)
@@ -227,7 +243,7 @@ def test_signed_events_dispatch_their_item_once_and_a_bad_signature_nothing(rule
     two = json.loads(plans(state, 2)[0].read_text())
     assert two['assignments'] == []
     assert '#2 refused: blocked by #1' in text
-    assert text.count('PLAY [Dispatch one item by hand]') == 4, text[-4000:]
+    assert played(text).count('PLAY [Dispatch one item by hand]') == 4, text[-4000:]
     # each dispatch carried its delivery id, and marked it (a replay of it would be refused)
     assert len(list((state / 'deliveries').iterdir())) == 4
     # the secret: in no output, no file the runs left
