@@ -342,7 +342,7 @@ board_items:
     budget_field:
       description:
         - The item's own budget as the board gives it (the ledger's C(budget) column, the GitHub project's C(Budget) field,
-          docs/usage.md), or null. Each limit it names replaces the dispatcher's item budget for this item (RV(board_items.item_budget)).
+          docs/usage.md), or null. Each limit it names replaces the dispatcher's item budget for this item (RV(board_items[].item_budget)).
       type: raw
     budget_note:
       description: Why the item's budget field was not read (it is not a budget), so the dispatcher's item budget holds; empty otherwise.
