@@ -14,6 +14,8 @@ import datetime as _dt
 from typing import Any, Dict
 
 from ._core.board.model import parse_time, UTC
+from ._core.dispatch.item_budget import item_budget
+from ._core.dispatch.pr_loop import round_cap
 
 
 def board_argspec() -> Dict[str, Any]:
@@ -92,3 +94,17 @@ def module_now(module) -> _dt.datetime:
         return resolve_now(module.params['now'])
     except ValueError as exc:
         module.fail_json(msg='now: %s; give an ISO-8601 time such as 2026-11-30T01:00:00Z' % exc)
+
+
+def item_limits(module, result):
+    """The item budget and the round cap a board module was given (``item_budget_tokens``,
+    ``item_budget_usd``, ``max_rounds``), checked; a bad one fails the module naming the option."""
+    try:
+        cap = item_budget(module.params['item_budget_tokens'], module.params['item_budget_usd'])
+    except ValueError as exc:
+        module.fail_json(msg='item budget: %s' % exc, **result)
+    try:
+        rounds = round_cap(module.params['max_rounds'])
+    except ValueError as exc:
+        module.fail_json(msg='max_rounds: %s' % exc, **result)
+    return cap, rounds

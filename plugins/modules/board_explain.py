@@ -181,12 +181,11 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
+from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import item_limits, board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines, masters_seen
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import DEFAULT_MAX_ROUNDS, round_cap
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import DEFAULT_MAX_ROUNDS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time
 
 
@@ -210,14 +209,7 @@ def main():
     now = module_now(module)
     number = module.params['number']
     result = dict(changed=False, board='', now=format_time(now))
-    try:
-        cap = item_budget(module.params['item_budget_tokens'], module.params['item_budget_usd'])
-    except ValueError as exc:
-        module.fail_json(msg='item budget: %s' % exc, **result)
-    try:
-        rounds = round_cap(module.params['max_rounds'])
-    except ValueError as exc:
-        module.fail_json(msg='max_rounds: %s' % exc, **result)
+    cap, rounds = item_limits(module, result)
     try:
         with open_board(spec) as board:
             result['board'] = board.location

@@ -408,15 +408,14 @@ import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, module_now
+from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import item_limits, board_argspec, board_spec, module_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import board_identity, open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import TableError, write_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming import board_id
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import CLOCK_SKEW_WARN, UTC, format_time, skew_text
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import item_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import DEFAULT_MAX_ROUNDS, round_cap, unread_pulls
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import DEFAULT_MAX_ROUNDS, unread_pulls
 
 
 def _board_clock(module, board):
@@ -502,14 +501,7 @@ def main():
                 write_table(result['table'], assessed, result['now'])
             except TableError as exc:
                 module.fail_json(msg=str(exc), **result)
-    try:
-        cap = item_budget(module.params['item_budget_tokens'], module.params['item_budget_usd'])
-    except ValueError as exc:
-        module.fail_json(msg='item budget: %s' % exc, **result)
-    try:
-        rounds = round_cap(module.params['max_rounds'])
-    except ValueError as exc:
-        module.fail_json(msg='max_rounds: %s' % exc, **result)
+    cap, rounds = item_limits(module, result)
     wanted = module.params['numbers']
     decide = dict(now=now, ready=spec.get('ready', 'Ready'), max_attempts=module.params['max_attempts'],
                   agents=module.params['agents'], item_budget=cap, max_rounds=rounds)
