@@ -6,6 +6,7 @@
 A CLI that retries forever prints the same line again and again (Codex CLI's "Reconnecting... waiting for
 network" every few seconds): its capture grows, but nothing happens. So output is progress only when it
 holds a complete line not printed before in this run (a counter in it makes it new: a tool's progress).
+A run stopped this way before any turn is a retry, after a turn a failure (D7's zero-turns fact).
 Pure: the runner feeds it the bytes the agent appended (``_runner.spawn.wait_agent``).
 """
 from __future__ import annotations
