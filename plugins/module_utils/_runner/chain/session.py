@@ -188,7 +188,7 @@ class SessionRun(object):
                 self.log('ERROR: %s' % problem)
         try:
             with self.store_factory() as store:
-                store.close(self.ident, handoff, reason=reason, now=self.clock())
+                store.close(self.ident, handoff, reason=reason)
         except (LedgerUnreachable, SessionError) as exc:
             self.log('ERROR: THE SESSION CLOSE WAS NOT WRITTEN (handoff %s): %s' % (
                 json.dumps(handoff) if handoff else 'none', exc))
