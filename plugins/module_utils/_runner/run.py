@@ -41,7 +41,7 @@ from .._core.outcome.capacity import clears_after_agent_found, clears_after_upda
 from .._core.outcome.closeout import Decision, agent_missing
 from .._core.outcome.envelope import ENVELOPE_TYPE
 from .._core.outcome.exits import EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED, EXIT_USAGE
-from .._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, profile as agent_profile, route_argv
+from .._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, brief_in_argv, profile as agent_profile, route_argv
 from .._core.outcome.retry import DEFAULT_BACKOFF
 from .._host.files import CAPACITY_FILE, read_capacity_file
 from .brief import BRIEF_VERSION
@@ -261,7 +261,7 @@ class Run(SignalsMixin, PostingMixin, WorkspaceMixin, CapacityMixin, AgentMixin,
     def _run(self) -> int:
         """Start marker, run directory, brief, agent, close-out. D19: the mentions are injected into
         the brief and marked read only after the agent was started with it (at-least-once)."""
-        refusal = self._closeout_unwritable() or self._argv_brief_refusal()
+        refusal = self._closeout_unwritable()
         if not refusal:
             try:
                 self._agent_credentials()
@@ -480,6 +480,8 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
             agent += given
         if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):
             raise ValueError('agent_command must be a non-empty JSON list of strings, got %r' % (agent,))
+        if brief_in_argv(agent):
+            raise ValueError(brief_in_argv(agent))
         backoff = tuple(int(x) for x in conf.get('backoff', DEFAULT_BACKOFF))
         agent_sandbox = conf.get('agent_sandbox') or 'none'
         if agent_sandbox not in AGENT_SANDBOX_MODES:
