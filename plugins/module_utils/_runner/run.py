@@ -379,7 +379,8 @@ def _parser():
     p.add_argument('--stall-timeout', type=float, default=None,
                    help='seconds the agent may print nothing new before it is stopped (default: none)')
     p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update')
-    p.add_argument('--branch', default=None, help='the branch to self-update from and to brief (default main)')
+    p.add_argument('--branch', default=None, help='the branch the brief names (default main)')
+    p.add_argument('--pin', default=None, help='the commit or tag the self-update follows (never a branch head)')
     p.add_argument('--no-self-update', action='store_true', help='skip the self-update')
     p.add_argument('--version', action='store_true', help='print the installed version as JSON and exit')
     p.add_argument('--installed', action='store_true',
@@ -501,9 +502,10 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     # the repo: --repo, else the config, else FLEET_REPO (what fleet.dispatch's dispatch role sets on the unit)
     repo = args.repo if args.repo is not None else (conf.get('repo') or environ.get('FLEET_REPO', ''))
     state_dir = expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
+    pin = str(args.pin or conf.get('pin') or '').strip()
     if code_dir and not args.no_self_update and not conf.get('no_self_update'):
         try:
-            update = self_update(expand(code_dir), branch, runner=git_runner, expected_version=environ.get(EXPECTED_VERSION_ENV),
+            update = self_update(expand(code_dir), pin, runner=git_runner, expected_version=environ.get(EXPECTED_VERSION_ENV),
                                  environ=environ, execv=execv, argv=argv, started_at=started_at, log=_log_line)
         except UpdateFailed as exc:
             _log_line('fleet-runner[item %d]: ERROR: self-update did not verify, nothing posted, the run does not start: %s'
