@@ -21,6 +21,7 @@ from .chain.items import ledger_secrets
 from .spawn import confined_argv, find_agent, missing_agent, missing_agent_message, note_agent, read_agent_credentials, wait_agent
 from .update import REEXEC_ENV
 
+
 class AgentMixin(object):
     """The ``Run``'s agent: ``_agent_argv``, ``_agent_env``, ``_confined``, ``_agent_missing``, ``_wait``."""
 

@@ -172,9 +172,9 @@ def _main(tmp_path, code, *extra, env=None):
     spec.write_text(json.dumps({'kind': 'ledger', 'path': str(tmp_path / 'l.sqlite3')}))
     environ = dict({'PATH': os.environ['PATH'], 'HOME': str(tmp_path)}, **(env or {}))
     pin = [] if '--pin' in extra else ['--pin', 'stable']
-    return cli.main(['fleet-runner', '--item', '7', '--board-spec', str(spec), '--code-dir', str(code)] + pin + [
-                     '--state-dir', str(tmp_path / 'state'), '--workdir', str(tmp_path), '--agent-command', '["true"]'] + list(extra),
-                    environ=environ, execv=lambda *a: None, clock=lambda: T0)
+    words = ['fleet-runner', '--item', '7', '--board-spec', str(spec), '--code-dir', str(code)] + pin
+    words += ['--state-dir', str(tmp_path / 'state'), '--workdir', str(tmp_path), '--agent-command', '["true"]'] + list(extra)
+    return cli.main(words, environ=environ, execv=lambda *a: None, clock=lambda: T0)
 
 
 def _capacity(tmp_path):
