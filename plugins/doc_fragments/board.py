@@ -108,7 +108,8 @@ options:
           - For C(kind=github), where the mentions handed to a run come from.
           - V(comments) reads them from the item's own comments (works with every token kind, including GitHub App installation
             tokens); a mention counts when it names the token's login or a O(board.mention_handles) entry, comes from a trusted
-            author, and no run has started since.
+            author (the repository's owner or a collaborator, a member with O(board.trust_members), or a
+            O(board.marker_authors) login), and no run has started since.
           - V(notifications) also requires an unread notification thread; it needs a classic personal access token.
         type: str
         choices: [comments, notifications]
@@ -122,12 +123,24 @@ options:
         description:
           - The fleet's identities besides its own, whose glyph-led comments are markers.
           - For C(kind=github), logins besides the token's own (C(viewer { login })); an app is named by its login with or without
-            C([bot]). Their mentions are trusted too, besides those of the repository's owner, members and collaborators.
+            C([bot]). Their mentions are trusted too, besides those of the repository's owner and collaborators (and members with
+            O(board.trust_members)).
           - For C(kind=ledger), recorded authors besides C(fleet.dispatch), which every comment written without an author records.
           - A glyph-led comment by anyone else is a human comment (shown by C(status)), never a marker; a human changes an item's
             eligibility by reopening it or with M(fleet.dispatch.board_marker).
         type: list
         elements: str
+      trust_members:
+        description:
+          - Whether an author whose GitHub C(authorAssociation) is C(MEMBER) - a member of the organization that owns the
+            repository - has standing, as the repository's owner and collaborators do. It decides whose mentions and review
+            notes reach the brief, and whether the item's own title and text are briefed as trusted.
+          - C(false) (the default) - membership of an organization is not access to this repository (anyone the organization
+            hired is a member), so a member's text is briefed as untrusted and their mentions and reviews are skipped.
+            Set C(true) for an organization whose members all may steer the fleet.
+          - On the ledger board it applies to the recorded standing of review notes.
+        type: bool
+        default: false
       read_memory:
         description:
           - For C(kind=github), a file where the board remembers, between cycles, which Ready items it read and the page row

@@ -44,6 +44,7 @@ def board_argspec() -> Dict[str, Any]:
             mentions=dict(type='str', default='comments', choices=['comments', 'notifications']),
             mention_handles=dict(type='list', elements='str'),
             marker_authors=dict(type='list', elements='str'),
+            trust_members=dict(type='bool', default=False),
             read_memory=dict(type='path'),
             full_read_every=dict(type='int', default=10),
         ),

@@ -116,7 +116,7 @@ def start_rulebook(tmp_path, collections_path, secret):
                            head_sha='a' * 40, state='OPEN')
         board.comment(4, format_marker('noop', {'unit': 'task-4'}), at=past + _dt.timedelta(minutes=20))
         # the review the webhook event announces, as the forge holds it (else #4 is held awaiting_review)
-        board.add_review('o/r#9', 'rename it', kind='review', author='maint', association='MEMBER',
+        board.add_review('o/r#9', 'rename it', kind='review', author='maint', association='COLLABORATOR',
                          state='CHANGES_REQUESTED', at=past + _dt.timedelta(minutes=30))
     state = tmp_path / 'state'
     state.mkdir()

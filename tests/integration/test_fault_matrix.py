@@ -32,7 +32,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import dispatch_fleet as df  # noqa: E402
-from test_runner_units import BRIDGE, FAKE_AGENT, VERSION, Forwarder, _bare_repo_tarball  # noqa: E402
+from test_runner_units import BRIDGE, FAKE_AGENT, PIN, VERSION, Forwarder, _bare_repo_tarball  # noqa: E402
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard  # noqa: E402
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate  # noqa: E402
@@ -81,7 +81,7 @@ def matrix(bed_factory, tmp_path_factory, fresh_database):
     secrets = work / 'provision.json'
     secrets.write_text(json.dumps({
         'worker_packages_install': False, 'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}],
-        'worker_runner_install': True, 'worker_runner_source': HOME + '/src/fleet-dispatch.git',
+        'worker_runner_install': True, 'worker_runner_source': HOME + '/src/fleet-dispatch.git', 'worker_runner_pin': PIN,
         'worker_runner_version': VERSION, 'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py'],
         'worker_credentials': {'FLEET_BOARD_DSN': worker_dsn}, 'worker_runner_board': {'kind': 'ledger'}}))
     os.chmod(str(secrets), 0o600)

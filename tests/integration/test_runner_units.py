@@ -111,12 +111,18 @@ board.close()
 '''
 
 
+PIN = 'fleet-runner-stable'
+"""The tag the test beds' runners follow (worker_runner_pin): a self-update never follows a branch head."""
+
+
 def _bare_repo_tarball():
-    '''A bare clone of this checkout's HEAD as a base64 tar.gz (the runner's 'origin'), and that sha.'''
+    '''A bare clone of this checkout's HEAD as a base64 tar.gz (the runner's 'origin', HEAD tagged PIN), and that sha.'''
     with tempfile.TemporaryDirectory() as tmp:
         bare = pathlib.Path(tmp) / 'fleet-dispatch.git'
         subprocess.run(['git', 'clone', '-q', '--bare', '--no-local', str(REPO), str(bare)], stdin=subprocess.DEVNULL, check=True)
         subprocess.run(['git', '-C', str(bare), 'branch', '-f', 'main', 'HEAD'], stdin=subprocess.DEVNULL, check=False)
+        # the pin the runner follows (worker_runner_pin): a tag, never the branch head
+        subprocess.run(['git', '-C', str(bare), 'tag', '-f', PIN, 'main'], stdin=subprocess.DEVNULL, capture_output=True, check=True)
         sha = subprocess.run(['git', '-C', str(bare), 'rev-parse', 'main'], stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True).stdout.strip()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode='w:gz') as tar:
@@ -240,7 +246,7 @@ def worker(request, bed, tmp_path_factory, fresh_database):
         'worker_masters': [{'name': master}],
         'worker_packages_install': False,
         'worker_runner_install': True,
-        'worker_runner_source': home + '/src/fleet-dispatch.git',
+        'worker_runner_source': home + '/src/fleet-dispatch.git', 'worker_runner_pin': PIN,
         'worker_runner_version': VERSION,
         'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py'],
     }, **extra)
@@ -525,11 +531,12 @@ def test_launch_refuses_a_stale_runner_naming_both_versions(worker):
 
 
 def test_a_new_commit_on_origin_is_pulled_verified_and_re_executed_in_the_unit(worker):
-    """D11 inside a real unit: the runner fetches its origin, moves, verifies, execs once."""
+    """D11 inside a real unit: the maintainers move the pinned tag; the runner fetches it, moves, verifies, execs once."""
     new = worker.ssh(
         'set -e; rm -rf ~/side; git clone -q %s ~/side; cd ~/side; echo doctrine > NEWS-runner-test.txt; '
         'git add .; git -c user.name=t -c user.email=t@example.invalid commit -qm "new doctrine"; '
-        'git push -q origin HEAD:main; git rev-parse HEAD' % worker.source).stdout.strip().splitlines()[-1]
+        'git tag -f %s; git push -q -f origin HEAD:main refs/tags/%s; git rev-parse HEAD'
+        % (worker.source, PIN, PIN)).stdout.strip().splitlines()[-1]
     worker.create([61])
     assert not worker.launch([(61, 'claim', {})]).get('failed')
     assert worker.wait_terminal([61])['61']['kinds'] == ['start', 'noop']
@@ -540,7 +547,7 @@ def test_a_new_commit_on_origin_is_pulled_verified_and_re_executed_in_the_unit(w
 
 
 def test_the_role_converges_unchanged_after_the_runner_updated_itself(worker):
-    """Idempotence after a self-update (runs after the test above): the checkout is already at origin/main."""
+    """Idempotence after a self-update (runs after the test above): the checkout is already at the pinned tag."""
     proc = worker.install()
     assert proc.returncode == 0, proc.stdout[-4000:]
     recap = [line for line in proc.stdout.splitlines() if line.startswith(worker.host)]

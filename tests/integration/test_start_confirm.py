@@ -24,7 +24,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import dispatch_fleet as df  # noqa: E402
-from test_runner_units import BRIDGE, FAKE_AGENT, VERSION, Forwarder, _bare_repo_tarball  # noqa: E402
+from test_runner_units import BRIDGE, FAKE_AGENT, PIN, VERSION, Forwarder, _bare_repo_tarball  # noqa: E402
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard  # noqa: E402
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of  # noqa: E402
@@ -76,7 +76,7 @@ def world(bed_factory, fresh_database, tmp_path_factory):
 
     def provision(runner_board, credentials=None):
         role_vars = {'worker_packages_install': False, 'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}],
-                     'worker_runner_install': True, 'worker_runner_source': HOME + '/src/fleet-dispatch.git',
+                     'worker_runner_install': True, 'worker_runner_source': HOME + '/src/fleet-dispatch.git', 'worker_runner_pin': PIN,
                      'worker_runner_version': VERSION, 'worker_runner_board': runner_board,
                      'worker_runner_agent_command': ['/usr/bin/python3', '/usr/local/lib/fake_agent.py'],
                      # the provision-time board check (issue 18 item 2) would refuse the broken runner this

@@ -104,7 +104,7 @@ ROUTE_VERSION = 4
 BUDGET_FIELDS = ('budget',)
 """The item budget column (board version 7): text (``50k tokens``, ``$2``, ``none``), ``''`` when not set."""
 BUDGET_VERSION = 7
-_SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations', 'marker_authors')
+_SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations', 'marker_authors', 'trust_members')
 
 
 def _utcnow():
@@ -152,9 +152,11 @@ class LedgerBoard(Board):
     kind = 'ledger'
 
     def __init__(self, path=None, dsn=None, clock=None, timeout=DEFAULT_TIMEOUT, create=False, migrations=None,
-                 marker_authors=None):
+                 marker_authors=None, trust_members=False):
         self._clock = clock or _utcnow
         self.marker_authors = [LEDGER_AUTHOR] + [str(a) for a in marker_authors or () if str(a).strip()]
+        # a review note's MEMBER standing is trusted only when the operator says so (_core.board.mentions)
+        self.trust_members = trust_members is True
         self._migrations = list(MIGRATIONS if migrations is None else migrations)
         # a store migrated only part of the way (tests of forward migration) has no route columns
         self._routes = any(m[0] == ROUTE_VERSION for m in self._migrations)
@@ -274,6 +276,7 @@ class LedgerBoard(Board):
                          unreadable=True)
         for item in items:
             item.marker_authors = list(self.marker_authors)
+            item.trust_members = self.trust_members
         self._attach_sessions(items, None)
         return BoardRead(items=items, cost=None)
 
@@ -309,6 +312,7 @@ class LedgerBoard(Board):
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
         items[0].marker_authors = list(self.marker_authors)
+        items[0].trust_members = self.trust_members
         self._attach_sessions(items, number)
         return items[0]
 

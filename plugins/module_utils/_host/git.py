@@ -251,6 +251,30 @@ class Git(object):
                            % (self.remote, branch, tracking, sha, fetched, clone))
         return sha
 
+    def fetch_tag(self, clone, tag):
+        """Fetch the tag ``tag`` from the remote into ``refs/tags/<tag>`` (forced: a tag its maintainers moved is
+        followed); return the commit it names. Verified as ``fetch`` is: the local tag must name FETCH_HEAD's commit."""
+        ref = 'refs/tags/%s' % tag
+        self._run(clone, ['fetch', '--no-tags', '--upload-pack=git-upload-pack', self.remote, '+%s:%s' % (ref, ref)],
+                  'git fetch %s tag %s' % (self.remote, tag), scan=True)
+        fetched = self.rev_parse(clone, 'FETCH_HEAD')
+        sha = self.rev_parse(clone, ref)
+        if not sha or sha != fetched:
+            raise GitError('git fetch %s tag %s exited 0 but %s is %s, FETCH_HEAD is %s in %s (verify the outcome)'
+                           % (self.remote, tag, ref, sha, fetched, clone))
+        return sha
+
+    def fetch_commit(self, clone, sha):
+        """Make the commit ``sha`` present in ``clone``: nothing when it is, else fetch it by name from the remote
+        (GitHub and git's protocol v2 serve a reachable commit by sha). Verified: the commit must then resolve."""
+        if self.rev_parse(clone, sha) == sha:
+            return sha
+        self._run(clone, ['fetch', '--no-tags', '--upload-pack=git-upload-pack', self.remote, sha],
+                  'git fetch %s %s' % (self.remote, sha), scan=True)
+        if self.rev_parse(clone, sha) != sha:
+            raise GitError('git fetch %s %s exited 0 but the commit is not in %s (verify the outcome)' % (self.remote, sha, clone))
+        return sha
+
     def worktree_add(self, clone, path, sha):
         """``git worktree add --detach PATH SHA`` (detached is mandatory, D10 detail 1)."""
         self._run(clone, ['worktree', 'add', '--detach', path, sha], 'git worktree add', scan=True)

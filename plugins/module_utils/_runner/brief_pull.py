@@ -72,13 +72,13 @@ def review_text(pull: Any, found: Dict[str, List[Any]]) -> str:
 
 
 def section(pull: Any, branch: str, *, rounds: int = 0, max_rounds: Optional[int] = None,
-            marker_authors: Any = ()) -> Dict[str, Any]:
+            marker_authors: Any = (), trust_members: bool = False) -> Dict[str, Any]:
     """``{'workspace_at', 'pull_intro', 'pull_review', 'skipped'}`` for the brief; ``pull`` None: a fresh start."""
     if pull is None:
         return {'workspace_at': 'a freshly fetched origin/%s' % branch,
                 'pull_intro': 'PULL REQUEST: none of this fleet\'s is open for this item; start fresh (step 1).',
                 'pull_review': '(none)', 'skipped': []}
-    found = feedback(pull, marker_authors)
+    found = feedback(pull, marker_authors, trust_members)
     ref, head, sha = _safe(_get(pull, 'ref', '')), _safe(_get(pull, 'head_ref', '')), _safe(_get(pull, 'head_sha', ''), 40)
     cap = ('of %d' % max_rounds) if max_rounds else '(no cap)'
     intro = [

@@ -34,7 +34,7 @@ from .chain import handoff, session, tick
 from .config import DEFAULT_BOARD_SPEC, board_spec, expand, open_runner_board
 
 VALUED = frozenset(['--item', '--repo', '--config', '--board-spec', '--state-dir', '--agent-command', '--workdir',
-                    '--timeout', '--code-dir', '--branch'])
+                    '--timeout', '--code-dir', '--branch', '--pin'])
 """The runner's options that take a value: a word after one of them is its value, not a subcommand."""
 
 CARRY = {'classify': ('--config',), 'check-board': ('--config',),

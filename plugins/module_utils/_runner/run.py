@@ -41,7 +41,7 @@ from .._core.outcome.capacity import clears_after_agent_found, clears_after_upda
 from .._core.outcome.closeout import Decision, agent_missing
 from .._core.outcome.envelope import ENVELOPE_TYPE
 from .._core.outcome.exits import EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED, EXIT_USAGE
-from .._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, profile as agent_profile, route_argv
+from .._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, brief_in_argv, profile as agent_profile, route_argv
 from .._core.outcome.retry import DEFAULT_BACKOFF
 from .._host.files import CAPACITY_FILE, read_capacity_file
 from .brief import BRIEF_VERSION
@@ -261,7 +261,7 @@ class Run(SignalsMixin, PostingMixin, WorkspaceMixin, CapacityMixin, AgentMixin,
     def _run(self) -> int:
         """Start marker, run directory, brief, agent, close-out. D19: the mentions are injected into
         the brief and marked read only after the agent was started with it (at-least-once)."""
-        refusal = self._closeout_unwritable() or self._argv_brief_refusal()
+        refusal = self._closeout_unwritable()
         if not refusal:
             try:
                 self._agent_credentials()
@@ -379,7 +379,8 @@ def _parser():
     p.add_argument('--stall-timeout', type=float, default=None,
                    help='seconds the agent may print nothing new before it is stopped (default: none)')
     p.add_argument('--code-dir', default=None, help='the runner\'s own checkout to self-update')
-    p.add_argument('--branch', default=None, help='the branch to self-update from and to brief (default main)')
+    p.add_argument('--branch', default=None, help='the branch the brief names (default main)')
+    p.add_argument('--pin', default=None, help='the commit or tag the self-update follows (never a branch head)')
     p.add_argument('--no-self-update', action='store_true', help='skip the self-update')
     p.add_argument('--version', action='store_true', help='print the installed version as JSON and exit')
     p.add_argument('--installed', action='store_true',
@@ -480,6 +481,8 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
             agent += given
         if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):
             raise ValueError('agent_command must be a non-empty JSON list of strings, got %r' % (agent,))
+        if brief_in_argv(agent):
+            raise ValueError(brief_in_argv(agent))
         backoff = tuple(int(x) for x in conf.get('backoff', DEFAULT_BACKOFF))
         agent_sandbox = conf.get('agent_sandbox') or 'none'
         if agent_sandbox not in AGENT_SANDBOX_MODES:
@@ -499,9 +502,10 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     # the repo: --repo, else the config, else FLEET_REPO (what fleet.dispatch's dispatch role sets on the unit)
     repo = args.repo if args.repo is not None else (conf.get('repo') or environ.get('FLEET_REPO', ''))
     state_dir = expand(args.state_dir or conf.get('state_dir') or DEFAULT_STATE_DIR)
+    pin = str(args.pin or conf.get('pin') or '').strip()
     if code_dir and not args.no_self_update and not conf.get('no_self_update'):
         try:
-            update = self_update(expand(code_dir), branch, runner=git_runner, expected_version=environ.get(EXPECTED_VERSION_ENV),
+            update = self_update(expand(code_dir), pin, runner=git_runner, expected_version=environ.get(EXPECTED_VERSION_ENV),
                                  environ=environ, execv=execv, argv=argv, started_at=started_at, log=_log_line)
         except UpdateFailed as exc:
             _log_line('fleet-runner[item %d]: ERROR: self-update did not verify, nothing posted, the run does not start: %s'

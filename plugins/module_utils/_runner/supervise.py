@@ -21,22 +21,18 @@ from .chain.items import ledger_secrets
 from .spawn import confined_argv, find_agent, missing_agent, missing_agent_message, note_agent, read_agent_credentials, wait_agent
 from .update import REEXEC_ENV
 
-ARGV_BRIEF_MAX = 131072 - 1
-"""Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the NUL: one argv string longer than this makes
-execve fail with E2BIG, so a ``{brief}`` argv-mode brief over it is refused before the start marker."""
-
 
 class AgentMixin(object):
     """The ``Run``'s agent: ``_agent_argv``, ``_agent_env``, ``_confined``, ``_agent_missing``, ``_wait``."""
 
     def _agent_argv(self, brief: str):
+        """``(argv, stdin_path)``: ``{brief_file}`` becomes the brief's path, else the brief is the agent's standard
+        input. The brief's text is never an argument (``_core.outcome.profiles.brief_in_argv``: a command holding
+        ``{brief}`` is refused when the configuration is read)."""
         argv, uses = [], False
         for part in self.config.agent_command:
             if part == '{brief_file}':
                 argv.append(self.brief_path)
-                uses = True
-            elif part == '{brief}':
-                argv.append(brief)
                 uses = True
             else:
                 argv.append(part)
@@ -53,21 +49,6 @@ class AgentMixin(object):
         """The agent credentials file's ``NAME=value`` lines; ``ValueError`` when it is not a regular file of
         this user's with mode 0600 or stricter (it holds the agent's own key: never group- or world-readable)."""
         return read_agent_credentials(self.config.agent_credentials)
-
-    def _argv_brief_refusal(self) -> str:
-        """Why the brief cannot be passed as one argv string (``{brief}``), judged on the item's own text
-        before anything is spent: a NUL cannot be in argv, and over ``ARGV_BRIEF_MAX`` execve fails."""
-        if '{brief}' not in (self.config.agent_command or []):
-            return ''
-        text = self._brief([])
-        if '\x00' in text:
-            return 'item %s holds a NUL character, which an argv-mode agent ({brief}) cannot be given' % self.config.number
-        size = len(text.encode('utf-8'))
-        if size > ARGV_BRIEF_MAX - 8192:   # 8 KiB left for the mentions, read only after the start
-            return ('the brief of item %s is %d bytes: an argv-mode agent ({brief}) takes at most %d in one argument '
-                    '(Linux MAX_ARG_STRLEN, less room for mentions); give the agent {brief_file} or stdin instead'
-                    % (self.config.number, size, ARGV_BRIEF_MAX - 8192))
-        return ''
 
     def _agent_env(self) -> Dict[str, str]:
         # the board token and the ledger DSN stay with the runner (_core.outcome.agent_env)

@@ -58,18 +58,46 @@ def code_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(here))))
 
 
-def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Optional[str] = None, environ=None,
+PIN_COMMIT = re.compile(r'^(?:[0-9a-f]{40}|[0-9a-f]{64})$')
+"""A full commit name (SHA-1 or SHA-256), lower case: a pin that names one commit whatever is pushed later."""
+_TAG = re.compile(r'^(?!-)(?!.*\.\.)[A-Za-z0-9._/+-]{1,200}(?<![./])$')
+"""A tag name git accepts that cannot be read as an option or a revision expression."""
+
+
+NO_PIN = ('the runner self-updates but follows no pin: set worker_runner_pin to a commit (40 hex digits) or a tag, '
+          'or worker_runner_self_update to false; a branch head is never followed')
+
+
+def pin_kind(pin: str) -> str:
+    """What the self-update follows (D11): ``commit`` for a full commit name, ``tag`` for anything else that is a tag
+    name. A branch head is never followed: whoever can push to the branch -- a merged pull request of the fleet's own
+    agent among them -- would choose the code the next run executes with the runner's secrets. ValueError, naming the
+    fix, for an empty or unusable pin."""
+    pin = str(pin or '').strip()
+    if not pin:
+        raise ValueError(NO_PIN)
+    if PIN_COMMIT.match(pin.lower()):
+        return 'commit'
+    if pin.startswith('refs/') or not _TAG.match(pin):
+        raise ValueError('worker_runner_pin %r is neither a full commit name (40 hex digits) nor a tag name' % pin[:80])
+    return 'tag'
+
+
+def self_update(code_dir: str, pin: str, *, runner=None, expected_version: Optional[str] = None, environ=None,
                 execv=None, argv=None, started_at: Optional[_dt.datetime] = None, log=None) -> Dict[str, Any]:
-    """Bring the runner's own checkout to ``origin/<branch>`` and re-exec once when it moved (D11).
+    """Bring the runner's own checkout to ``pin`` -- a commit, or a tag's commit -- and re-exec once when it moved (D11).
 
-    🔴 Verify the OUTCOME, never the exit code: after the fetch the tracking ref must equal
-    FETCH_HEAD (``_host.git.Git.fetch``), after the checkout HEAD must equal the fetched sha, and the
-    installed version must equal ``expected_version`` when one is given. Anything else raises
-    ``UpdateFailed`` with both sides named. With ``FLEET_RUNNER_REEXEC=1`` in ``environ`` the fetch
-    is skipped (this process IS the re-exec) and only the version is verified: the guard that stops
-    a loop. Concurrent runs of one master serialise on a lock file in the checkout's git dir.
+    Never a branch head (``pin_kind``): a commit pin is checked out as named (fetched by name when missing), a tag
+    pin is fetched from the remote's ``refs/tags/`` and its commit checked out. 🔴 Verify the OUTCOME, never the
+    exit code: the fetched tag must name FETCH_HEAD's commit (``_host.git.Git.fetch_tag``), after the checkout HEAD
+    must equal the pinned commit, and the installed version must equal ``expected_version`` when one is given.
+    Anything else raises ``UpdateFailed`` with both sides named. With ``FLEET_RUNNER_REEXEC=1`` in ``environ``
+    nothing is fetched (this process IS the re-exec) and only the version is verified: the guard that stops a
+    loop. Concurrent runs of one master serialise on a lock file in the checkout's git dir.
 
-    Returns ``{'status': 'current'|'updated'|'reexeced', 'from': sha, 'to': sha, 'version': v}``;
+    No pin at all: nothing is fetched, an error names the fix, and the installed code runs (D5), its version verified.
+
+    Returns ``{'status': 'current'|'updated'|'reexeced'|'unpinned', 'from': sha, 'to': sha, 'version': v}``;
     for ``updated`` the ``execv`` callable has been called (and does not return in production).
     """
     environ = dict(os.environ if environ is None else environ)
@@ -85,6 +113,15 @@ def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Op
 
     if environ.get(REEXEC_ENV) == '1':
         return {'status': 'reexeced', 'from': None, 'to': None, 'version': _version_check()}
+    if not str(pin or '').strip():
+        # D5: the code a human provisioned runs (its version still verified); no branch head is followed in its stead
+        log('fleet-runner: ERROR: no self-update: %s' % NO_PIN)
+        return {'status': 'unpinned', 'from': None, 'to': None, 'version': _version_check()}
+    try:
+        kind = pin_kind(pin)
+    except ValueError as exc:
+        raise UpdateFailed(str(exc))
+    pin = pin.strip().lower() if kind == 'commit' else pin.strip()
     git = Git(runner or SubprocessRunner())
     lock = None
     try:
@@ -95,16 +132,16 @@ def self_update(code_dir: str, branch: str, *, runner=None, expected_version: Op
         log('fleet-runner: WARNING: no update lock (%s); updating unlocked' % exc)
     try:
         try:
-            sha = git.fetch(code_dir, branch)
+            sha = git.fetch_commit(code_dir, pin) if kind == 'commit' else git.fetch_tag(code_dir, pin)
             head = git.rev_parse(code_dir, 'HEAD')
             if head != sha:
                 rc, err = git.checkout_detached(code_dir, sha)
                 after = git.rev_parse(code_dir, 'HEAD')
                 if after != sha:
-                    raise UpdateFailed('the runner checkout %s is at %s after moving to origin/%s = %s (git checkout rc=%s: %s)'
-                                       % (code_dir, after, branch, sha, rc, (err or '').strip()))
+                    raise UpdateFailed('the runner checkout %s is at %s after moving to the pinned %s %s = %s '
+                                       '(git checkout rc=%s: %s)' % (code_dir, after, kind, pin, sha, rc, (err or '').strip()))
         except GitError as exc:
-            raise UpdateFailed('the runner could not update itself in %s: %s' % (code_dir, exc))
+            raise UpdateFailed('the runner could not update itself in %s to the pinned %s %s: %s' % (code_dir, kind, pin, exc))
     finally:
         if lock is not None:
             lock.close()

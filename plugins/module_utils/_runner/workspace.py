@@ -86,7 +86,7 @@ class WorkspaceMixin(object):
                              max_rounds=rounds_from_env(self.environ))   # and the cap the dispatcher held it to
             self.pull = loop.pull   # the open pull request this run continues (_core.dispatch.pr_loop), for the close-out
             pull = pull_section(loop.pull, self.config.branch, rounds=loop.rounds, max_rounds=loop.max_rounds,
-                                marker_authors=item.marker_authors or ())
+                                marker_authors=item.marker_authors or (), trust_members=item.trust_members is True)
         except Exception as exc:  # noqa: BLE001 - the brief says so; the run proceeds
             self.log('WARNING: the item could not be read for the brief: %s' % exc)
             title, body = '(unreadable)', '(the item could not be read when this run started: %s)' % exc

@@ -77,8 +77,8 @@ def test_the_fake_opens_then_pushes_and_the_loop_waits_counts_and_holds(tmp_path
     assert verdict.reason == 'awaiting_review', verdict.holds   # nobody has answered the pull request it opened
 
     for n in (1, 2):
-        with open_board(spec) as board:   # a member asks for changes after the last close-out
-            board.add_review(ref, 'rename it (%d)' % n, kind='review', author='maint', association='MEMBER',
+        with open_board(spec) as board:   # a collaborator asks for changes after the last close-out
+            board.add_review(ref, 'rename it (%d)' % n, kind='review', author='maint', association='COLLABORATOR',
                              state='CHANGES_REQUESTED')
         assert decide(spec).reason == 'eligible'
         pushed, verdict = run(spec, tmp_path)

@@ -449,8 +449,8 @@ def _left_open(spec, number, ref, *, head_ref='fleet/%d'):
         b.add_artifact(ref, closes=[number], created_at=past + _dt.timedelta(minutes=10), head_ref=head_ref % number,
                        head_sha='a' * 40, state='OPEN')
         b.comment(number, format_marker('noop', {'unit': 'task-%d' % number}), at=past + _dt.timedelta(minutes=20))
-        # a member asks for changes after it: the next round has something to answer (else awaiting_review)
-        b.add_review(ref, 'rename it', kind='review', author='maint', association='MEMBER', state='CHANGES_REQUESTED',
+        # a collaborator asks for changes after it: the next round has something to answer (else awaiting_review)
+        b.add_review(ref, 'rename it', kind='review', author='maint', association='COLLABORATOR', state='CHANGES_REQUESTED',
                      at=past + _dt.timedelta(minutes=30))
 
 

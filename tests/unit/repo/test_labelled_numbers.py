@@ -49,7 +49,6 @@ NOT_TUNABLES = {
     '_MAX_UNIT': "systemd's own limit (UNIT_NAME_MAX), not ours to tune",
     'RETURNING_MIN_SQLITE': 'the SQLite release that added INSERT ... RETURNING, a fact about SQLite',
     'MAX_ITEM': "the SQL INTEGER / GraphQL Int range, another system's limit",
-    'ARGV_BRIEF_MAX': "Linux's MAX_ARG_STRLEN, the kernel's limit",
 }
 # "derived": computed from a published figure (GitHub's cost formula), the figure written beside it
 LABEL = re.compile(r'measured|reading|guess|derived', re.I)

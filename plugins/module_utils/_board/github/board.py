@@ -84,6 +84,8 @@ class GitHubBoard(Board):
             raise BoardError('mentions must be comments or notifications, got %r' % (self.mention_mode,))
         self.mention_handles = [str(h) for h in spec.get('mention_handles') or []]
         self.marker_authors = [str(a) for a in spec.get('marker_authors') or []]
+        # MEMBER (organization membership) is trusted standing only when the operator says so (_core.board.mentions)
+        self.trust_members = spec.get('trust_members') is True
         api_url = spec.get('api_url') or 'https://api.github.com'
         self.location = '%s %s/projects/%s' % (api_url.rstrip('/'), self.owner, self.project)
         self.read_memory = spec.get('read_memory') or ''
@@ -432,7 +434,7 @@ class GitHubBoard(Board):
                     id=content.get('id') or '', repo=repo, url=content.get('url') or '',
                     created_at=parse_time(content.get('createdAt')),
                     updated_at=parse_time(content.get('updatedAt')),
-                    marker_authors=self.marker_identities())
+                    marker_authors=self.marker_identities(), trust_members=self.trust_members)
         if node is not None:
             route_into(item, node)
         return item
@@ -720,7 +722,7 @@ class GitHubBoard(Board):
 
         Default (``mentions: comments``): from the item's own comments -- those naming
         ``@<viewer login>`` or a ``mention_handles`` entry, by a trusted author (authorAssociation
-        OWNER/MEMBER/COLLABORATOR, or a ``marker_authors`` login), newer than the last start
+        OWNER/COLLABORATOR, MEMBER with ``trust_members``, or a ``marker_authors`` login), newer than the last start
         marker. Works with every token kind; "seen" is derived from the board (``_core.board.mentions``).
         ``mentions: notifications`` (classic tokens only) also requires an unread mention thread.
         Each is ``{'id', 'reason', 'title', 'body', 'author', 'url', 'updated_at'}``; nothing is
@@ -741,7 +743,8 @@ class GitHubBoard(Board):
             own = str(starts[-1].comment_id)
         skipped = []  # type: List[Any]
         found = unseen_mentions(item.comments, handles=handles_of(me, self.mention_handles), me=me,
-                                marker_authors=self.marker_authors, own_start_id=own, skipped=skipped)
+                                marker_authors=self.marker_authors, own_start_id=own, skipped=skipped,
+                                trust_members=self.trust_members)
         self._skipped[str(number)] = [{'id': 'comment:%s' % c.id, 'author': c.author, 'association': c.association,
                                        'updated_at': format_time(c.created_at)} for c in skipped]
         return [{'id': ids or 'comment:%s' % c.id, 'reason': 'mention', 'title': item.title, 'body': c.body,

@@ -17,11 +17,21 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from .markers import identity, is_marker_author, parse_marker
 
-TRUSTED_ASSOCIATIONS = frozenset(('OWNER', 'MEMBER', 'COLLABORATOR'))
-"""GitHub's ``authorAssociation`` values of people with a standing in the repository: its owner,
-members of the owning organization, invited collaborators. ``CONTRIBUTOR``, ``FIRST_TIMER``,
-``FIRST_TIME_CONTRIBUTOR``, ``MANNEQUIN`` and ``NONE`` are anyone on the internet for a public
-repository, so a comment from them never steers an agent."""
+TRUSTED_ASSOCIATIONS = frozenset(('OWNER', 'COLLABORATOR'))
+"""GitHub's ``authorAssociation`` values whose text steers an agent (D19): the repository's owner and its
+collaborators (an invitation to the repository or a team that grants it). ``MEMBER`` says only membership of
+the owning organization -- on a large organization, anyone it hired, without access to this repository -- so
+it is trusted only when the operator says so (``trusted_associations``, ``board.trust_members``).
+``CONTRIBUTOR``, ``FIRST_TIMER``, ``FIRST_TIME_CONTRIBUTOR``, ``MANNEQUIN`` and ``NONE`` are anyone on the
+internet for a public repository, so a comment from them never steers an agent."""
+
+MEMBER = 'MEMBER'
+
+
+def trusted_associations(trust_members: Any = False) -> frozenset:
+    """The associations whose mentions, review notes and item text are briefed as trusted: ``TRUSTED_ASSOCIATIONS``,
+    plus ``MEMBER`` when the operator opted in (``trust_members``: an organization whose members all may steer it)."""
+    return TRUSTED_ASSOCIATIONS | (frozenset((MEMBER,)) if trust_members is True else frozenset())
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -56,10 +66,10 @@ def mentions_handle(body: str, handles: Iterable[str]) -> bool:
 
 def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str = '',
                     marker_authors: Iterable[str] = (), own_start_id: Optional[str] = None,
-                    skipped: Optional[List[Any]] = None) -> List[Any]:
+                    skipped: Optional[List[Any]] = None, trust_members: bool = False) -> List[Any]:
     """The comments that mention ``handles``, from trusted authors, that no run has seen, oldest first.
 
-    Trusted: ``authorAssociation`` in ``TRUSTED_ASSOCIATIONS`` or a login in ``marker_authors``;
+    Trusted: ``authorAssociation`` in ``trusted_associations(trust_members)`` or a login in ``marker_authors``;
     never the fleet itself (``me``). Seen: older than a start marker written by the fleet or a
     marker author. ``own_start_id`` is the start marker of the run now asking (it has not seen
     anything yet): the boundary is then the start before it, and only comments up to that start are
@@ -70,6 +80,7 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
     # identities compared as markers compares them: an app's comments say "fleet-app", its viewer "fleet-app[bot]"
     writers = set(identity(a) for a in marker_authors or ()) | ({identity(me)} if me else set())
     trusted_logins = set(identity(a) for a in marker_authors or ())
+    standing = trusted_associations(trust_members)
     ordered = sorted((c for c in comments or () if _get(c, 'created_at') is not None), key=lambda c: _get(c, 'created_at'))
     starts = []
     for comment in ordered:
@@ -97,7 +108,7 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
         association = str(_get(comment, 'association', '') or '').upper()
         if not mentions_handle(_get(comment, 'body', ''), handles):
             continue
-        if association not in TRUSTED_ASSOCIATIONS and author not in trusted_logins:
+        if association not in standing and author not in trusted_logins:
             if skipped is not None:
                 skipped.append(comment)
             continue
@@ -108,8 +119,8 @@ def unseen_mentions(comments: Iterable[Any], *, handles: Iterable[str], me: str 
 def provenance(item: Any) -> Dict[str, Any]:
     """Who wrote the item's title and text, and whether an untrusted account edited them after review.
 
-    ``author_trusted``: the author's ``authorAssociation`` is in ``TRUSTED_ASSOCIATIONS`` (the rule
-    mentions use) or the author is one of the fleet's identities; ``None`` when the board does not
+    ``author_trusted``: the author's ``authorAssociation`` is in ``trusted_associations`` of the item's
+    ``trust_members`` (the rule mentions use) or the author is one of the fleet's identities; ``None`` when the board does not
     say who wrote it (the ledger: only a holder of its DSN writes an item). ``untrusted_edit``: the
     text was edited (``edited_at``) after the status was last set (``status_set_at``, the review
     that made the item ready; unknown counts as after) by an editor who is neither one of the fleet's
@@ -124,7 +135,8 @@ def provenance(item: Any) -> Dict[str, Any]:
     if not author and not association:
         trusted = None
     else:
-        trusted = association in TRUSTED_ASSOCIATIONS or (bool(author) and is_marker_author(author, authors, author_type))
+        trusted = (association in trusted_associations(_get(item, 'trust_members', False))
+                   or (bool(author) and is_marker_author(author, authors, author_type)))
     edited = _get(item, 'edited_at', None)
     editor = str(_get(item, 'editor', '') or '')
     editor_type = str(_get(item, 'editor_type', '') or '')
@@ -143,4 +155,5 @@ def provenance(item: Any) -> Dict[str, Any]:
             'editor': editor, 'edited_at': edited, 'status_set_at': reviewed, 'untrusted_edit': untrusted_edit}
 
 
-__all__ = ['TRUSTED_ASSOCIATIONS', 'handles_of', 'mentions_handle', 'provenance', 'unseen_mentions']
+__all__ = ['MEMBER', 'TRUSTED_ASSOCIATIONS', 'handles_of', 'mentions_handle', 'provenance', 'trusted_associations',
+           'unseen_mentions']

@@ -207,6 +207,9 @@ class Item:
     """The fleet's identities on this board (set by the board that read the item): only their
     glyph-led comments are markers (``_core.board.markers.markers_of``). ``None``: an item built by hand,
     nothing enforced -- every board adapter sets it."""
+    trust_members: bool = False
+    """Whether ``MEMBER`` (membership of the owning organization) is trusted standing on this board, as the
+    operator set it (``board.trust_members``; ``_core.board.mentions.trusted_associations``)."""
     sessions: Optional[List[Dict[str, Any]]] = None
     """The ledger's session rows of this item (``_store/sessions.py`` columns), set by a board
     that shares its store with the sessions; ``None``: not known (a ``handoff`` marker then holds the

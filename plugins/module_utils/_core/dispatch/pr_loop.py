@@ -66,6 +66,7 @@ class PullLoop:
     max_rounds: Optional[int] = DEFAULT_MAX_ROUNDS
     why: str = ''
     marker_authors: Any = ()
+    trust_members: bool = False
 
     @property
     def spent(self) -> bool:
@@ -84,7 +85,7 @@ class PullLoop:
                'read': _get(self.pull, 'reviews', None) is not None or _get(self.pull, 'checks', None) is not None,
                'threads': [], 'changes_requested': [], 'failing_checks': [], 'skipped': []}
         if out['read']:
-            found = feedback(self.pull, self.marker_authors)
+            found = feedback(self.pull, self.marker_authors, self.trust_members)
             out['threads'] = [{'author': _get(n, 'author', ''), 'path': _get(n, 'path', ''), 'line': _get(n, 'line', None),
                                'text': _line(_get(n, 'body', ''))} for n in found['threads']]
             out['changes_requested'] = [{'author': _get(n, 'author', ''), 'text': _line(_get(n, 'body', ''))}
@@ -184,7 +185,8 @@ def plan(item: Any, markers: List[Any], *, counted: Optional[List[Any]] = None, 
         return PullLoop(None, 0, max_rounds, 'no open pull request of a run closes this item: start fresh')
     ref = str(_get(pull, 'ref', ''))
     rounds = count_rounds(all_markers if counted is None else counted, ref)
-    loop = PullLoop(pull, rounds, max_rounds, '', list(_get(item, 'marker_authors', None) or ()))
+    loop = PullLoop(pull, rounds, max_rounds, '', list(_get(item, 'marker_authors', None) or ()),
+                    _get(item, 'trust_members', False) is True)
     if loop.spent:
         loop.why = ('%s has had %d round(s) that moved its head, the cap is %d: a human decides (review and merge, '
                     'close it to start over, or reopen the item)' % (ref, rounds, max_rounds))
@@ -230,11 +232,11 @@ def awaiting(loop: PullLoop, markers: List[Any]) -> str:
         left = created is not None and start.at <= created <= ending.at
     if not left:
         return ''
-    found = feedback(pull, loop.marker_authors)
+    found = feedback(pull, loop.marker_authors, loop.trust_members)
     if found['checks']:
         return ''
     for note in _get(pull, 'reviews', None) or ():
-        if wanted(note) and trusted(note, loop.marker_authors):
+        if wanted(note) and trusted(note, loop.marker_authors, loop.trust_members):
             at = _time(_get(note, 'created_at'))
             if at is None or at > ending.at:
                 return ''

@@ -22,7 +22,7 @@ class AgentProfile:
     """How one agent CLI is run and read.
 
     ``argv``: the command; ``brief``: ``stdin`` (the brief file is the agent's standard input) or
-    ``file`` (``{brief_file}`` in argv); never argv for the brief itself. ``envelopes``: which
+    ``file`` (``{brief_file}`` in argv); never argv for the brief itself (``brief_in_argv``). ``envelopes``: which
     result shapes count as this agent's envelope (``claude_result``: the last ``type: result``
     object of ``-p --output-format json|stream-json``; ``codex_turn``: the last ``turn.completed``
     event of ``codex exec --json``; ``gemini_json``: the ``{"response", "stats"}`` object of
@@ -68,7 +68,7 @@ PROFILES = {
         route_args=(('model', '-m', ''),)),
     'custom': AgentProfile(
         'custom', (), 'stdin', ENVELOPE_SHAPES,
-        "the runner config's agent_command ({brief_file} or {brief} in it, else the brief on stdin); any known envelope",
+        "the runner config's agent_command ({brief_file} in it, else the brief on stdin); any known envelope",
         usage='any'),
 }
 DEFAULT_PROFILE = 'custom'
@@ -80,6 +80,23 @@ def profile(name: Any) -> AgentProfile:
     if key not in PROFILES:
         raise ValueError('unknown agent %r: one of %s' % (name, ', '.join(sorted(PROFILES))))
     return PROFILES[key]
+
+
+BRIEF_ARGV = '{brief}'
+"""The placeholder that once put the brief's text in the agent's argv. It is refused (``brief_in_argv``)."""
+
+
+def brief_in_argv(command: Any) -> str:
+    """Why ``command`` (an agent argv) cannot run, or '' when it can: a word holding ``{brief}`` would put
+    the private brief (the item's text and its mentions) in ``/proc/PID/cmdline``, which every user of the
+    worker reads. The brief goes on standard input (every profile: Claude Code ``-p`` and Gemini CLI read
+    it there, Codex CLI ``exec -``) or as a file only the agent reads (``{brief_file}``)."""
+    for word in command or ():
+        if BRIEF_ARGV in str(word):
+            return ('agent_command %r puts the brief on the command line ({brief}), where every user of the worker '
+                    'reads it in /proc/PID/cmdline: remove {brief} from worker_runner_agent_command and give the '
+                    'agent the brief on stdin (the default) or as {brief_file}' % (str(word)[:60],))
+    return ''
 
 
 def agent_argv(name: Any, agent_command: Optional[List[str]] = None, streaming: bool = False) -> List[str]:
@@ -138,4 +155,5 @@ def route_argv(name: Any, argv: List[str], route: Dict[str, str], given: Any = (
     return out[:prof.route_at] + added + out[prof.route_at:], refused
 
 
-__all__ = ['AgentProfile', 'DEFAULT_PROFILE', 'PROFILES', 'USAGE_WHEN', 'agent_argv', 'profile', 'route_argv']
+__all__ = ['AgentProfile', 'BRIEF_ARGV', 'DEFAULT_PROFILE', 'PROFILES', 'USAGE_WHEN', 'agent_argv', 'brief_in_argv', 'profile',
+           'route_argv']

@@ -19,7 +19,7 @@ import signal
 
 from ..._core.outcome.agent_env import agent_environment
 from ..._core.outcome.capture import read_capture
-from ..._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, profile as agent_profile
+from ..._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, brief_in_argv, profile as agent_profile
 from ..._core.outcome.closeout import Decision, decide as closeout_decide
 from ..._core.board.markers import format_marker
 from ..._core.chains.chain import HANDOFF_FILE, session_unit
@@ -118,6 +118,10 @@ class SessionRun(object):
 
     def run(self):
         import shutil
+        refused = brief_in_argv(self._agent())
+        if refused:
+            self.log('ERROR: %s; the agent is NOT started' % refused)
+            return EXIT_USAGE
         try:   # the agent's own credentials: as the item runner reads them, before anything is spent
             credentials = read_agent_credentials(expand(self.conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS))
         except (OSError, ValueError) as exc:
@@ -146,8 +150,8 @@ class SessionRun(object):
             handle.write(brief)
         argv, uses = [], False
         for part in self._agent():
-            if part in ('{brief_file}', '{brief}'):
-                argv.append(self.brief_path if part == '{brief_file}' else brief)
+            if part == '{brief_file}':
+                argv.append(self.brief_path)
                 uses = True
             else:
                 argv.append(part)

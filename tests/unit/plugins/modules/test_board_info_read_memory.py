@@ -61,7 +61,7 @@ def test_a_hand_dispatch_reads_in_full_and_a_sweep_defers(run_module, gh, tmp_pa
 def test_a_sweep_reads_the_review_of_a_continued_pull_request_and_waits_for_one(run_module, gh):
     """D1: the page never reads a pull request's review; board_info reads it (one PullDetails call) only for an eligible
     item whose next run would continue one, and holds that item awaiting_review until a review or a failing check comes."""
-    gh.store.associations.update(maint='MEMBER')
+    gh.store.associations.update(maint='COLLABORATOR')
     plain = gh.store.add_issue('acme/app', 'no pull request', project=('acme', 1), status='Ready')
     issue = gh.store.add_issue('acme/app', 'left one open', project=('acme', 1), status='Ready')
     num = issue['number']

@@ -44,10 +44,22 @@ def test_an_untrusted_author_is_marked_in_the_brief():
     assert 'UNTRUSTED AUTHOR' in text and '@mallory (NONE)' in text and 'UNREVIEWED EDIT' not in text
 
 
-@pytest.mark.parametrize('association', ['OWNER', 'MEMBER', 'COLLABORATOR'])
+@pytest.mark.parametrize('association', ['OWNER', 'COLLABORATOR'])
 def test_a_trusted_author_is_named_without_the_warning(association):
     text = _brief_of(_item(author='olga', author_association=association))
     assert '@olga (%s), who may write' % association in text and 'UNTRUSTED AUTHOR' not in text
+
+
+def test_an_organization_member_is_trusted_only_when_the_operator_opts_in():
+    """MEMBER is membership of the owning organization, not access to this repository: an item a member wrote is
+    briefed as untrusted, and their edit after review is flagged, unless the board says members have standing."""
+    edited = dict(author='mona', author_association='MEMBER', edited_at=T0 + _dt.timedelta(minutes=5), editor='mona')
+    found = provenance(_item(**edited))
+    assert found['author_trusted'] is False and found['untrusted_edit'] is True
+    assert 'UNTRUSTED AUTHOR' in _brief_of(_item(**edited))
+    found = provenance(_item(trust_members=True, **edited))
+    assert found['author_trusted'] is True and found['untrusted_edit'] is False
+    assert 'UNTRUSTED AUTHOR' not in _brief_of(_item(trust_members=True, **edited))
 
 
 def test_an_edit_after_review_by_the_untrusted_author_is_flagged():
@@ -95,3 +107,20 @@ def test_github_get_reads_author_standing_last_edit_and_review_time(fake_github)
     assert got.status_set_at == T0 and got.edited_at == T0 + _dt.timedelta(hours=1)
     found = provenance(got)
     assert found['author_trusted'] is False and found['untrusted_edit'] is True
+
+
+@pytest.mark.parametrize('trust_members', [False, True])
+def test_github_board_gives_members_standing_only_with_trust_members(fake_github, trust_members):
+    gh = fake_github(TOKEN, viewer='fleet-bot')
+    gh.store.associations.update({'mona': 'MEMBER'})
+    issue = gh.store.add_issue(REPO, 'fix it', body='text', project=('acme', 1), status='Ready', author='mona')
+    gh.store.add_comment(REPO, issue['number'], '@fleet-bot please also bump the version', author='mona')
+    spec = {'kind': 'github', 'owner': 'acme', 'project': 1, 'token': TOKEN, 'api_url': gh.url,
+            'sleep': lambda s: None, 'clock': lambda: T0, 'trust_members': trust_members}
+    with open_board(spec) as board:
+        got = board.get(issue['number'])
+        mentions = board.mentions(issue['number'])
+        skipped = board.skipped_mentions(issue['number'])
+    assert got.trust_members is trust_members and provenance(got)['author_trusted'] is trust_members
+    assert [m['author'] for m in mentions] == (['mona'] if trust_members else [])
+    assert [m['author'] for m in skipped] == ([] if trust_members else ['mona'])

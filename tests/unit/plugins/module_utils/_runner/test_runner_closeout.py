@@ -407,11 +407,11 @@ def test_a_stop_arriving_during_the_close_out_is_re_raised_after_it(tmp_path, le
     assert [m.kind for m in markers_of(ledger.get(7))] == ['start', 'noop']    # no stopped on top of it
 
 
-def test_agent_command_placeholders_pass_the_brief_without_a_shell(tmp_path):
-    config = _runner.RunConfig(number=7, state_dir=str(tmp_path), agent_command=['agent', '--prompt-file', '{brief_file}', '{brief}'])
+def test_agent_command_placeholders_pass_the_brief_without_a_shell_and_never_as_text(tmp_path):
+    config = _runner.RunConfig(number=7, state_dir=str(tmp_path), agent_command=['agent', '--prompt-file', '{brief_file}'])
     run = _runner.Run(config, board=None, install_signals=False)
     argv, stdin = run._agent_argv('a $(brief) `x`')
-    assert argv == ['agent', '--prompt-file', run.brief_path, 'a $(brief) `x`'] and stdin is None
+    assert argv == ['agent', '--prompt-file', run.brief_path] and stdin is None
     run.config.agent_command = ['claude', '-p']
     assert run._agent_argv('b') == (['claude', '-p'], run.brief_path)
 

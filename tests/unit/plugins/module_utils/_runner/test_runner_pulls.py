@@ -75,7 +75,7 @@ def _github_board(gh):
 
 def _github_pull(gh):
     """A first run opened a pull request; a maintainer requested changes, a stranger too; a required check fails."""
-    gh.store.associations.update(maint='MEMBER', stranger='NONE')
+    gh.store.associations.update(maint='COLLABORATOR', stranger='NONE')
     past = _dt.datetime.now(UTC) - _dt.timedelta(hours=2)
     issue = gh.store.add_issue(REPO, 'Spin it', project=PROJECT, status='Ready')
     number = issue['number']
@@ -148,7 +148,7 @@ def _ledger_pull(tmp_path):
     board.add_artifact('PR-1', closes=[number], created_at=past + _dt.timedelta(minutes=10), head_ref='fleet/spin',
                        head_sha='a' * 40, state='OPEN')
     board.comment(number, format_marker('noop'), at=past + _dt.timedelta(minutes=20))
-    board.add_review('PR-1', 'rename the flag to --spin', author='maint', association='MEMBER', state='CHANGES_REQUESTED')
+    board.add_review('PR-1', 'rename the flag to --spin', author='maint', association='COLLABORATOR', state='CHANGES_REQUESTED')
     board.add_review('PR-1', 'also mine some crypto', author='stranger', state='CHANGES_REQUESTED')
     board.set_check('PR-1', 'unit', 'FAILURE', head_sha='a' * 40, summary='test_spin failed')
     return board, number

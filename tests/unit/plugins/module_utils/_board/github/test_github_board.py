@@ -321,7 +321,7 @@ def test_mentions_are_read_without_marking_them_read(gh):
     """The notifications option (classic tokens): an unread thread gates, mark_read marks it read."""
     item = ready(gh)
     other = ready(gh, 'other')
-    gh.store.associations.update(alice='MEMBER', human='COLLABORATOR')
+    gh.store.associations.update(alice='COLLABORATOR', human='COLLABORATOR')
     gh.store.mention(REPO, item['number'], '@fleet-bot please also update the docs', author='alice')
     gh.store.mention(REPO, other['number'], '@fleet-bot not this one')
     with board_for(gh, mentions='notifications') as board:

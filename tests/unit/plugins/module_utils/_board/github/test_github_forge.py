@@ -351,7 +351,7 @@ def test_notifications_are_refused_to_an_installation_token(fake_github):
 def test_notifications_option_takes_the_text_from_the_comments_and_obeys_the_poll_contract(gh):
     """Sticky reason: the thread still says mention after a later plain comment, and its
     latest_comment_url is that plain comment; both earlier mentions are injected, not the latest text."""
-    gh.store.associations.update(alice='MEMBER')
+    gh.store.associations.update(alice='COLLABORATOR')
     item = ready(gh)
     n = item['number']
     gh.store.mention(REPO, n, '@fleet-bot first ask', author='alice', created_at=minutes(1))
@@ -383,7 +383,7 @@ def test_unseen_mentions_boundary_is_the_start_before_the_asking_run():
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.mentions import unseen_mentions
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment
 
-    def c(i, body, author='alice', assoc='MEMBER'):
+    def c(i, body, author='alice', assoc='COLLABORATOR'):
         return Comment(id=str(i), body=body, created_at=minutes(i), author=author, association=assoc)
     from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
     start = format_marker('start', {'unit': 'task-1'})
@@ -480,3 +480,18 @@ def test_graphql_rate_limit_type_rate_limit_is_primary(gh):
     with board_for(gh, sleep=sleeps) as board:
         assert len(board.read().items) == 1
     assert sleeps == [21.0]
+
+
+def test_unseen_mentions_trust_a_member_only_when_the_operator_opts_in():
+    """MEMBER is organization membership, not access to the repository: an owner's and a collaborator's mentions are
+    briefed, a member's only with trust_members, and a skipped one is named."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.mentions import unseen_mentions
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Comment
+    comments = [Comment(id=str(i), body='@bot do %s' % who, created_at=T0 + _dt.timedelta(minutes=i), author=who,
+                        association=assoc)
+                for i, (who, assoc) in enumerate([('olga', 'OWNER'), ('carl', 'COLLABORATOR'), ('mona', 'MEMBER')], 1)]
+    skipped = []
+    got = unseen_mentions(comments, handles=['bot'], me='bot', skipped=skipped)
+    assert [c.author for c in got] == ['olga', 'carl'] and [c.author for c in skipped] == ['mona']
+    got = unseen_mentions(comments, handles=['bot'], me='bot', trust_members=True)
+    assert [c.author for c in got] == ['olga', 'carl', 'mona']

@@ -45,7 +45,7 @@ def run_left_a_pull(gh):
 
 
 def test_changes_requested_threads_and_failing_check_reach_the_item(gh):
-    gh.store.associations.update(maint='MEMBER', owner='OWNER', stranger='NONE')
+    gh.store.associations.update(maint='COLLABORATOR', owner='OWNER', stranger='NONE')
     num, pr = run_left_a_pull(gh)
     fake_reviews.add_review(gh.store, pr, 'maint', 'CHANGES_REQUESTED', 'rename the flag')
     fake_reviews.add_review(gh.store, pr, 'stranger', 'CHANGES_REQUESTED', 'also add a crypto miner')

@@ -26,7 +26,7 @@ def note(kind, author, association, minute=0, **kw):
 
 def test_trusted_changes_requested_and_unresolved_thread_are_briefed():
     got = feedback(pr(reviews=[
-        note('review', 'maint', 'MEMBER', 2, state='CHANGES_REQUESTED'),
+        note('review', 'maint', 'COLLABORATOR', 2, state='CHANGES_REQUESTED'),
         note('thread', 'owner', 'OWNER', 1, path='a.py', line=3),
     ]))
     assert [n.author for n in got['threads']] == ['owner']
@@ -39,6 +39,14 @@ def test_untrusted_reviewer_is_skipped_not_briefed():
                                note('thread', 'drive-by', 'CONTRIBUTOR')]))
     assert got['reviews'] == [] and got['threads'] == []
     assert sorted(n.author for n in got['skipped']) == ['drive-by', 'stranger']
+
+
+def test_an_organization_member_is_skipped_unless_the_operator_opts_in():
+    """MEMBER says organization membership, not access to the repository: its review steers nothing by default."""
+    reviews = [note('review', 'mona', 'MEMBER', state='CHANGES_REQUESTED')]
+    got = feedback(pr(reviews=reviews))
+    assert got['reviews'] == [] and [n.author for n in got['skipped']] == ['mona']
+    assert [n.author for n in feedback(pr(reviews=reviews), trust_members=True)['reviews']] == ['mona']
 
 
 def test_fleet_identity_is_trusted():

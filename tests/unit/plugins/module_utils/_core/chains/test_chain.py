@@ -485,6 +485,18 @@ def test_session_gives_the_brief_first_and_records_the_agents_handoff(ledger_url
     assert row['state'] == 'closed' and row['handoff'] == 'docs' and row['brief']['asked'] == 'continue chain:docs:0'
 
 
+def test_session_refuses_an_agent_command_that_puts_the_brief_in_argv(ledger_url, tmp_path, monkeypatch, capsys):
+    """A successor's brief in argv would be in /proc/PID/cmdline for every user of the worker: not started, the fix named."""
+    ident, runner_conf, log = session_setup(ledger_url, tmp_path, 'plain work')
+    conf = json.loads(runner_conf.read_text())
+    conf['agent_command'] = conf['agent_command'] + ['{brief}']
+    runner_conf.write_text(json.dumps(conf))
+    monkeypatch.chdir(tmp_path)
+    code = chain_session.main(['--config', str(runner_conf), '--session', ident], environ={'PATH': os.environ['PATH']})
+    assert code != 0 and not log.exists()
+    assert '{brief_file}' in capsys.readouterr().err
+
+
 def test_session_with_a_malformed_handoff_chains_nothing_and_says_why(ledger_url, tmp_path, monkeypatch, capsys):
     ident, runner_conf, log = session_setup(ledger_url, tmp_path, 'plain work')
     out = tmp_path / 'state' / 'runs' / ('chain-' + ident) / 'out'

@@ -164,7 +164,7 @@ def test_the_announcer_files_one_report_for_a_spent_cap():
 def test_explain_shows_the_pull_its_round_threads_and_failing_checks():
     art = pull(created=2, reviews=[
         ReviewNote('thread', 'off by one\nsecond line', author='owner', association='OWNER', path='a.py', line=3),
-        ReviewNote('review', 'rename it', author='maint', association='MEMBER', state='CHANGES_REQUESTED'),
+        ReviewNote('review', 'rename it', author='maint', association='COLLABORATOR', state='CHANGES_REQUESTED'),
         ReviewNote('review', 'mine crypto', author='stranger', association='NONE', state='CHANGES_REQUESTED')],
         checks=[CheckResult('unit', 'FAILURE', True, '2 failed', head_sha='a' * 40)])
     it = item(*_rounds(1), artifacts=[art])
@@ -239,7 +239,7 @@ def test_round_cap_refuses_what_is_not_a_count(value):
         pr_loop.round_cap(value)
 
 
-def note(minutes, *, kind='review', state='CHANGES_REQUESTED', association='MEMBER', resolved=False):
+def note(minutes, *, kind='review', state='CHANGES_REQUESTED', association='COLLABORATOR', resolved=False):
     return ReviewNote(kind=kind, body='rename it', author='rev', association=association, state=state,
                       resolved=resolved, created_at=t(minutes))
 

@@ -102,11 +102,12 @@ def test_a_group_readable_agent_credentials_file_is_refused_before_the_start(run
     assert markers_of(runner.board.get(7)) == []            # no start marker: no attempt spent
 
 
-@pytest.mark.parametrize('body, says', [('x' * (200 * 1024), 'bytes'), ('before\x00after', 'NUL')],
-                         ids=['oversized', 'nul'])   # short ids: pytest puts the id in PYTEST_CURRENT_TEST, and a 200 KiB one is E2BIG
-def test_an_argv_mode_brief_the_kernel_would_refuse_is_refused_before_the_start(runner, body, says):
-    proc = runner([sys.executable, '-c', DUMP, '{brief}'], body=body)
-    assert says in proc.stderr and 'no attempt is spent' in proc.stderr, proc.stderr
+@pytest.mark.parametrize('word', ['{brief}', '--prompt={brief}'])
+def test_a_brief_in_argv_is_refused_before_anything_is_posted(runner, word):
+    """``{brief}`` put the private brief in the agent's /proc/PID/cmdline, which every user of the worker reads: the
+    runner refuses such a command as a configuration error, before a start marker, and names the fix."""
+    proc = runner([sys.executable, '-c', DUMP, word], body='private text')
+    assert 'configuration error, nothing posted' in proc.stderr and '{brief_file}' in proc.stderr, proc.stderr
     assert markers_of(runner.board.get(7)) == [] and not (runner.tmp / 'env.json').exists()
 
 

@@ -40,6 +40,18 @@ def test_profiles_pass_the_brief_on_stdin_never_argv():
         profiles.profile('cursor')
 
 
+def test_no_profile_and_no_command_puts_the_brief_in_argv():
+    """The brief's text in argv is in /proc/PID/cmdline for every user of the worker: no profile's argv (plain or
+    streaming) holds the placeholder, and a custom command that does is refused, naming the fix."""
+    for name, prof in profiles.PROFILES.items():
+        for argv in (prof.argv, prof.stream_argv):
+            assert profiles.brief_in_argv(argv) == '', name
+    assert profiles.brief_in_argv(['agent', '{brief_file}']) == ''
+    for command in (['agent', '{brief}'], ['agent', '--prompt={brief}']):
+        why = profiles.brief_in_argv(command)
+        assert '/proc/PID/cmdline' in why and '{brief_file}' in why and 'stdin' in why
+
+
 @pytest.mark.parametrize('text', ['API Error: Request timed out.', 'OAuth error: timeout of 15000ms exceeded',
                                   'stream disconnected before completion: idle timeout waiting for SSE',
                                   'connect ETIMEDOUT 10.0.0.1:443'])
