@@ -479,7 +479,7 @@ def _agent_briefs(bed):
     out = []
     for host in bed.hosts:
         out += [json.loads(line) for line in bed.ssh(host, 'cat %s' % AGENT_LOG).stdout.splitlines() if line.strip()]
-    return [i for i in out if i['env'].get('FLEET_ITEM') == str(PR_ITEM)]
+    return sorted((i for i in out if i['env'].get('FLEET_ITEM') == str(PR_ITEM)), key=lambda i: i['at'])
 
 
 def test_a_reviewed_pull_request_is_continued_on_its_branch_and_the_round_cap_holds_it(fleet, tmp_path):
