@@ -65,9 +65,9 @@ def test_each_further_profile_gets_its_config_files_and_its_version_check(tmp_pa
                      agents=('Codex', 'gemini'), settings={'theme': 'dark'})
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
+    me = pwd.getpwuid(os.getuid()).pw_name
     for profile in ('claude', 'codex', 'gemini'):
-        assert 'Ask the agent CLI for its version through the run PATH, as %s (%s)' % (pwd.getpwuid(os.getuid()).pw_name,
-                                                                                        profile) in out, out[-4000:]
+        assert 'Ask the agent CLI for its version through the run PATH, as %s (%s)' % (me, profile) in out, out[-4000:]
     assert (home / '.codex' / 'config.toml').is_file(), 'the further codex profile has its config'
     gemini = json.loads((home / '.gemini' / 'settings.json').read_text())
     assert gemini['telemetry'] == {'enabled': False} and gemini['general']['enableAutoUpdate'] is False

@@ -260,8 +260,8 @@ def spend_line(ex: Dict[str, Any]) -> str:
     lefts = ', '.join(('%s tokens' % left['tokens']) if k == 'tokens' else ('$%s' % _money(left['usd']))
                       for k in ('tokens', 'usd') if k in left)
     held = (ex.get('budget_held_by') or {}).get('text')
-    return 'spend since the last reopen: %s; item budget %s, left %s%s' % (figures, limits, lefts,
-                                                                             '; held by %s' % held if held else '')
+    tail = '; held by %s' % held if held else ''
+    return 'spend since the last reopen: %s; item budget %s, left %s%s' % (figures, limits, lefts, tail)
 
 
 def _money(value: Any) -> str:
