@@ -165,8 +165,9 @@ def poll(gh, memory, every, now=None, pull_points=0):
     try:
         read = board.read(now=now)
         before = len(gh.graphql_calls('PullDetails'))
-        _assess(board, read.items, None, dict(now=now or _dt.datetime.now(UTC), ready='Ready', max_attempts=3,
-                                               agents=None, item_budget=None, max_rounds=DEFAULT_MAX_ROUNDS))
+        decide = dict(now=now or _dt.datetime.now(UTC), ready='Ready', max_attempts=3, agents=None, item_budget=None,
+                      max_rounds=DEFAULT_MAX_ROUNDS)
+        _assess(board, read.items, None, decide)
         calls = len(gh.graphql_calls('PullDetails')) - before
         read.cost.update(pull_details=calls, pull_details_points=calls * pull_points)
         return read
