@@ -21,7 +21,7 @@ the issue's goals (5 % Ready within 25 %, all Ready within 100 %), and the peer 
 page cost from its published query (``PEER``). Exit status 1 when a steady poll misses its goal.
 Usage:
 
-    python benchmarks/github_cost.py [--sizes 10000] [--every 10] [--changes 5] [--cadence 30]
+    python benchmarks/github_cost.py [--sizes 10000] [--every 10] [--changes 5] [--cadence 30] [--pulls 25]
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ from graphql import parse, validate  # noqa: E402
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import documents as _github  # noqa: E402
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github.board import GitHubBoard  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_loop import DEFAULT_MAX_ROUNDS  # noqa: E402
+from ansible_collections.fleet.dispatch.plugins.modules.board_info import _assess  # noqa: E402
 
 TOKEN = 'benchmark-token'
 BUDGET = 5000
@@ -117,7 +120,20 @@ class Clock(object):
         return self.now
 
 
-def build(gh, size, eligible, shape):
+def build(gh, size, eligible, shape, pulls=0, clock=None):
+    """The board; ``pulls`` of its unblocked Ready items carry an open pull request a run of the fleet left (a start
+    marker by the fleet's identity, the pull request created after it and closing the item, a no-op), unreviewed."""
+    n_eligible, ready = _build(gh, size, eligible, shape)
+    at = (clock() if clock is not None else _dt.datetime.now(UTC)) - _dt.timedelta(hours=3)
+    for number in ready[:min(pulls, n_eligible)]:
+        gh.store.add_comment('acme/app', number, format_marker('start', {'unit': 'task-%d' % number}), created_at=at)
+        gh.store.add_pr('acme/app', 'fix item %d' % number, closes=[number], created_at=at + _dt.timedelta(minutes=10))
+        gh.store.add_comment('acme/app', number, format_marker('noop', {'unit': 'task-%d' % number}),
+                             created_at=at + _dt.timedelta(minutes=30))
+    return n_eligible, ready
+
+
+def _build(gh, size, eligible, shape):
     store = gh.store
     store.add_project('acme', 1)
     blocker = store.add_issue('acme/app', 'an open blocker', project=('acme', 1), status='Backlog')
@@ -139,26 +155,37 @@ def build(gh, size, eligible, shape):
     return n_eligible, ready
 
 
-def poll(gh, memory, every):
+def poll(gh, memory, every, now=None, pull_points=0):
+    """One sweep's board read, then ``board_info``'s verdicts (``_assess``): the ``PullDetails`` calls it sends for the
+    eligible items continuing an unread pull request are counted in ``cost['pull_details_points']``."""
     spec = {'owner': 'acme', 'project': 1, 'token': TOKEN, 'api_url': gh.url, 'owner_type': 'organization'}
     if memory:
         spec.update(read_memory=memory, full_read_every=every)
     board = GitHubBoard(spec)
     try:
-        return board.read()
+        read = board.read(now=now)
+        before = len(gh.graphql_calls('PullDetails'))
+        decide = dict(now=now or _dt.datetime.now(UTC), ready='Ready', max_attempts=3, agents=None, item_budget=None,
+                      max_rounds=DEFAULT_MAX_ROUNDS)
+        _assess(board, read.items, None, decide)
+        calls = len(gh.graphql_calls('PullDetails')) - before
+        read.cost.update(pull_details=calls, pull_details_points=calls * pull_points)
+        return read
     finally:
         board.close()
 
 
 def columns(reads):
-    """Mean points per poll: page, blockers, details, the rest (preflight, older comments ...), total."""
+    """Mean points per poll: page, blockers, details, the rest (preflight, older comments ...), total of the read,
+    the pull-request loop's ``PullDetails`` after it, and the total with them."""
     n = float(len(reads))
     by = [r.cost['by_document'] for r in reads]
     page = sum(b.get('BoardPage', 0) for b in by) / n
     blk = sum(b.get('Blockers', 0) for b in by) / n
     det = sum(b.get('Details', 0) for b in by) / n
     total = sum(r.cost['cost'] for r in reads) / n
-    return page, blk, det, total - page - blk - det, total
+    pulls = sum(r.cost.get('pull_details_points', 0) for r in reads) / n
+    return page, blk, det, total - page - blk - det, total, pulls, total + pulls
 
 
 def main(argv=None):
@@ -168,8 +195,11 @@ def main(argv=None):
     parser.add_argument('--every', type=int, default=10, help='full_read_every of the memory (10)')
     parser.add_argument('--changes', type=int, default=5, help='Ready items commented on between two polls (5)')
     parser.add_argument('--cadence', type=float, default=30.0, help='seconds between polls (30)')
+    parser.add_argument('--pulls', type=int, default=25,
+                        help='unblocked Ready items with an open, unreviewed pull request a run left (25)')
     args = parser.parse_args(argv)
     schema = load_schema()
+    pull_points = analyse(schema, _github.DOCUMENTS['PullDetails'], {'id': 'PR_1'}, 'PullDetails').cost
     polls_per_hour = 3600.0 / args.cadence
     print('budget: %d points an hour; a poll every %g s = %g polls an hour' % (BUDGET, args.cadence, polls_per_hour))
     for shape, share in sorted(GOALS.items()):
@@ -182,11 +212,13 @@ def main(argv=None):
     naive = naive_page_cost(schema)
     print('our page of 200 (100 from each end) with the expensive fields on it: %d requests = %d points (shipped page: 1 point)'
           % (naive.requests, naive.cost))
+    print('pull-request loop: %d unblocked Ready items with an open, unreviewed pull request a run left; one PullDetails '
+          'call each on a poll that reads the item in full = %d point(s) a call' % (args.pulls, pull_points))
     print()
-    head = '%-9s %6s %5s  %-14s %6s %5s %5s %5s %5s %7s %7s %6s %s'
-    row = '%-9s %6d %5d  %-14s %6d %5.1f %5.1f %5.1f %5.1f %7.1f %6d%% %5d%% %s'
+    head = '%-9s %6s %5s  %-14s %6s %5s %5s %5s %5s %7s %7s %6s %-4s %5s %7s %7s %s'
+    row = '%-9s %6d %5d  %-14s %6d %5.1f %5.1f %5.1f %5.1f %7.1f %6d%% %5d%% %-4s %5.1f %7.1f %6d%% %s'
     print(head % ('board', 'items', 'ready', 'mode', 'polls', 'page', 'blk', 'det', 'other', 'pts/poll',
-                  'budget', 'goal', 'met'))
+                  'budget', 'goal', 'met', 'pr', '+pr', 'budget', 'met'))
     ok = True
     rng = random.Random(31)
     for size in [int(s) for s in args.sizes.split(',')]:
@@ -194,29 +226,31 @@ def main(argv=None):
             clock = Clock()
             with FakeGitHub(token=TOKEN, rate_limit=10 ** 9, clock=clock) as gh, \
                     tempfile.TemporaryDirectory(prefix='github-cost.') as tmp:
-                n_eligible, ready = build(gh, size, args.eligible, shape)
+                n_eligible, ready = build(gh, size, args.eligible, shape, args.pulls, clock)
                 started = time.perf_counter()
-                plain = poll(gh, None, args.every)
+                plain = poll(gh, None, args.every, clock.now, pull_points)
                 memory = str(pathlib.Path(tmp) / 'read-memory.json')
-                cold = poll(gh, memory, args.every)
+                cold = poll(gh, memory, args.every, clock.now, pull_points)
                 steady = []
                 for _cycle in range(args.every):
                     clock.now += _dt.timedelta(seconds=args.cadence)
                     for number in rng.sample(ready, min(args.changes, len(ready))):
                         gh.store.add_comment('acme/app', number, 'a comment between two polls')
-                    steady.append(poll(gh, memory, args.every))
+                    steady.append(poll(gh, memory, args.every, clock.now, pull_points))
                 seconds = time.perf_counter() - started
             if plain.cost['candidates'] != n_eligible:
                 print('  ! expected %d candidates, read %d' % (n_eligible, plain.cost['candidates']))
                 ok = False
             for mode, reads in (('no memory', [plain]), ('memory, cold', [cold]), ('memory, steady', steady)):
-                page, blk, det, other, total = columns(reads)
+                page, blk, det, other, total, pulls, with_pulls = columns(reads)
                 share = total * polls_per_hour / BUDGET
                 met = share <= GOALS[shape]
+                share_pr = with_pulls * polls_per_hour / BUDGET
                 if mode == 'memory, steady':
                     ok = ok and met
                 print(row % (shape, size, len(ready), mode, len(reads), page, blk, det, other, total,
-                             round(share * 100), round(GOALS[shape] * 100), 'yes' if met else 'NO'))
+                             round(share * 100), round(GOALS[shape] * 100), 'yes' if met else 'NO', pulls, with_pulls,
+                             round(share_pr * 100), 'yes' if share_pr <= GOALS[shape] else 'NO'))
             print('%-9s (%d polls in %.0f s on the fake; a steady poll deferred %d of %d Ready items on average)'
                   % ('', 2 + len(steady), seconds, sum(r.cost['deferred'] for r in steady) / len(steady), len(ready)))
     print('every steady poll within its goal: %s' % ('yes' if ok else 'NO'))

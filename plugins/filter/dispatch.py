@@ -19,7 +19,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.run_host import run_worker as _run_worker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account as _credential_account
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.exits import NAMES as _EXIT_NAMES
-from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import spend_cell, text_table
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import held_cell, spend_cell, text_table
 
 
 def _cell(value, width):
@@ -46,8 +46,8 @@ def _age(seconds):
 
 def status_table(items):
     """item, status, reason, attempts, last marker and its age, glyph-led comments by humans (never markers), what
-    its runs stated they spent since its last reopen against its item budget, the stated cost of all its runs --
-    one line per item."""
+    its runs stated they spent since its last reopen against its item budget, which limits of that budget can hold
+    it (tokens only when its runs state no cost), the stated cost of all its runs -- one line per item."""
     if not isinstance(items, list):
         raise AnsibleFilterError('status_table expects the items list of fleet.dispatch.board_info')
     rows = []
@@ -63,11 +63,12 @@ def status_table(items):
             _age(marker.get('age_s')) if marker else '',
             _humans(_ignored(it)),
             spend_cell(it),
+            held_cell(it),
             _cost(it.get('run_cost')),
             _cell(pull_summary(it.get('pull')), 40),
         ])
-    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'human glyphs', 'spend', 'cost',
-                   'pull request'], rows)
+    return _table(['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'human glyphs', 'spend',
+                   'held by', 'cost', 'pull request'], rows)
 
 
 def _ignored(item):

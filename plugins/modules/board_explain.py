@@ -160,6 +160,13 @@ explanation:
     budget_left:
       description: What is left of the item budget for the next run (C(tokens), C(usd)); empty without an item budget.
       type: dict
+    budget_held_by:
+      description:
+        - Which limits of the item budget can hold the item - C(limits) (C(tokens), C(usd)), C(short) and C(text), which says
+          why a USD limit cannot (the agent profile it is routed to states no cost, or its runs stated none; a cost is never
+          estimated) - so C(tokens only) or C(nothing); empty without an item budget.
+      type: dict
+      version_added: 0.1.0
     last_run:
       description: The last close-out marker (C(kind), C(at), C(author), C(fields)) and C(classify), the command that reads
         its capture on the worker; null when no run has closed.

@@ -348,6 +348,13 @@ board_items:
     budget_spent:
       description: Why the item's spend reached its item budget, with the figures (empty when it did not); reason C(budget_spent).
       type: str
+    budget_held_by:
+      description:
+        - Which limits of the item budget can hold the item - C(limits) (C(tokens), C(usd)), C(short) (C(tokens and usd),
+          C(tokens only), C(nothing) ...) and C(text), which says why a USD limit cannot (the agent profile it is routed to
+          states no cost, or its runs since the last reopen stated none; a cost is never estimated); empty without an item budget.
+      type: dict
+      version_added: 0.1.0
     budget_field:
       description:
         - The item's own budget as the board gives it (the ledger's C(budget) column, the GitHub project's C(Budget) field,

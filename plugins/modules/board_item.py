@@ -11,7 +11,8 @@ short_description: Create or update an item on the board (ledger), or set its st
 version_added: 0.1.0
 description:
   - On the ledger board, creates or updates an item - title, body, status, dependency edges, open/closed/reopened - and records
-    artifacts (a merged change and the items it closes, as a forge would record a merged pull request).
+    artifacts as a forge would - a merged change and the items it closes; an open pull request with its head, its review
+    notes and its check results, which the next run of the item continues and reads in its brief.
   - On a GitHub board, sets the project status field and the issue state; items themselves are created on GitHub.
   - A reopen is recorded as an event with its time, and it outranks every older marker.
   - Dependencies are edges, evaluated at selection - never a hold written in prose.
@@ -122,27 +123,118 @@ options:
         type: str
         required: true
       title:
-        description: The change title.
+        description: The change title. Omitted, a recorded change keeps its own (a new one has none).
         type: str
-        default: ''
       url:
-        description: Where a human can see the change.
+        description: Where a human can see the change. Omitted, a recorded change keeps its own.
         type: str
-        default: ''
       created_at:
-        description: When the change was created (ISO-8601). Defaults to now.
+        description: When the change was created (ISO-8601). Defaults to now; a recorded change keeps its first.
         type: str
       merged:
-        description: Whether the change merged.
+        description: Whether the change merged. Omitted, a recorded change keeps its own (a new one is not merged).
         type: bool
-        default: false
       merged_at:
-        description: When it merged (ISO-8601). Defaults to now when O(artifact.merged=true).
+        description: When it merged (ISO-8601). Defaults to now when O(artifact.merged=true) (a recorded merge keeps its time).
         type: str
       closes:
         description: The item numbers the change closes. Defaults to O(number).
         type: list
         elements: int
+      state:
+        description:
+          - The pull request's state as the forge shows it. An open, unmerged one that closes the item is the pull request
+            the item's next run continues (docs/pull-requests.md). Omitted, the recorded state is kept.
+        type: str
+        choices: [OPEN, CLOSED, MERGED]
+        version_added: 0.1.0
+      head_ref:
+        description: The branch the pull request merges from (the next run's worktree is detached at its head). Omitted, kept.
+        type: str
+        version_added: 0.1.0
+      head_sha:
+        description: The commit at the tip of that branch; a push records the new one. Omitted, kept.
+        type: str
+        version_added: 0.1.0
+      reviews:
+        description:
+          - Review notes on the pull request, as the forge records them - a review (O(artifact.reviews[].state)
+            C(CHANGES_REQUESTED), C(APPROVED), C(COMMENTED), C(DISMISSED)) or a comment of a review thread. The next run's
+            brief carries the unresolved threads and the changes requested by trusted authors only.
+          - A note the change already holds (the same kind, author, state, body, path and line) is not recorded again, so the
+            task is idempotent; its O(artifact.reviews[].resolved) is set when given.
+        type: list
+        elements: dict
+        version_added: 0.1.0
+        suboptions:
+          body:
+            description: The note's text.
+            type: str
+            required: true
+          kind:
+            description: V(review) for a submitted review, V(thread) for a comment of a review thread.
+            type: str
+            choices: [review, thread]
+            default: review
+          author:
+            description: Who wrote it (the forge's login).
+            type: str
+            default: ''
+          association:
+            description:
+              - The author's standing as the recorder states it, in GitHub's words (C(OWNER), C(MEMBER), C(COLLABORATOR),
+                C(CONTRIBUTOR), C(NONE) ...). Only C(OWNER), C(MEMBER), C(COLLABORATOR) or a fleet identity is briefed;
+                empty is not trusted.
+            type: str
+            default: ''
+          state:
+            description: A review's state (C(CHANGES_REQUESTED), C(APPROVED), C(COMMENTED), C(DISMISSED)).
+            type: str
+            default: ''
+          path:
+            description: The file a thread comment is on.
+            type: str
+            default: ''
+          line:
+            description: The line a thread comment is on.
+            type: int
+          resolved:
+            description: Whether the thread is resolved (a resolved one is no longer briefed). Omitted, as recorded.
+            type: bool
+          created_at:
+            description: When it was written (ISO-8601). Defaults to now.
+            type: str
+      checks:
+        description:
+          - Check results on the pull request's head, one per name and head commit (a later result of the same check on the
+            same head replaces the earlier). The next run's brief carries the failing required checks of the current head.
+        type: list
+        elements: dict
+        version_added: 0.1.0
+        suboptions:
+          name:
+            description: The check's name.
+            type: str
+            required: true
+          conclusion:
+            description: The result in GitHub's words (C(SUCCESS), C(FAILURE), C(TIMED_OUT), C(CANCELLED) ...); empty while it runs.
+            type: str
+            default: ''
+          head_sha:
+            description: The commit it ran on. Defaults to O(artifact.head_sha), else the head the ledger records.
+            type: str
+          required:
+            description: Whether the branch protection requires it.
+            type: bool
+            default: true
+          summary:
+            description: What it said, first line first.
+            type: str
+            default: ''
+          url:
+            description: Where a human can see it.
+            type: str
+            default: ''
 seealso:
   - module: fleet.dispatch.board_info
   - module: fleet.dispatch.board_marker
@@ -184,6 +276,25 @@ EXAMPLES = r'''
     artifact:
       ref: PR-31
       merged: true
+
+- name: Record a review asking for changes and a failing check on the open pull request of item 14 (as a forge would)
+  fleet.dispatch.board_item:
+    board: "{{ fleet_board }}"
+    number: 14
+    artifact:
+      ref: PR-40
+      state: OPEN
+      head_ref: fleet/14
+      head_sha: 3f2a9c1e
+      reviews:
+        - body: Call it load_config, and test the empty file.
+          author: alice
+          association: MEMBER
+          state: CHANGES_REQUESTED
+      checks:
+        - name: unit
+          conclusion: FAILURE
+          summary: test_load_config failed
 '''
 
 RETURN = r'''
@@ -207,6 +318,14 @@ comment:
   description: The comment posted (C(id), C(created_at)); null when none was asked for or in check mode.
   returned: always
   type: dict
+recorded:
+  description:
+    - What O(artifact) wrote (or would write, in check mode) beyond the change itself - C(reviews), the review notes recorded
+      (C(body), C(author), C(kind), C(state)) or whose resolution changed (C(resolved)); C(checks), the check results recorded
+      or changed (C(name), C(head_sha), C(conclusion)); C(head), the head or state it changed (C(state), C(head_ref), C(head_sha)).
+  returned: always
+  type: dict
+  version_added: 0.1.0
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -216,12 +335,14 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.naming 
 from ansible_collections.fleet.dispatch.plugins.module_utils._argspec import board_argspec, board_spec, resolve_now
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, ItemNotFound
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_pulls import note_key
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import kind_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import format_time, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import parse_override
 
 FIELDS = ('title', 'body', 'status', 'state', 'blocked_by')
 ROUTE = ('agent', 'model', 'effort', 'priority', 'budget')
+PULL = ('state', 'head_ref', 'head_sha')
 
 
 def _summary(item):
@@ -256,15 +377,71 @@ def _desired(before, params):
     return after
 
 
-def _artifact_args(artifact, number, now):
-    merged = bool(artifact['merged'])
-    merged_at = parse_time(artifact['merged_at']) if artifact['merged_at'] else (now if merged else None)
+def _artifact_args(artifact, number, now, recorded=None):
+    """``add_artifact``'s arguments: what the task names, and for what it omits the recorded change's own."""
+    merged = artifact['merged'] if artifact['merged'] is not None else bool(recorded is not None and recorded.merged)
+    if artifact['merged_at']:
+        merged_at = parse_time(artifact['merged_at'])
+    elif merged:
+        merged_at = recorded.merged_at if recorded is not None and recorded.merged and recorded.merged_at else now
+    else:
+        merged_at = None
+    keep = dict((k, artifact[k] if artifact[k] is not None else (getattr(recorded, k, '') or '' if recorded is not None else ''))
+                for k in ('title', 'url'))
     return dict(
-        ref=artifact['ref'], title=artifact['title'], url=artifact['url'],
+        ref=artifact['ref'], title=keep['title'], url=keep['url'],
         created_at=parse_time(artifact['created_at']) if artifact['created_at'] else now,
         merged=merged, merged_at=merged_at,
         closes=list(artifact['closes']) if artifact['closes'] is not None else ([number] if number else []),
-    )
+        **dict((k, artifact[k]) for k in PULL if artifact[k] is not None))
+
+
+def _recorded_artifact(item, ref):
+    for art in (item.artifacts if item is not None else ()) or ():
+        if art.ref == ref:
+            return art
+    return None
+
+
+def _pull_writes(artifact, args, recorded):
+    """What recording ``artifact`` writes beyond what the board holds (``recorded``, the item's artifact of that ref, or
+    None): the change itself, its head and state, each review note not held yet (or whose resolution differs, by the
+    ledger's ``note_key``) and each check result that differs. Empty lists and dicts: nothing to write."""
+    out = dict(artifact={}, head={}, reviews=[], checks=[])
+    if recorded is None:
+        out['artifact'] = dict(ref=args['ref'], created=True)
+    else:
+        for key in ('title', 'url', 'merged'):
+            if args[key] != getattr(recorded, key):
+                out['artifact'][key] = args[key]
+        if sorted(set(args['closes']) - set(recorded.closes or ())):
+            out['artifact']['closes'] = sorted(set(args['closes']) - set(recorded.closes or ()))
+    for key in PULL:
+        if key in args and args[key] != (getattr(recorded, key, '') or ''):
+            out['head'][key] = args[key]
+    notes = dict()
+    for note in (getattr(recorded, 'reviews', None) or ()):
+        notes.setdefault(note_key(note.kind, note.body, note.author, note.state, note.path, note.line), note)
+    for review in artifact['reviews'] or ():
+        held = notes.get(note_key(review['kind'], review['body'], review['author'], review['state'], review['path'],
+                                  review['line']))
+        flip = review['resolved'] is not None and (held is None and review['resolved'] or held is not None
+                                                   and bool(held.resolved) != review['resolved'])
+        if held is None or flip:
+            out['reviews'].append(dict(body=review['body'], author=review['author'], kind=review['kind'],
+                                       state=review['state'].upper(), created=held is None,
+                                       resolved=bool(review['resolved']) if review['resolved'] is not None else False))
+    held_checks = dict(((c.name, c.head_sha or ''), c) for c in (getattr(recorded, 'checks', None) or ()))
+    head = args.get('head_sha') if args.get('head_sha') is not None else (getattr(recorded, 'head_sha', '') or '')
+    for check in artifact['checks'] or ():
+        sha = check['head_sha'] if check['head_sha'] is not None else head
+        want = dict(name=check['name'], head_sha=sha, conclusion=check['conclusion'].upper(), required=check['required'],
+                    summary=check['summary'], url=check['url'])
+        held = held_checks.get((check['name'], sha))
+        if held is None or (held.conclusion, bool(held.required), held.summary, held.url) != (
+                want['conclusion'], want['required'], want['summary'], want['url']):
+            out['checks'].append(want)
+    return out
 
 
 def main():
@@ -288,12 +465,34 @@ def main():
             comment_author=dict(type='str', default='operator'),
             artifact=dict(type='dict', options=dict(
                 ref=dict(type='str', required=True),
-                title=dict(type='str', default=''),
-                url=dict(type='str', default=''),
+                title=dict(type='str'),
+                url=dict(type='str'),
                 created_at=dict(type='str'),
-                merged=dict(type='bool', default=False),
+                merged=dict(type='bool'),
                 merged_at=dict(type='str'),
                 closes=dict(type='list', elements='int'),
+                state=dict(type='str', choices=['OPEN', 'CLOSED', 'MERGED']),
+                head_ref=dict(type='str'),
+                head_sha=dict(type='str'),
+                reviews=dict(type='list', elements='dict', options=dict(
+                    body=dict(type='str', required=True),
+                    kind=dict(type='str', choices=['review', 'thread'], default='review'),
+                    author=dict(type='str', default=''),
+                    association=dict(type='str', default=''),
+                    state=dict(type='str', default=''),
+                    path=dict(type='str', default=''),
+                    line=dict(type='int'),
+                    resolved=dict(type='bool'),
+                    created_at=dict(type='str'),
+                )),
+                checks=dict(type='list', elements='dict', options=dict(
+                    name=dict(type='str', required=True),
+                    conclusion=dict(type='str', default=''),
+                    head_sha=dict(type='str'),
+                    required=dict(type='bool', default=True),
+                    summary=dict(type='str', default=''),
+                    url=dict(type='str', default=''),
+                )),
             )),
         ),
         mutually_exclusive=[('blocked_by', 'add_blocked_by'), ('blocked_by', 'remove_blocked_by')],
@@ -319,10 +518,14 @@ def main():
                              % ', '.join('#%s' % n for n in sorted(both)))
     try:
         now = resolve_now(None)
-        artifact = _artifact_args(p['artifact'], p['number'], now) if p['artifact'] else None
+        for review in (p['artifact'] or {}).get('reviews') or ():
+            review['at'] = parse_time(review['created_at']) if review['created_at'] else None
+        if p['artifact']:
+            _artifact_args(p['artifact'], p['number'], now)   # its times, before the board is opened
     except ValueError as exc:
         module.fail_json(msg='artifact time: %s; give ISO-8601 such as 2026-11-30T01:00:00Z' % exc)
-    result = dict(changed=False, created=False, number=p['number'], before={}, after={}, comment=None)
+    result = dict(changed=False, created=False, number=p['number'], before={}, after={}, comment=None,
+                  recorded=dict(head={}, reviews=[], checks=[]))
     try:
         spec = board_spec(p['board'])
         spec['create'] = True  # the writer that makes a new ledger; readers treat a missing file as unreadable
@@ -338,12 +541,19 @@ def main():
             before = _summary(current)
             after = _desired(before, p)
             reopen = p['state'] == 'reopened' and current is not None and current.state == 'closed'
+            artifact, writes = None, None
+            if p['artifact']:
+                recorded = _recorded_artifact(current, p['artifact']['ref'])
+                artifact = _artifact_args(p['artifact'], p['number'], now, recorded)
+                writes = _pull_writes(p['artifact'], artifact, recorded)
+                result['recorded'] = dict((k, writes[k]) for k in ('head', 'reviews', 'checks'))
             result.update(before=before, after=after, created=current is None,
-                          changed=(before != after) or reopen or p['comment'] is not None)
+                          changed=(before != after) or reopen or p['comment'] is not None
+                          or bool(writes and any(writes.values())))
             result['diff'] = dict(before=before, after=after)
             if module.check_mode or not result['changed']:
                 module.exit_json(**result)
-            number, posted = _apply(module, board, current, p, artifact)
+            number, posted = _apply(module, board, current, p, artifact, writes)
             result['number'] = number
             result['comment'] = posted
             result['after'] = _summary(board.get(number))
@@ -352,7 +562,7 @@ def main():
     module.exit_json(**result)
 
 
-def _apply(module, board, current, p, artifact):
+def _apply(module, board, current, p, artifact, writes):
     """Write the change through the board's own methods; the ledger can do all of it."""
     upsert = getattr(board, 'upsert_item', None)
     wants_ledger = (current is None or any(p[k] is not None for k in ('title', 'body', 'blocked_by') + ROUTE) or artifact
@@ -374,7 +584,15 @@ def _apply(module, board, current, p, artifact):
     if artifact is not None:
         if not artifact['closes']:
             artifact['closes'] = [number]
-        board.add_artifact(**artifact)
+        if writes['artifact'] or writes['head']:
+            board.add_artifact(**artifact)
+        for review in p['artifact']['reviews'] or ():
+            board.record_review(artifact['ref'], review['body'], kind=review['kind'], author=review['author'],
+                                association=review['association'], state=review['state'], path=review['path'],
+                                line=review['line'], resolved=review['resolved'], at=review['at'])
+        for check in writes['checks']:
+            board.set_check(artifact['ref'], check['name'], check['conclusion'], head_sha=check['head_sha'],
+                            required=check['required'], summary=check['summary'], url=check['url'])
     # one edge per write, each its own transaction: a concurrent edit of another edge is never lost
     for blocker in sorted(set(p['add_blocked_by'] or [])):
         board.add_blocker(number, blocker)

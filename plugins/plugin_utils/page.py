@@ -234,6 +234,13 @@ def spend_cell(it: Dict[str, Any]) -> str:
     return text
 
 
+def held_cell(it: Dict[str, Any]) -> str:
+    """Which limits of its item budget can hold the item (``board_info``'s ``budget_held_by``): ``tokens and usd``,
+    ``tokens only`` when its runs state no cost, ``nothing``; ``-`` without an item budget."""
+    held = it.get('budget_held_by') if isinstance(it.get('budget_held_by'), dict) else {}
+    return str(held.get('short') or '-')
+
+
 def master_spend(items: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """What each master's runs stated they spent, over every item on the board (``spend_by_master`` of each item,
     folded by ``_core.board.cost.fleet_spend``); a master is named as its runs' close-out markers name it (host/master)."""
@@ -344,12 +351,14 @@ def _item_row(it) -> str:
     return ('<tr id="item-%s" class="item %s" data-number="%s" data-reason="%s">'
             '<td class="num">#%s</td><td class="title">%s</td><td>%s/%s</td>'
             '<td class="reason" title="%s">%s</td><td class="num">%s/%s</td><td>%s</td><td class="num">%s</td>'
-            '<td>%s</td><td class="num spend">%s</td><td class="num">%s</td><td class="pull">%s</td></tr>') % (
+            '<td>%s</td><td class="num spend">%s</td><td class="held" title="%s">%s</td><td class="num">%s</td>'
+            '<td class="pull">%s</td></tr>') % (
         _e(it.get('number')), 'eligible' if it.get('eligible') else 'held', _e(it.get('number')), _e(reason),
         _e(it.get('number')), title_cell, _e(it.get('state')), _e(it.get('status')),
         _e(', '.join(holds)), _e(reason + (' (+%s)' % ', '.join(holds[1:]) if len(holds) > 1 else '')),
         _e(it.get('attempts', 0)), _e(it.get('max_attempts', '')),
         _e(_glyphed(marker.get('kind'))), _e(age_text(marker.get('age_s'))), _e(blockers or '-'), _e(spend_cell(it)),
+        _e((it.get('budget_held_by') or {}).get('text') or ''), _e(held_cell(it)),
         _e(_cost(it.get('run_cost'))), _e(pull_summary(it.get('pull'))))
 
 
@@ -467,7 +476,7 @@ def render_page(data: Dict[str, Any]) -> str:
         parts.append('<p class="bad" id="unreadable">the queue could not be read: %s</p>' % _e(data.get('error')))
     parts.append('<h2>Board</h2>')
     parts.append(_table('board', ['item', 'title', 'state/status', 'reason', 'tries', 'last marker', 'age', 'blockers',
-                                  'spend since reopen / item budget', 'cost', 'pull request'],
+                                  'spend since reopen / item budget', 'budget held by', 'cost', 'pull request'],
                         [_item_row(it) for it in items]))
     parts.append('<h2>Fleet</h2>')
     parts.append(_table('fleet', ['worker', 'master', 'live runs', 'state', 'reset', 'headroom', 'clock vs board', 'last probe'],

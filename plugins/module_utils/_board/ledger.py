@@ -733,6 +733,33 @@ class LedgerBoard(Board):
                                      state=state, path=path, line=line, at=format_time(fixed or self._now(tx)))
         return self._tx(write, write=True)
 
+    def record_review(self, ref, body, *, kind='review', author='', association='', state='', path='', line=None,
+                      resolved=None, at=None):
+        """Record a review note on the artifact ``ref`` once (``add_review``): a note the artifact already holds
+        (``_board/ledger_pulls.py`` ``note_key``) is not recorded again, and ``resolved`` (None: as recorded, a new
+        note unresolved) is set on it. Returns ``{'id', 'created', 'resolved'}``, ``resolved`` True when this call
+        changed the note's resolution."""
+        if kind not in _pulls.KINDS:
+            raise BoardError('a review note is one of %s, not %r' % (', '.join(_pulls.KINDS), kind))
+        fixed = self._fixed(at)
+        key = _pulls.note_key(kind, body, author, state, path, line)
+
+        def write(tx):
+            aid = _pulls.artifact_id(tx, ref, BoardError)
+            found = _pulls.find_review(tx, aid, key)
+            created = found is None
+            if created:
+                nid = _pulls.add_review(tx, aid, kind=kind, body=str(body or ''), author=author, association=association,
+                                        state=state, path=path, line=line, at=format_time(fixed or self._now(tx)))
+                was = False
+            else:
+                nid, was = found
+            flip = resolved is not None and bool(resolved) != was
+            if flip:
+                _pulls.resolve_review(tx, nid, resolved)
+            return {'id': nid, 'created': created, 'resolved': flip}
+        return self._tx(write, write=True)
+
     def resolve_review(self, note_id, resolved=True):
         """Mark a review thread's note resolved (or not); returns whether it exists."""
         return self._tx(lambda tx: _pulls.resolve_review(tx, note_id, resolved), write=True)

@@ -73,6 +73,24 @@ def add_review(tx, aid, *, kind, body, author, association, state, path, line, a
                      (aid, kind, author or '', (association or '').upper(), (state or '').upper(), body, path or '', line, at))
 
 
+def note_key(kind, body, author='', state='', path='', line=None):
+    """What makes two review notes one: the same kind, author, state, text and place. A recorder that states a note
+    again (an operator re-running a task, a hook delivering twice) records nothing new; the association is the
+    recorder's statement about the author, not part of the note."""
+    return (str(kind or ''), str(author or ''), str(state or '').upper(), str(body or ''), str(path or ''),
+            None if line is None else int(line))
+
+
+def find_review(tx, aid, key):
+    """``(id, resolved)`` of the note of artifact ``aid`` whose ``note_key`` is ``key`` (the oldest), or None."""
+    for nid, kind, author, state, body, path, line, resolved in tx.all(
+            'SELECT id, kind, author, state, body, path, line, resolved FROM artifact_reviews WHERE artifact = ? ORDER BY id',
+            (aid,)):
+        if note_key(kind, body, author, state, path, line) == key:
+            return nid, bool(resolved)
+    return None
+
+
 def resolve_review(tx, note_id, resolved=True):
     """Mark a thread resolved (or not); returns whether the note exists."""
     return bool(tx.run('UPDATE artifact_reviews SET resolved = ? WHERE id = ?', (int(bool(resolved)), note_id)))
@@ -87,5 +105,5 @@ def set_check(tx, aid, *, name, head_sha, conclusion, required, summary, url, at
            (aid, name, head_sha or '', (conclusion or '').upper(), int(bool(required)), summary or '', url or '', at))
 
 
-__all__ = ['KINDS', 'MIGRATION', 'PULLS_VERSION', 'STATES', 'add_review', 'artifact_id', 'attach', 'resolve_review',
-           'set_check']
+__all__ = ['KINDS', 'MIGRATION', 'PULLS_VERSION', 'STATES', 'add_review', 'artifact_id', 'attach', 'find_review', 'note_key',
+           'resolve_review', 'set_check']

@@ -53,7 +53,7 @@ def test_per_item_cell_against_the_item_budget():
     assert spend_cell(items[2]) == '- / 4000 tok, $1'
     assert spend_cell(board()[1]) == '500 tok, $0.5'
     table = status_table(items).splitlines()
-    assert table[0].split()[-4:] == ['spend', 'cost', 'pull', 'request']
+    assert table[0].split()[-6:] == ['spend', 'held', 'by', 'cost', 'pull', 'request']
     assert '3000 tok, $0.25+ / 4000 tok, $1' in table[2]
 
 

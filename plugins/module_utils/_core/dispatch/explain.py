@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional
 from .eligibility import UNCOUNTED_ENDINGS, evaluate, ignored_reopens, last_reopen
 from ..board.markers import TERMINAL, authored_markers
 from ..board.model import format_time, parse_time, to_jsonable
-from .item_budget import remaining
+from .item_budget import held_by, remaining
 from .plan import place
 from .pr_loop import DEFAULT_MAX_ROUNDS
 from .route import priority_rank, route_gaps, route_of
@@ -237,6 +237,7 @@ def explain(item: Any, *, now: Any, ready: Optional[str] = 'Ready', max_attempts
         'spend': verdict.spend.fields() if verdict.spend is not None else None,
         'item_budget': verdict.item_budget.fields() if verdict.item_budget else {},
         'budget_left': remaining(verdict.item_budget, verdict.spend).fields() if verdict.item_budget else {},
+        'budget_held_by': held_by(verdict.item_budget, verdict.spend, route['agent']),
         'budget_field': to_jsonable(_get(item, 'budget', None)),
         'budget_note': verdict.budget_note,
         'pull': verdict.pull,
@@ -258,7 +259,9 @@ def spend_line(ex: Dict[str, Any]) -> str:
                        for k in ('tokens', 'usd') if k in cap)
     lefts = ', '.join(('%s tokens' % left['tokens']) if k == 'tokens' else ('$%s' % _money(left['usd']))
                       for k in ('tokens', 'usd') if k in left)
-    return 'spend since the last reopen: %s; item budget %s, left %s' % (figures, limits, lefts)
+    held = (ex.get('budget_held_by') or {}).get('text')
+    tail = '; held by %s' % held if held else ''
+    return 'spend since the last reopen: %s; item budget %s, left %s%s' % (figures, limits, lefts, tail)
 
 
 def _money(value: Any) -> str:

@@ -29,6 +29,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 
 from ..board.cost import run_cost
 from ..outcome.budget import Budget, parse_budget, reached
+from ..outcome.profiles import PROFILES
 
 ENV = {'tokens': 'FLEET_ITEM_BUDGET_TOKENS', 'usd': 'FLEET_ITEM_BUDGET_USD'}
 """The launch environment that carries what is left of the item's budget to its run (non-secret figures)."""
@@ -188,6 +189,36 @@ def tighter(run: Budget, item: Optional[Budget]) -> Budget:
     def low(a, b):
         return b if a is None else (a if b is None else min(a, b))
     return Budget(tokens=low(run.tokens, item.tokens), usd=low(run.usd, item.usd))
+
+
+def held_by(budget: Optional[Budget], spend: Optional[ItemSpend], agent: Any = '') -> Dict[str, Any]:
+    """Which limits of the item's budget can hold it: ``{'limits': ['tokens', 'usd'], 'short': ..., 'text': ...}``
+    (``short``: ``tokens and usd``, ``tokens only``, ``nothing`` ...; ``text`` adds why); ``{}`` without a budget.
+
+    A cost is never estimated, so a USD limit holds only where a cost is stated: not when the agent profile the item's
+    route asks for states none (``codex``, ``gemini``), nor once its runs have all stated none (none priced). The item is
+    then held by tokens only, or by nothing, and ``text`` says which and why. Before any run, an item that names no
+    profile is held to the USD limit when its CLI states a cost (the runner checks it there)."""
+    if not budget:
+        return {}
+    spend = spend or ItemSpend()
+    limits, why = [], ''
+    if budget.tokens is not None:
+        limits.append('tokens')
+    if budget.usd is not None:
+        prof = PROFILES.get(str(agent or '').strip().lower())
+        if prof is not None and prof.states_cost is False:
+            why = 'the %s profile it is routed to states no cost' % prof.name
+        elif spend.runs and not spend.priced_runs:
+            why = 'its %d run(s) since the last reopen stated no cost' % spend.runs
+        else:
+            limits.append('usd')
+    short = ('tokens only' if limits else 'nothing') if why else ' and '.join(limits)
+    text = short
+    if why:
+        text += ': %s%s' % (why, ', and a cost is never estimated' if limits else
+                            ' and it has no token limit; a cost is never estimated')
+    return {'limits': limits, 'short': short, 'text': text}
 
 
 def describe(budget: Budget, spend: ItemSpend, limit: str) -> str:

@@ -19,7 +19,7 @@ from ..outcome.capacity import share_by_account
 from ..board.cost import run_cost, spend_by_account_day, spend_by_master
 from ..outcome.account_budget import ACCOUNT_ENV, account_key, darken as budget_darken
 from .eligibility import evaluate, ignored_reopens, run_durations
-from .item_budget import left_env, remaining
+from .item_budget import held_by, left_env, remaining
 from .pr_loop import DEFAULT_MAX_ROUNDS, rounds_env
 from ..board.markers import human_markers, markers_of
 from ..board.model import format_time, to_jsonable
@@ -88,6 +88,7 @@ def assess(items, *, now, ready='Ready', max_attempts=3, agents=None, item_budge
             'item_budget': verdict.item_budget.fields() if verdict.item_budget else {},
             'budget_left': remaining(verdict.item_budget, spend).fields() if verdict.item_budget else {},
             'budget_spent': verdict.budget_spent,
+            'budget_held_by': held_by(verdict.item_budget, spend, route_of(item)['agent']),
             'budget_field': to_jsonable(getattr(item, 'budget', None)),
             'budget_note': verdict.budget_note,
             'pull': verdict.pull,   # the open pull request the next run continues (_core.dispatch.pr_loop)

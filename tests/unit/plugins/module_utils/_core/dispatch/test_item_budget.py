@@ -13,7 +13,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model i
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import PRECEDENCE, evaluate
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.explain import explain, explain_lines
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.item_budget import (
-    ENV, ItemSpend, for_item, from_env, item_budget, item_spend, left_env, parse_override, remaining, spent, tighter)
+    ENV, ItemSpend, for_item, from_env, held_by, item_budget, item_spend, left_env, parse_override, remaining, spent, tighter)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, batches
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import Budget
@@ -219,3 +219,45 @@ def test_explain_names_the_budget_field_and_one_it_could_not_read():
     ex = explain(item, now=NOW, item_budget=Budget(tokens=4000))
     assert ex['reason'] == 'budget_spent' and ex['item_budget'] == {'tokens': 4000}
     assert any(line.startswith("budget field: 'lots' -- its budget field is not read") for line in explain_lines(ex))
+
+
+@pytest.mark.parametrize('cap, spend, agent, limits, short, why', [
+    (None, ItemSpend(), '', None, None, None),
+    (Budget(tokens=8000), ItemSpend(runs=2, tokens=900), '', ['tokens'], 'tokens', ''),
+    (Budget(tokens=8000, usd=2.0), ItemSpend(), '', ['tokens', 'usd'], 'tokens and usd', ''),     # no run yet: its CLI may price
+    (Budget(tokens=8000, usd=2.0), ItemSpend(runs=2, priced_runs=1, tokens=900, cost_usd=0.2), '', ['tokens', 'usd'],
+     'tokens and usd', ''),
+    (Budget(tokens=8000, usd=2.0), ItemSpend(runs=2, tokens=900), '', ['tokens'], 'tokens only', 'its 2 run(s)'),
+    (Budget(tokens=8000, usd=2.0), ItemSpend(), 'Codex', ['tokens'], 'tokens only', 'the codex profile'),
+    (Budget(usd=2.0), ItemSpend(runs=1, tokens=900), '', [], 'nothing', 'stated no cost and it has no token limit'),
+    (Budget(usd=2.0), ItemSpend(), 'gemini', [], 'nothing', 'the gemini profile'),
+    (Budget(usd=2.0), ItemSpend(runs=1, priced_runs=1, cost_usd=0.1), 'claude', ['usd'], 'usd', ''),
+])
+def test_held_by_says_which_limits_can_hold_the_item(cap, spend, agent, limits, short, why):
+    got = held_by(cap, spend, agent)
+    if cap is None:
+        assert got == {}
+        return
+    assert (got['limits'], got['short']) == (limits, short)
+    assert (why in got['text'] and 'never estimated' in got['text']) if why else got['text'] == short, got
+
+
+def test_an_item_held_by_tokens_only_says_so_in_assess_explain_the_status_table_and_the_page():
+    from ansible_collections.fleet.dispatch.plugins.filter.dispatch import status_table
+    from ansible_collections.fleet.dispatch.plugins.plugin_utils.page import render_page
+    cap = Budget(tokens=8000, usd=1.0)
+    item = mk(*runs(('budget', 5000, None), ('budget', 3000, None)))     # its runs stated tokens, never a cost
+    (entry,) = assess([item], now=NOW, item_budget=cap)
+    assert entry['reason'] == 'budget_spent' and entry['budget_held_by']['short'] == 'tokens only'
+    lines = explain_lines(explain(item, now=NOW, item_budget=cap))
+    assert any('held by tokens only: its 2 run(s) since the last reopen stated no cost' in line for line in lines), lines
+    table = status_table([entry]).splitlines()
+    assert table[0].split()[10:13] == ['spend', 'held', 'by'] and 'tokens only' in table[2], table
+    page = render_page({'items': [entry], 'now': '2026-11-30T22:00:00Z'})
+    assert '<th>budget held by</th>' in page and '>tokens only</td>' in page
+    assert 'title="tokens only: its 2 run(s) since the last reopen stated no cost' in page
+    (priced,) = assess([mk(*runs(('failure', 500, 0.1)))], now=NOW, item_budget=cap)
+    assert priced['budget_held_by']['short'] == 'tokens and usd'
+    assert status_table([priced]).splitlines()[2].count('tokens and usd') == 1
+    (free,) = assess([mk(*runs(('failure', 500, 0.1)))], now=NOW)
+    assert free['budget_held_by'] == {} and '<td class="held" title="">-</td>' in render_page({'items': [free], 'now': '2026-11-30T22:00:00Z'})
