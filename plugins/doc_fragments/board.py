@@ -57,7 +57,7 @@ options:
       agent_field:
         description:
           - C(kind=github) only. The project field (single select or text) naming the agent profile an item must run with
-            (C(claude), C(codex), C(gemini), C(custom)). A project without it routes nothing. The ledger has columns instead.
+            (C(claude), C(codex), C(gemini), C(qwen), C(custom)). A project without it routes nothing. The ledger has columns instead.
         type: str
         default: Agent
       model_field:

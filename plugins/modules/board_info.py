@@ -59,7 +59,7 @@ options:
     elements: int
   agents:
     description:
-      - The agent profiles the fleet's masters were provisioned with (C(claude), C(codex), C(gemini), C(custom)). An item whose
+      - The agent profiles the fleet's masters were provisioned with (C(claude), C(codex), C(gemini), C(qwen), C(custom)). An item whose
         route asks for a profile not in this list is held with reason C(unroutable) (never launched on another agent).
       - Omitted, routes are not judged here; placement still puts a routed item only on a master that offers its profile.
     type: list

@@ -60,7 +60,7 @@ options:
     elements: int
   agent:
     description:
-      - The agent profile the item must run with (C(claude), C(codex), C(gemini), C(custom)); the dispatcher places it only on
+      - The agent profile the item must run with (C(claude), C(codex), C(gemini), C(qwen), C(custom)); the dispatcher places it only on
         a master whose worker was provisioned with it, and holds it (C(unroutable)) when none is. An empty string clears it.
       - Ledger board only (on GitHub it is the project's C(Agent) field, docs/usage.md).
     type: str

@@ -8,8 +8,7 @@ capture: the reading's ``kind``, the close-out marker (``expect.outcome``: a tra
 before any turn is retried, a limit is capacity, D7, D8) and, for a capacity close-out of a rate
 limit, the reset it darkens the master until (``reset_at``; null is a label too).
 
-Qwen Code has no profile of its own: it runs as the ``custom`` agent (its ``agent_command``), whose
-reading accepts every known envelope.
+Each capture is read with its own CLI's profile (``claude``, ``codex``, ``gemini``, ``qwen``).
 """
 from __future__ import annotations
 
@@ -22,12 +21,11 @@ import yaml
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner.classify import classify
 
 CAPTURES = pathlib.Path(__file__).resolve().parent / 'captures'
-PROFILE = {'qwen': 'custom'}
 SAMPLES = [c for path in sorted(CAPTURES.glob('*.yml')) for c in yaml.safe_load(path.read_text(encoding='utf-8'))]
 
 
 def read(capture):
-    return classify(capture['text'], PROFILE.get(capture['agent'], capture['agent']), exit_code=capture['exit_code'],
+    return classify(capture['text'], capture['agent'], exit_code=capture['exit_code'],
                     now=capture['captured'], tz='UTC')
 
 
@@ -65,8 +63,8 @@ def _capture(name):
 
 
 @pytest.mark.parametrize('name, marker', [
-    ('codex-refused', 'retry'), ('claude-refused', 'retry'), ('gemini-refused', 'retry'),
-    ('codex-commit', 'failure'), ('claude-commit', 'failure'), ('gemini-commit', 'failure')])
+    ('codex-refused', 'retry'), ('claude-refused', 'retry'), ('gemini-refused', 'retry'), ('qwen-refused', 'retry'),
+    ('codex-commit', 'failure'), ('claude-commit', 'failure'), ('gemini-commit', 'failure'), ('qwen-commit', 'failure')])
 def test_a_capture_the_stall_limit_stopped(name, marker):
     """``classify --stalled``: a run stopped by the stall limit before any turn (Codex CLI reconnecting forever
     prints only the same line) is a retry, ``stopped: stall``; one that had made a turn is a stall failure."""
@@ -88,3 +86,27 @@ def test_classify_takes_the_stall_from_its_command_line(tmp_path, capsys):
     decision = json.loads(capsys.readouterr().out)['decision']
     assert decision['marker'] == 'retry' and decision['fields']['stall_timeout'] == 45, decision
     assert any('-15' in a for a in decision['assumes']), decision
+
+
+QWEN = [c for c in SAMPLES if c['agent'] == 'qwen']
+
+
+@pytest.mark.parametrize('capture', QWEN, ids=[c['id'] for c in QWEN])
+def test_fleet_runner_classify_reads_each_qwen_capture_as_its_own_profile(capture, tmp_path, capsys):
+    """``fleet-runner classify --agent qwen`` on the capture file: the kind and close-out its label states, and the
+    ``qwen`` profile's reading (its Claude-shaped result envelope; a turn only from usage or a tool call)."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.classify import main
+    path = tmp_path / 'capture.log'
+    path.write_text(capture['text'])
+    code = [] if capture['exit_code'] is None else ['--exit-code', str(capture['exit_code'])]   # None: stopped at the timeout
+    assert main(['--agent', 'qwen'] + code + ['--now', capture['captured'], '--tz', 'UTC', str(path)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got['profile'], got['kind'], got['decision']['marker']) == ('qwen', capture['expect']['kind'],
+                                                                      capture['expect']['outcome']), got
+    if capture['expect']['turns'] is not None:
+        assert got['turns'] == capture['expect']['turns'], got
+
+
+def test_the_qwen_captures_cover_every_outcome():
+    assert {c['expect']['outcome'] for c in QWEN} == {'noop', 'retry', 'capacity', 'failure'}
+    assert {c['expect']['kind'] for c in QWEN} >= {'success', 'noop_claim', 'transient', 'rate_limit', 'revoked', 'failure'}

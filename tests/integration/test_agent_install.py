@@ -15,11 +15,11 @@ and the run closes out with a no-op (nothing merged). Each provider outcome the 
 ``CLAUDE_CODE_MAX_RETRIES``, as docs/agents.md advises). Then the CLI disappears: the next run posts
 nothing, spends no attempt and darkens the master (``agent_missing``); the next provision clears it.
 
-Beside it, on the same host, masters fcodex and fgemini run the pinned Codex CLI and Gemini CLI, installed
-by the same role (one playbook, the role once per profile) and pointed at the same endpoint: each ends a real
-run, from the board, as ✅ (its shell tool commits and merges), ⚪ (a claim without a merge), 🔁 with no
-attempt (a 429 throttle, a 500 before any turn), 🪫 revoked (a bad key), 🪫 until the reset the CLI states (a
-usage limit). Through the same helpers: Claude Code's merge, and its silence before a provider that never
+Beside it, on the same host, masters fcodex, fgemini and fqwen run the pinned Codex CLI, Gemini CLI and Qwen
+Code, installed by the same role (one playbook, the role once per profile) and pointed at the same endpoint: each
+ends a real run, from the board, as ✅ (its shell tool commits and merges), ⚪ (a claim without a merge), 🔁 with
+no attempt (a 429 throttle, a 500 before any turn), 🪫 revoked (a bad key), 🪫 until the reset the CLI states (a
+usage limit); Qwen Code only the first, the throttle and the bad key (its other outcomes are captures). Through the same helpers: Claude Code's merge, and its silence before a provider that never
 answers (the stall limit: 🔁 ``stopped: stall``); Codex CLI reconnecting forever on a refused connection,
 stopped by the same limit.
 
@@ -352,11 +352,14 @@ def test_real_claude_under_its_bwrap_sees_none_of_the_fleets_state_and_closes_ou
         ssh('systemctl --user stop hostile-victim.service')
 
 
-# Codex CLI and Gemini CLI, each on a master of its own beside fagent on the same host: the worker role installs
+# Codex CLI, Gemini CLI and Qwen Code, each on a master of its own beside fagent on the same host: the worker role installs
 # them (the profile's pinned package and Node 22), points them at the same endpoint, and a real unit runs each.
 # Codex's provider goes in `-c` overrides of its config (its `codex exec --help`; the base URL and the variable
-# holding the key, never the key); Gemini CLI's in its environment. Neither retries internally here (codex
-# request_max_retries 0, gemini general.maxAttempts 1): an outage ends in seconds, not their default 26 s / 224 s.
+# holding the key, never the key); Gemini CLI's and Qwen Code's in their environment. None retries much here (codex
+# request_max_retries 0, gemini general.maxAttempts 1, qwen model.generationConfig.maxRetries 0): an outage ends in
+# seconds, not their default 26 s / 224 s / a quarter of an hour. Qwen Code still tries a request 7 times whatever
+# maxRetries says, waiting a 429's retry-after each time (20 s in the OpenAI preset: 2 minutes), so its throttle
+# here states 1 s (QWEN_THROTTLE): the same 429 body, read the same way (tests/corpus/captures/qwen.yml holds the 20 s one).
 CODEX_PROVIDER = ('{name="fleet", base_url="%s/v1", env_key="FLEET_CODEX_KEY", wire_api="responses", '
                   'request_max_retries=0, stream_max_retries=0}')
 OTHERS = {
@@ -364,6 +367,8 @@ OTHERS = {
               'first': 41, 'path': '/v1/responses'},
     'gemini': {'master': 'fgemini', 'version': '0.61.0', 'key': {'GEMINI_API_KEY': 'AIzaFakeGeminiKey0000'},
                'first': 51, 'path': ':streamGenerateContent'},
+    'qwen': {'master': 'fqwen', 'version': '0.24.4', 'key': {'OPENAI_API_KEY': 'sk-fake-qwen-0000'},
+             'first': 71, 'path': '/v1/chat/completions'},
 }
 # fagent's Claude Code through the same helpers, for what its own tests above do not run
 CLIS = dict(OTHERS, claude={'master': MASTER, 'first': 61, 'path': '/v1/messages'})
@@ -379,7 +384,8 @@ REAL_ORDER = ('merge', 'claim', 'throttle', 'server_error', 'bad_key', 'usage_li
 # test_captures_outcome.py): Claude Code's merge, and its silence before a provider that never answers (the
 # stall limit); Codex CLI's reconnecting forever on a refused connection; the reset each CLI states for a
 # usage limit, written by a real unit. Claude Code's provider errors have their own test above.
-RUNS = {'codex': REAL_ORDER[:7], 'gemini': REAL_ORDER[:6], 'claude': ('merge', 'stall')}
+RUNS = {'codex': REAL_ORDER[:7], 'gemini': REAL_ORDER[:6], 'claude': ('merge', 'stall'),
+        'qwen': ('merge', 'throttle', 'bad_key')}
 # The stall limit (fleet-runner --stall-timeout) of Claude Code's run the endpoint never answers ({"wait": true},
 # counted from the spawn: it starts in a few seconds) and of Codex CLI's refused run (it prints one line again
 # and again, counted from the first).
@@ -419,6 +425,10 @@ def _others_vars(endpoint, cli):
         common['worker_runner_agent_args'] = [
             '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check', '-c', 'model="gpt-5.5"',
             '-c', 'model_provider="fleet"', '-c', 'model_providers.fleet=' + CODEX_PROVIDER % endpoint.url]
+    elif cli == 'qwen':
+        common['worker_runner_agent_args'] = ['--yolo']
+        common['worker_runner_agent_env'] = {'OPENAI_BASE_URL': endpoint.url + '/v1', 'OPENAI_MODEL': 'qwen3-coder-plus'}
+        common['worker_agent_settings'] = {'model': {'generationConfig': {'maxRetries': 0}}}
     else:
         common['worker_runner_agent_args'] = ['--yolo']
         common['worker_runner_agent_env'] = {'GOOGLE_GEMINI_BASE_URL': endpoint.url, 'GEMINI_MODEL': 'gemini-2.5-pro'}
@@ -426,8 +436,14 @@ def _others_vars(endpoint, cli):
     return common
 
 
+def _qwen_throttle():
+    """The OpenAI throttle preset (429 rate_limit_exceeded, "Please try again in 20s") with a 1 s retry-after."""
+    status, body, headers = presets.preset('chat', 'throttle', time.time())
+    return {'error': {'status': status, 'body': body, 'headers': dict(headers, **{'retry-after': '1'})}}
+
+
 class _Others(object):
-    """The codex and gemini masters of fleet's host: launch a run, read its item, its capacity, its capture."""
+    """The codex, gemini and qwen masters of fleet's host: launch a run, read its item, its capacity, its capture."""
 
     def __init__(self, fleet):
         self.fleet = fleet
@@ -480,13 +496,13 @@ class _Others(object):
 
 @pytest.fixture(scope='module')
 def others(fleet, tmp_path_factory):
-    """fcodex and fgemini provisioned on fleet's host by one playbook (the role once per profile)."""
+    """fcodex, fgemini and fqwen provisioned on fleet's host by one playbook (the role once per profile)."""
     tasks = []
     for cli in sorted(OTHERS):
         tasks.append({'name': 'Provision the %s master' % cli,
                       'ansible.builtin.include_role': {'name': 'fleet.dispatch.worker'},
                       'vars': _others_vars(fleet.endpoint, cli)})
-    play = [{'name': 'Provision masters running Codex CLI and Gemini CLI', 'hosts': 'all', 'become': True,
+    play = [{'name': 'Provision masters running Codex CLI, Gemini CLI and Qwen Code', 'hosts': 'all', 'become': True,
              'gather_facts': False, 'tasks': tasks}]
     playbook = tmp_path_factory.mktemp('agent-others') / 'others.yml'
     playbook.write_text(json.dumps(play, indent=1))
@@ -502,17 +518,20 @@ def others(fleet, tmp_path_factory):
     # worker_agent_settings merged into Gemini CLI's settings.json: no internal retry
     settings = json.loads(fleet.bed.ssh(fleet.host, 'cat /home/fgemini/.gemini/settings.json', user='fgemini').stdout)
     assert settings['general']['maxAttempts'] == 1 and settings['general']['enableAutoUpdate'] is False, settings
+    settings = json.loads(fleet.bed.ssh(fleet.host, 'cat /home/fqwen/.qwen/settings.json', user='fqwen').stdout)
+    assert settings['model']['generationConfig']['maxRetries'] == 0 and settings['security']['auth']['selectedType'] == 'openai' \
+        and settings['telemetry']['enabled'] is False, settings
 
     o = _Others(fleet)
     o.provision_s = took
     for cli, spec in CLIS.items():
         o.create(cli, [spec['first'] + REAL_ORDER.index(s) for s in RUNS[cli]])
-    print('\ntest_agent_install: codex and gemini masters provisioned in %.0f s' % took)
+    print('\ntest_agent_install: codex, gemini and qwen masters provisioned in %.0f s' % took)
     return o
 
 
 @pytest.mark.parametrize('cli', sorted(OTHERS))
-def test_the_role_installs_codex_and_gemini_answering_through_the_run_path(fleet, others, cli):
+def test_the_role_installs_the_other_clis_answering_through_the_run_path(fleet, others, cli):
     out = others.ssh(cli, 'PATH=%s; %s --version; node --version; command -v %s' % (others.path[cli], cli, cli)).split('\n')
     assert out[0].strip() == OTHERS[cli]['version'], out
     assert out[1].strip().startswith('v22.'), out
@@ -539,6 +558,8 @@ def _real_run(fleet, others, cli, scenario, number):
         steps = [{'wait': True}]
     elif scenario == 'refused':
         steps = [{'text': 'done'}]
+    elif (scenario, cli) == ('throttle', 'qwen'):
+        steps = [_qwen_throttle()]
     else:
         steps = [{'error': scenario}]
     # Codex CLI refused reconnects forever: only the stall limit ends it

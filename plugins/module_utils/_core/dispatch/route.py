@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..outcome.profiles import PROFILES as PROFILE_ARGS
 
-PROFILES = ('claude', 'codex', 'gemini', 'custom')
+PROFILES = ('claude', 'codex', 'gemini', 'qwen', 'custom')
 """The agent profiles a worker can be provisioned with (``worker_runner_agent``; ``_core.outcome.profiles``)."""
 
 PRIORITY_WORDS = {'urgent': 0, 'critical': 0, 'highest': 0, 'high': 1, 'medium': 2, 'normal': 2, 'low': 3, 'lowest': 4}
@@ -38,14 +38,15 @@ _P = re.compile(r'^p(\d{1,3})$')
 ROUTE_ENV = {
     'claude': {'model': 'ANTHROPIC_MODEL', 'effort': 'CLAUDE_CODE_EFFORT_LEVEL'},
     'gemini': {'model': 'GEMINI_MODEL'},
+    'qwen': {'model': 'OPENAI_MODEL'},
     'codex': {},
     'custom': {},
 }
 """The environment names each profile's CLI reads its model and effort from (Claude Code's
-``ANTHROPIC_MODEL`` and ``CLAUDE_CODE_EFFORT_LEVEL``, Gemini CLI's ``GEMINI_MODEL``; Codex CLI reads
-neither from its environment). Every run with a route also gets ``AGENT_MODEL`` and ``AGENT_EFFORT``
+``ANTHROPIC_MODEL`` and ``CLAUDE_CODE_EFFORT_LEVEL``, Gemini CLI's ``GEMINI_MODEL``, Qwen Code's
+``OPENAI_MODEL``; Codex CLI reads neither from its environment). Every run with a route also gets ``AGENT_MODEL`` and ``AGENT_EFFORT``
 (``GENERIC_ENV``): the runner reads them to pass the CLI's own arguments (Codex ``-m``/``-c
-model_reasoning_effort=``, Claude ``--model``, Gemini ``-m``), and a custom agent's wrapper reads them."""
+model_reasoning_effort=``, Claude ``--model``, Gemini and Qwen ``-m``), and a custom agent's wrapper reads them."""
 
 GENERIC_ENV = {'model': 'AGENT_MODEL', 'effort': 'AGENT_EFFORT'}
 

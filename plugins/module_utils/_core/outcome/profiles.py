@@ -26,7 +26,8 @@ class AgentProfile:
     result shapes count as this agent's envelope (``claude_result``: the last ``type: result``
     object of ``-p --output-format json|stream-json``; ``codex_turn``: the last ``turn.completed``
     event of ``codex exec --json``; ``gemini_json``: the ``{"response", "stats"}`` object of
-    ``gemini -p --output-format json``).
+    ``gemini -p --output-format json``). Qwen Code prints Claude Code's ``type: result`` object, last in a
+    JSON array (json) or as the last line (stream-json).
     """
 
     name: str
@@ -42,8 +43,8 @@ class AgentProfile:
 
 
 # Where a profile's output states the agent's usage, so when a run budget can be checked (UsageMeter):
-# ``message`` after every model response (Claude Code stream-json ``assistant`` lines), ``turn`` at each turn
-# the CLI reports (Codex ``turn.completed``; ``codex exec`` runs one turn, so at its end), ``result`` only in
+# ``message`` after every model response (Claude Code and Qwen Code stream-json ``assistant`` lines), ``turn`` at
+# each turn the CLI reports (Codex ``turn.completed``; ``codex exec`` runs one turn, so at its end), ``result`` only in
 # the final result (Gemini CLI json and stream-json ``stats``), ``any`` whatever the command prints.
 USAGE_WHEN = ('message', 'turn', 'result', 'any')
 
@@ -65,6 +66,15 @@ PROFILES = {
         ('gemini_json', 'claude_result'),
         'Gemini CLI: the brief on stdin (appended to -p); one JSON object {"response", "stats", "error"}; '
         'token counts per model in stats; no cost or turn count is stated', usage='result', states_cost=False,
+        route_args=(('model', '-m', ''),)),
+    'qwen': AgentProfile(
+        'qwen', ('qwen', '--output-format', 'json', '-p', 'Follow the brief given on standard input.'), 'stdin',
+        ('claude_result',),
+        'Qwen Code: the brief on stdin (appended to -p); one JSON array whose last type=result object is Claude '
+        "Code's shape (subtype, is_error, num_turns, usage; errors as \"[API Error: ...]\" in error.message); "
+        'no cost is stated; stream-json prints each assistant message with its usage',
+        usage='message', states_cost=False,
+        stream_argv=('qwen', '--output-format', 'stream-json', '-p', 'Follow the brief given on standard input.'),
         route_args=(('model', '-m', ''),)),
     'custom': AgentProfile(
         'custom', (), 'stdin', ENVELOPE_SHAPES,
@@ -134,7 +144,7 @@ def _sets(given: Any, option: str, prefix: str) -> bool:
 def route_argv(name: Any, argv: List[str], route: Dict[str, str], given: Any = ()) -> Tuple[List[str], List[str]]:
     """``argv`` with the item's model and effort as the profile's CLI takes them (``AgentProfile.route_args``:
     Codex CLI ``-m MODEL -c model_reasoning_effort=EFFORT`` after ``exec``, Claude Code ``--model MODEL``,
-    Gemini CLI ``-m MODEL``), and what was left out: ``(argv, refused)``, each refusal a sentence. A value
+    Gemini CLI and Qwen Code ``-m MODEL``), and what was left out: ``(argv, refused)``, each refusal a sentence. A value
     that is not a plain name (``_ROUTE_VALUE``) is never put on the command line; a custom profile takes
     none (its command reads ``AGENT_MODEL``/``AGENT_EFFORT``). ``given``: the worker's own agent arguments; one
     that already sets the option (``-m X``, ``--model=X``, ``-c model_reasoning_effort=...``) wins, as the

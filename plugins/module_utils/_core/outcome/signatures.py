@@ -159,6 +159,8 @@ _REVOKED = [
     ('credit_exhausted', _rx(r'\bcredit\s+balance\s+(?:is\s+)?too\s+low\b')),
     # Codex CLI's UsageNotIncluded (codex-rs core/src/error.rs): the plan does not include Codex at all
     ('plan_not_included', _rx(r'\bto\s+use\s+Codex\s+with\s+your\s+ChatGPT\s+plan,?\s+upgrade\b')),
+    # Qwen Code's words when its own OAuth free tier is gone (packages/core/src/utils/retry.ts): a new provider or key
+    ('plan_discontinued', _rx(r'\bQwen\s+OAuth\s+free\s+tier\s+has\s+been\s+discontinued\b')),
     ('account_disabled', _rx(r'\b(?:account|organi[sz]ation|workspace)\s+(?:has\s+been\s+|was\s+|is\s+)?'
                              r'(?:disabled|suspended|deactivated|banned)\b|\borgani[sz]ation\s+has\s+disabled\b')),
     ('revoked', _rx(r'\b(?:entitlement|access|subscription|api[ _-]?key|oauth\s+token|license)\s+'
@@ -180,6 +182,10 @@ _RATE_LIMIT = [
     ('account_limit', _rx(u"\\bexceed\\s+your\\s+account(?:'|\u2019)?s\\s+rate\\s+limit\\b")),
     ('daily_quota', _rx(r'\b(?:reached|exhausted)\s+your\s+daily\s+(?:[\w.-]+\s+)?quota\b|\bdaily\s+(?:[\w.-]+\s+)?quota\s+limit\b')),
     ('usage_limit', _rx(r'\batingiu\s+o\s+limite\b|\blimite\s+de\s+uso\b')),
+    # Qwen Code fails fast on a quota message that names its reset ("quota" with "exceeded"/"exhausted" and "will
+    # reset"/"reset at"), prefixed "Quota exhausted: " (packages/core/src/utils/quotaErrorDetection.ts), and on its own
+    # OAuth quota ("Qwen OAuth quota exceeded: ...")
+    ('quota_exhausted_reset', _rx(r'\bQuota\s+exhausted:\s|\bQwen\s+OAuth\s+quota\s+exceeded\b')),
 ]
 # Words that are a limit or a throttle depending on the stated wait (THROTTLE_MAX_S).
 _CAPACITY_WORDS = _rx(r'\bexhausted\s+your\s+capacity\b')
@@ -198,6 +204,8 @@ _TRANSIENT = [
     ('overloaded', _rx(r'\bselected\s+model\s+is\s+at\s+capacity\b|\bcurrently\s+experiencing\s+high\s+demand\b'
                        r'|\bflex\s+capacity\s+unavailable\b|\bno\s+capacity\s+available\s+for\s+model\b'
                        r'|\bMODEL_CAPACITY_EXHAUSTED\b')),
+    # Qwen Code's heartbeat while it waits out a 429 or 529 in its unattended mode (QWEN_CODE_UNATTENDED_RETRY)
+    ('waiting_for_capacity', _rx(r'\bWaiting\s+for\s+API\s+capacity\.{3}\s*attempt\s+\d+')),
     ('rate_limited', _rx(r'\brate\s+limit\s+(?:is\s+)?(?:reached|exceeded)\b|\bRESOURCE_EXHAUSTED\b'
                          r'|\bresource\s+(?:has\s+been\s+)?exhausted\b')),
     ('http_5xx', _rx(_HTTPISH + r'5\d\d\b|\bRepeated\s+5\d\d\b|\bInternal\s+Server\s+Error\b|\bBad\s+Gateway\b'

@@ -78,6 +78,7 @@ def test_gate_place_refuses_at_the_place_stage_and_carries_the_profile_to_the_la
 
 def test_a_worker_offers_its_provisioned_profile_first_then_the_further_ones_each_once():
     assert offered_profiles('claude', ['Codex', 'claude', 'gemini']) == ['claude', 'codex', 'gemini']
+    assert offered_profiles('qwen', ['claude']) == ['qwen', 'claude']
     assert offered_profiles(None) == ['custom']
     with pytest.raises(ValueError):
         offered_profiles('claude', ['gpt'])

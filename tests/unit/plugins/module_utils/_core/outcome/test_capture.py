@@ -266,6 +266,15 @@ CLI_WORDINGS = [
     ('custom', '[API Error: 503 Our servers are currently overloaded. Please try again later.]', 'transient', 'http_5xx'),
     ('custom', '[API Error: 429 The usage limit has been reached]', 'rate_limit', 'usage_limit'),
     ('custom', '[API Error: Connection error. (cause: fetch failed)]', 'transient', 'connection'),
+    # ... and as its own profile: its 429 suffix names a quota but is no quota; its own quota, OAuth and heartbeat words
+    ('qwen', '[API Error: 429 Rate limit reached for gpt-5 in organization org-fake on tokens per min (TPM): Limit 30000, '
+             'Used 29500, Requested 2400. Please try again in 20s.]\nPossible quota limitations in place or slow response '
+             'times detected. Please wait and try again later.', 'transient', 'http_429'),
+    ('qwen', 'Quota exhausted: Your quota has been exceeded and will reset at 2026-05-13 00:00 UTC\n\nPlease retry after '
+             'the reset time, or switch to another API key / auth method.', 'rate_limit', 'quota_exhausted_reset'),
+    ('qwen', 'Qwen OAuth free tier has been discontinued as of 2026-04-15.', 'revoked', 'plan_discontinued'),
+    ('qwen', '[qwen-code] Waiting for API capacity... attempt 3, retry in 45s', 'transient', 'waiting_for_capacity'),
+    ('qwen', '[API Error: 401 Incorrect API key provided: sk-fake*****0000.]', 'revoked', 'http_401'),
 ]
 
 
@@ -384,3 +393,13 @@ def test_a_claim_without_a_tool_call_is_a_noop_claim_for_every_cli():
                          'usage': {'output_tokens': 5}})
     assert read_capture(claude, 'claude').kind == 'noop_claim'
     assert read_capture(claude.replace('"num_turns": 1', '"num_turns": 3'), 'claude').kind == 'success'
+
+
+def test_qwen_codes_quota_with_a_stated_reset_darkens_until_that_reset():
+    text = ('{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":1,'
+            '"usage":{"input_tokens":0,"output_tokens":0},"error":{"message":"Quota exhausted: Your quota has been '
+            'exceeded and will reset at 2026-05-13 00:00 UTC"}}')
+    reading = read_capture(text, 'qwen', now=NOW)
+    assert (reading.kind, reading.worked, reading.reset_at) == ('rate_limit', False, dt.datetime(2026, 5, 13, tzinfo=UTC))
+    assert decide(reading.outcome(1), Item(number=1, title='', state='open'), number=1, started_at=NOW, now=NOW,
+                  exit_code=1).kind == 'capacity'

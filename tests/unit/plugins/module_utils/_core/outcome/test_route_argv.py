@@ -2,7 +2,7 @@
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """An item's model and effort as each agent CLI's own arguments (Codex CLI ``-m``/``-c model_reasoning_effort=``,
-Claude Code ``--model``, Gemini CLI ``-m``); never a value that could be read as an option."""
+Claude Code ``--model``, Gemini CLI and Qwen Code ``-m``); never a value that could be read as an option."""
 from __future__ import annotations
 
 import pytest
@@ -23,6 +23,12 @@ def test_claude_takes_the_model_and_gemini_the_model_and_their_streaming_argv_to
     assert route_argv('claude', agent_argv('claude', streaming=True), ROUTE)[0] == [
         'claude', '--model', 'gpt-5-codex', '-p', '--output-format', 'stream-json', '--verbose']
     assert route_argv('gemini', agent_argv('gemini'), {'model': 'gemini-2.5-pro'})[0][:3] == ['gemini', '-m', 'gemini-2.5-pro']
+
+
+def test_qwen_takes_the_model_with_m_and_streams_usage_per_message_when_a_budget_asks():
+    assert route_argv('qwen', agent_argv('qwen'), {'model': 'qwen3-coder-plus', 'effort': 'high'}) == (
+        ['qwen', '-m', 'qwen3-coder-plus', '--output-format', 'json', '-p', 'Follow the brief given on standard input.'], [])
+    assert agent_argv('qwen', streaming=True)[:3] == ['qwen', '--output-format', 'stream-json']
 
 
 def test_no_route_and_the_custom_profile_leave_the_argv_as_it_is():
