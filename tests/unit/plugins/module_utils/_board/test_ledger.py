@@ -12,7 +12,8 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._store import sql as _sql
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardRead, BoardUnreadable, ItemNotFound
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import MIGRATIONS, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Blocker, format_time, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import redact_dsn
 

@@ -9,7 +9,8 @@ import datetime as dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import MIGRATIONS, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_pulls import PULLS_VERSION
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker

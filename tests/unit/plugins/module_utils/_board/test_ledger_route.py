@@ -9,7 +9,8 @@ import datetime as dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import MIGRATIONS, ROUTE_VERSION, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS, ROUTE_VERSION
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates, place
 
