@@ -17,10 +17,6 @@ import re
 from typing import Any, List, Optional, Tuple
 
 
-# An object counts as the agent CLI's result envelope when its "type" is this (the CLI's
-# ``--output-format json`` / stream-json final line: {"type":"result","subtype":"success",...}).
-ENVELOPE_TYPE = 'result'
-
 # Where a JSON object can start: "{" then optional whitespace then a key's quote or "}". Checked
 # before calling the decoder because a failed decode costs O(position) (JSONDecodeError counts
 # the lines before the error), which made a 2 MB capture with 20,000 stray braces take seconds.
@@ -124,4 +120,4 @@ def own_words(obj: dict) -> bool:
     return False
 
 
-__all__ = ['ENVELOPE_SHAPES', 'ENVELOPE_TYPE', 'envelope_shape', 'json_objects', 'own_words']
+__all__ = ['ENVELOPE_SHAPES', 'envelope_shape', 'json_objects', 'own_words']
