@@ -15,25 +15,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol imp
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import Budget
-
-UTC = dt.timezone.utc
-T0 = dt.datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = T0
-
-    def __call__(self):
-        self.now = self.now + dt.timedelta(seconds=1)
-        return self.now
-
-
-@pytest.fixture
-def board(ledger_url):
-    b = LedgerBoard(create=True, clock=Clock(), **ledger_url)
-    yield b
-    b.close()
+from ledger_fixtures import T0, Clock, board  # noqa: F401  (board: the fixture, found by its name)
 
 
 def test_the_budget_is_written_read_back_and_cleared(board):

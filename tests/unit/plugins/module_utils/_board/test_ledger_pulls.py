@@ -16,26 +16,9 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol imp
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.pull_feedback import feedback
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+from ledger_fixtures import T0, Clock, board  # noqa: F401  (board: the fixture, found by its name)
 
-UTC = dt.timezone.utc
-T0 = dt.datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
 HEAD, NEW_HEAD = 'a' * 40, 'b' * 40
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = T0
-
-    def __call__(self):
-        self.now = self.now + dt.timedelta(seconds=1)
-        return self.now
-
-
-@pytest.fixture
-def board(ledger_url):
-    b = LedgerBoard(create=True, clock=Clock(), **ledger_url)
-    yield b
-    b.close()
 
 
 def _run_left_a_pull(board):
