@@ -16,7 +16,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -212,10 +211,8 @@ def test_a_silent_agent_is_stopped_by_the_stall_limit_with_its_own_close_out(bed
     limit (60 s). Before any turn and with nothing on the forge it is a network fault (D7): a retry that says
     ``stopped: stall``, no attempt spent -- neither a crash nor the run time limit."""
     bed.install()
-    started = time.monotonic()
     proc = bed.run('--stall-timeout', '1', '--timeout', '60',
                    '--agent-command', json.dumps([sys.executable, str(FAKE_AGENT), '--mode', 'hang']))
-    took = time.monotonic() - started
     assert proc.returncode == _closeout.EXIT['retry'], proc.stderr
     item = bed.board.get(7)
     last = markers_of(item)[-1]
@@ -223,7 +220,6 @@ def test_a_silent_agent_is_stopped_by_the_stall_limit_with_its_own_close_out(bed
     assert last.fields['signature'] == 'stall' and last.fields['step'] == 1
     assert last.text.startswith('stopped: stall') and 'nothing new for 1s before any turn' in last.text
     assert evaluate(item, now=_dt.datetime.now(UTC)).attempts == 0
-    assert took < 30, took
     pid = int((bed.tmp / 'agent.pid').read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
