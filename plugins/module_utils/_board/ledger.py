@@ -221,7 +221,7 @@ class LedgerBoard(Board):
     def get(self, number):
         number = _number(number)
         items = self._tx(lambda tx: load_items(tx, number, columns=self._columns, pulls=self._pull_columns,
-                                          writers=self._writer_check()), unreadable=True)
+                                               writers=self._writer_check()), unreadable=True)
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
         items[0].marker_authors = list(self.marker_authors)

@@ -133,4 +133,3 @@ class GitHubMentions(GitHubReads):
                     for thread in self._threads or []:  # the cached poll (X-Poll-Interval) learns it too
                         if str(thread.get('id')) == tid:
                             thread['unread'] = False
-

@@ -464,4 +464,3 @@ class GitHubReads(GitHubClient):
             content = node.get('content')
             if isinstance(content, dict) and content.get('__typename') == 'Issue':
                 self._item_of(content, node)
-

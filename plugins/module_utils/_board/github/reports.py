@@ -75,4 +75,3 @@ class GitHubReports(GitHubReads):
         if not isinstance(data.get('number'), int):
             raise BoardError('GitHub accepted a report in %s but answered without its number: %s' % (repo, error_text(201, data)))
         return {'number': data['number'], 'repo': repo, 'created': True, 'url': data.get('html_url') or ''}
-

@@ -81,4 +81,3 @@ class GitHubWrites(GitHubReads):
             raise BoardError('GitHub did not confirm the status of %s#%s' % (repo, num))
         self._project_items[(repo, num)] = (item_id, status)
         return True
-
