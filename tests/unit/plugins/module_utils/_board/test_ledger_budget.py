@@ -15,7 +15,10 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol imp
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import Budget
-from ledger_fixtures import T0, Clock, board  # noqa: F401  (board: the fixture, found by its name)
+import ledger_fixtures
+from ledger_fixtures import T0, Clock
+
+board = ledger_fixtures.board   # the ledger tests' board fixture (pytest finds it by this name)
 
 
 def test_the_budget_is_written_read_back_and_cleared(board):

@@ -16,7 +16,10 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol imp
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.pull_feedback import feedback
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
-from ledger_fixtures import T0, Clock, board  # noqa: F401  (board: the fixture, found by its name)
+import ledger_fixtures
+from ledger_fixtures import T0, Clock
+
+board = ledger_fixtures.board   # the ledger tests' board fixture (pytest finds it by this name)
 
 HEAD, NEW_HEAD = 'a' * 40, 'b' * 40
 

@@ -13,7 +13,10 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger impor
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS, ROUTE_VERSION
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates, place
-from ledger_fixtures import T0, Clock, board  # noqa: F401  (board: the fixture, found by its name)
+import ledger_fixtures
+from ledger_fixtures import T0, Clock
+
+board = ledger_fixtures.board   # the ledger tests' board fixture (pytest finds it by this name)
 
 
 def test_route_and_priority_are_written_and_read_back_by_read_and_get(board):
