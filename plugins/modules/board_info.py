@@ -45,7 +45,9 @@ options:
     default: 4
   now:
     description:
-      - The time to evaluate at, as ISO-8601. Defaults to the controller clock, read once.
+      - The time to evaluate at, as ISO-8601. Defaults to the board's clock (RV(board_time)) as the read ended, so ages, retry
+        waits and the reaper's threshold are measured on the clock the board dated the markers by; this controller's clock
+        when the board's cannot be read.
       - Set it to reproduce a plan exactly.
     type: str
   numbers:
@@ -174,7 +176,9 @@ board_id:
   type: str
   sample: sqlite-ledger-5d41402a
 now:
-  description: The time the items were evaluated at.
+  description:
+    - The time the items were evaluated at, on the board's clock (RV(board_time)); this controller's clock when the board's
+      could not be read, or O(now) when given. Every age and wait in RV(board_items) is counted from it.
   returned: always
   type: str
   sample: '2026-11-30T01:00:00.000000Z'
@@ -185,6 +189,11 @@ board_time:
   returned: always
   type: str
   sample: '2026-11-30T01:00:01.000000Z'
+controller_now:
+  description: This controller's clock when the read began (a cycle's own duration is measured on it, not on the board's).
+  returned: always
+  type: str
+  sample: '2026-11-30T01:00:00.400000Z'
 clock_offset_s:
   description:
     - Seconds this controller's clock is ahead of the board's (negative when behind), to the second on GitHub; null when
@@ -419,16 +428,18 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.pr_l
 
 
 def _board_clock(module, board):
-    """The board's clock and this controller's offset from it (a guard read: unknown when it fails, D5)."""
+    """The board's clock (None when unknown) and what board_info returns of it: the board's time and this
+    controller's offset from it (a guard read: unknown when it fails, D5)."""
     try:
         told = board.board_time()
     except BoardError as exc:
-        module.warn("the board's clock could not be read: worker clocks are measured against this controller's (%s)" % exc)
-        return {'board_time': None, 'clock_offset_s': None}
+        module.warn("the board's clock could not be read: worker clocks and ages are measured against this controller's (%s)"
+                    % exc)
+        return None, {'board_time': None, 'clock_offset_s': None}
     offset = round((datetime.datetime.now(UTC) - told).total_seconds(), 1)
     if abs(offset) > CLOCK_SKEW_WARN:
         module.warn(skew_text('this controller', offset, 'the board'))
-    return {'board_time': format_time(told), 'clock_offset_s': offset}
+    return told, {'board_time': format_time(told), 'clock_offset_s': offset}
 
 
 def _warn_refusals(module, wanted, assessed):
@@ -489,7 +500,8 @@ def main():
     if module.params['numbers']:
         spec.pop('read_memory', None)  # a hand dispatch reads its items in full, never deferred
     now = module_now(module)
-    result = dict(changed=False, readable=True, error='', board='', now=format_time(now), board_time=None, clock_offset_s=None,
+    result = dict(changed=False, readable=True, error='', board='', now=format_time(now), controller_now=format_time(now),
+                  board_time=None, clock_offset_s=None,
                   cost=None, board_items=[],
                   candidates=[], counts={}, table='', board_id=board_id(*board_identity(spec)))
     if module.params['table']:
@@ -509,7 +521,12 @@ def main():
         with open_board(spec) as board:
             result['board'] = board.location
             read = board.read(now=now)
-            result.update(_board_clock(module, board))
+            told, clock = _board_clock(module, board)
+            result.update(clock)
+            if told is not None and not module.params['now']:
+                # D16: the markers are dated by the board, so their ages and waits are counted on its clock
+                decide['now'] = told
+                result['now'] = format_time(told)
             assessed, detailed = _assess(board, read.items, wanted, decide)
     except BoardUnreadable as exc:
         result.update(readable=False, error=str(exc))

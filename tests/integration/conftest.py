@@ -254,8 +254,11 @@ class Bed:
         argv += list(args)
         return _run(argv, check=False, env=self.env, timeout=timeout or CALL_TIMEOUT)
 
-    def down(self):
-        """Remove this bed's hosts (by name: other beds of the session stay up). Once: again is a no-op."""
+    def down(self, wait=True):
+        """Remove this bed's hosts (by name: other beds of the session stay up). Once: again is a no-op.
+
+        ``wait=False`` starts the removal (each host's clean shutdown, up to 10 s) and returns: the
+        next module boots meanwhile, and the session's end waits for it (``_reap_downs``)."""
         if getattr(self, '_downed', False):
             return
         self._downed = True
@@ -263,8 +266,26 @@ class Bed:
             _KEPT.append('kept %s (inventory %s); remove with: tests/testbed/bed down %s' % (
                 ', '.join('%s=%s' % (h, self.ip[h]) for h in self.hosts), self.inventory, ' '.join(self.hosts)))
             return
-        _run([str(BED), 'down'] + self.hosts, check=False, env=self.env)
-        shutil.rmtree(str(self.workdir), ignore_errors=True)
+        if wait:
+            _run([str(BED), 'down'] + self.hosts, check=False, env=self.env)
+            shutil.rmtree(str(self.workdir), ignore_errors=True)
+            return
+        _DOWNS.append((subprocess.Popen([str(BED), 'down'] + self.hosts, env=self.env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), self.workdir))
+
+
+_DOWNS = []     # (the `bed down` process, the bed's workdir) started by Bed.down(wait=False)
+
+
+def _reap_downs():
+    """Wait for every removal Bed.down(wait=False) started; then their workdirs go."""
+    while _DOWNS:
+        proc, workdir = _DOWNS.pop()
+        try:
+            proc.wait(timeout=CALL_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(str(workdir), ignore_errors=True)
 
 
 def _used_ips(env):
@@ -347,6 +368,7 @@ def bed_factory():
     finally:
         for bed in beds:
             bed.down()
+        _reap_downs()
 
 
 @pytest.fixture(scope='session')
@@ -360,9 +382,10 @@ def _down_the_modules_hosts(bed_factory):
     """The hosts a test module booted go down when the module ends (the session's ``bed`` stays).
     Kept up to the session's end, a whole run's hosts were up at once: about 20 by test_testbed,
     each with its systemd, user managers and timers - the load of hosts nobody used, and the
-    per-uid inotify limit that made the next hosts fail to boot (tests/testbed/bed setup)."""
+    per-uid inotify limit that made the next hosts fail to boot (tests/testbed/bed setup). Their
+    removal runs beside the next module's boot: the xdist worker does not wait for the shutdowns."""
     before = len(bed_factory.beds)
     yield
     for booted in bed_factory.beds[before:]:
         if not booted.session:
-            booted.down()
+            booted.down(wait=False)

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The worker role installs the real Claude Code, pinned, and a real ``task-N`` runs it to its close-out.
 
-One test-bed host, one fleet for the module: ``fleet.dispatch.worker`` with ``worker_runner_agent:
-claude`` installs Debian's npm, then ``@anthropic-ai/claude-code@2.1.332`` and ``node@22.23.3`` from the
+One test-bed host (the ready one: Debian's npm is in it, so the role's OS-package step finds it and the
+molecule scenarios test that step's install path), one fleet for the module: ``fleet.dispatch.worker``
+with ``worker_runner_agent: claude`` installs ``@anthropic-ai/claude-code@2.1.332`` and ``node@22.23.3`` from the
 npm registry under the master's home, on the run PATH; ``fleet.dispatch.launch`` starts a real
 ``systemd-run --user`` unit whose runner starts ``claude -p`` against the scripted model endpoint
 (``tests/fakes/model_endpoint``, served by this process on the podman bridge). The CLI answers "done"
@@ -119,7 +120,7 @@ def fleet(bed_factory, tmp_path_factory):
         pytest.skip('the npm registry is not reachable from this machine (%s): the worker role installs the agent '
                     'from it' % why)
     started = time.monotonic()
-    bed = bed_factory(1)
+    bed = bed_factory(1, ready=True)      # Debian's npm: the ready host
     host = bed.hosts[0]
     endpoint = Endpoint(host=BRIDGE)
     endpoint.start()

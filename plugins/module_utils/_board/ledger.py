@@ -320,6 +320,15 @@ class LedgerBoard(Board):
             return self._set_state(tx, number, state, self._stamp(fixed, tx), actor)
         return self._tx(write, write=True)
 
+    def _not_a_report(self, tx, number, status):
+        """Refuse a work status on a report of the announcer. Reports share the number sequence with work (as
+        issues do on GitHub); a work status on one would turn the announcer's report into work the sweep runs."""
+        if status is not None and status not in (REPORT_STATUS, SILENCED_STATUS) and self._reports \
+                and tx.one('SELECT 1 FROM reports WHERE item = ?', (number,)) is not None:
+            raise BoardError('#%d is a report of the announcer, not a work item: its status is %s or %s '
+                             '(silenced); create work without a number, or with a free one'
+                             % (number, REPORT_STATUS, SILENCED_STATUS))
+
     def set_status(self, number, status, *, at=None):
         """Set the status field; returns whether it changed."""
         number = _number(number)
@@ -327,6 +336,7 @@ class LedgerBoard(Board):
 
         def write(tx):
             self._require(tx, number)
+            self._not_a_report(tx, number, status)
             return bool(tx.run('UPDATE items SET status = ?, updated_at = ? WHERE number = ? AND status <> ?',
                                (status or '', self._stamp(fixed, tx), number, status or '')))
         return self._tx(write, write=True)
@@ -403,13 +413,8 @@ class LedgerBoard(Board):
                     row = self._require_or_none(tx, num)
             if blockers is not None and num in blockers:
                 raise BoardError('item #%d cannot block itself' % num)
-            if row is not None and status is not None and status not in (REPORT_STATUS, SILENCED_STATUS) \
-                    and self._reports and tx.one('SELECT 1 FROM reports WHERE item = ?', (num,)) is not None:
-                # reports share the number sequence with work (as issues do on GitHub); a work status on
-                # one would turn the announcer's report into work the sweep runs
-                raise BoardError('#%d is a report of the announcer, not a work item: its status is %s or %s '
-                                 '(silenced); create work without a number, or with a free one'
-                                 % (num, REPORT_STATUS, SILENCED_STATUS))
+            if row is not None:
+                self._not_a_report(tx, num, status)
             if blockers:
                 found = set(r[0] for r in tx.all('SELECT number FROM items WHERE number IN (%s)'
                                                  % ', '.join('?' * len(blockers)), blockers))

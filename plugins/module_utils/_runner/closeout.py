@@ -142,13 +142,20 @@ class CloseoutMixin(object):
             except BoardError as exc:
                 self.log('reading the item back failed (attempt %d of 2): %s' % (attempt, exc))
                 self._reopen()
+        if self.board_started_at is None and item is not None:   # the start marker as the board dated it, read back
+            start = posting.marker_of(item, self.run_id, 'start')
+            if start is not None:
+                self._note_board_start(start)
+        if self.board_started_at is None and item is not None:
+            self.log('WARNING: the start marker\'s time on the board could not be read back: no merge is credited to '
+                     'this run (D16: the worker\'s clock is not the board\'s)')
         rounded = None
         if self.pull is not None:   # a round: name the pull request and whether its head moved
             again = [a for a in (item.artifacts if item is not None else ()) if a.ref == self.pull.ref]
             rounded = round_fields(self.pull, again[0].head_sha if again else None)
         decision = decide(outcome, item, number=self.config.number, repo=self.config.repo,
                           pushed=self.pull.ref if rounded and rounded['head_moved'] is True else '',
-                          started_at=self.board_started_at or self.started_at,
+                          started_at=self.board_started_at,
                           now=now, exit_code=rc, capture=capture, ladder=self.config.backoff, timed_out=timed_out,
                           unit=self.unit, stalled=self.config.stall_timeout if self.stalled else 0,
                           budget_stop=self.budget_stop)

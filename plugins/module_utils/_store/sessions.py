@@ -67,6 +67,17 @@ def _stamp(now):
     return format_time(when)
 
 
+def _stamp_in(tx, now, db_clock):
+    """The time of a write: ``now`` when the caller fixes one; else the database's clock inside ``tx`` on
+    PostgreSQL, so a session row is dated on the board's clock whatever its writer's clock says (D16); else
+    (SQLite, one machine's file) that machine's clock."""
+    if now is None and db_clock:
+        told = tx.one('SELECT clock_timestamp()')[0]
+        if isinstance(told, _dt.datetime) and told.tzinfo is not None:
+            return format_time(told.astimezone(UTC))
+    return _stamp(now)
+
+
 class SessionStore(object):
     """Sessions in the ledger (SQLite ``path`` or PostgreSQL ``dsn``). Every ledger failure is
     ``LedgerUnreachable``. Opening migrates this component and the claims' (``_store.handoff``)."""
@@ -78,6 +89,7 @@ class SessionStore(object):
             raise LedgerUnreachable(str(exc))
         self.location = self._store.location
         self.backend = self._store.dialect.name
+        self._db_clock = self.backend == 'postgres'
         self.readonly = not migrate
         if not migrate:   # check mode / *_info: write nothing; a ledger without the tables has no sessions yet
             return
@@ -138,12 +150,13 @@ class SessionStore(object):
             'SELECT parent, successor, holder, workspace, claimed_at FROM handoffs ORDER BY claimed_at, id')])
 
     # -- writing -------------------------------------------------------------------------------
+    # Every write below takes ``now=None`` to mean "the ledger's clock" (``_stamp_in``): a runner passes none.
     def open(self, ident, name, host, master, item=None, now=None):
         """Record a chain's first session (depth 0) as open; an existing row is left alone. True when inserted."""
         return self._run(lambda tx: tx.run(
             'INSERT INTO sessions (id, parent, name, host, master, item, state, depth, started_at) '
             "VALUES (?, NULL, ?, ?, ?, ?, 'open', 0, ?) ON CONFLICT (id) DO NOTHING",
-            (ident, name, host, master, item, _stamp(now))) == 1, write=True)
+            (ident, name, host, master, item, _stamp_in(tx, now, self._db_clock))) == 1, write=True)
 
     def start_successor(self, parent, ident, host, master, unit, workspace, now=None, state='open', reason=None):
         """Insert the successor row of ``parent`` (a row dict); ``(inserted, row)``.
@@ -151,10 +164,9 @@ class SessionStore(object):
         ``ON CONFLICT DO NOTHING`` on the successor's id: exactly one master inserts it; every
         other gets the holder's row back. ``state='refused'`` records a chain stopped at its
         depth limit the same way (so nobody asks again)."""
-        params = (ident, parent['id'], parent['handoff'], host, master, parent.get('item'), state,
-                  int(parent.get('depth') or 0) + 1, _stamp(now), None, reason, unit, workspace)
-
         def body(tx):
+            params = (ident, parent['id'], parent['handoff'], host, master, parent.get('item'), state,
+                      int(parent.get('depth') or 0) + 1, _stamp_in(tx, now, self._db_clock), None, reason, unit, workspace)
             inserted = tx.run('INSERT INTO sessions (id, parent, name, host, master, item, state, depth, started_at, brief, reason, '
                               'unit, workspace) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
                               params) == 1
@@ -164,7 +176,7 @@ class SessionStore(object):
     def set_state(self, ident, state, reason, now=None):
         """Mark a session ``failed``/``closed`` with a reason (a start that failed after the claim)."""
         self._run(lambda tx: tx.run('UPDATE sessions SET state = ?, reason = ?, closed_at = ? WHERE id = ?',
-                                    (state, reason, _stamp(now), ident)), write=True)
+                                    (state, reason, _stamp_in(tx, now, self._db_clock), ident)), write=True)
 
     def close(self, ident, handoff=None, reason=None, now=None, create=None):
         """Close session ``ident`` and record its handoff, in ONE write transaction.
@@ -174,10 +186,9 @@ class SessionStore(object):
         it (the laptop's ``fleet-runner handoff`` from a session no runner started). A closed
         session is never closed again: ``SessionError``.
         """
-        stamp = _stamp(now)
-
         def body(tx):
             row = _row(tx.one(_SELECT + ' WHERE id = ?' + self._store.dialect.for_update, (ident,)))
+            stamp = _stamp_in(tx, now, self._db_clock)   # after the row lock: the close follows what it waited for
             if row is None:
                 if not create:
                     raise SessionError('no session %s in the ledger at %s' % (ident, self.location))

@@ -28,6 +28,7 @@ NOT_TUNABLES = {
     'EXIT_RETRY': 'an exit code',
     'EXIT_STOPPED': 'an exit code',
     'EXIT_BUDGET': 'an exit code',
+    'EXIT_LEFT_OPEN': 'an exit code',
     'EXIT_USAGE': 'an exit code (an identifier, documented in the runner docstring)',
     'EXIT_UPDATE_FAILED': 'an exit code',
     'EXIT_CLOSEOUT_LOST': 'an exit code',

@@ -19,6 +19,8 @@ from ..board.model import format_time
 from ..board.references import artifacts_since, attribute
 from .retry import DEFAULT_BACKOFF, plan_retry, retry_gate
 
+_EPOCH = '1970-01-01T00:00:00Z'   # "any time": which merges would a start of unknown time have to be checked against
+
 EXIT = BY_MARKER
 # 'stopped' only when the AGENT alone died of SIGTERM/SIGINT from outside; a stop of the unit
 # re-raises the signal instead, so systemd records the signal itself.
@@ -59,6 +61,12 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
 
     ``pushed``: the pull request this run continued and moved the head of (``attribute``'s exception).
 
+    ``started_at`` is the start marker's time as the board recorded it (D16), ``None`` when it could not be read
+    back. Nothing is credited without it: a merge that closes this item is then neither a success (it may be
+    older than the run, and a false close is invisible) nor passed over as a no-op (it may be this run's work):
+    the run ends ``left_open`` naming the merge, the item stays open and dispatchable, and a human decides (a
+    visible gap beats a false close, D5, D12).
+
     Order: a time-attributed merged artifact is a success whatever the exit code (D2: the forge's
     word, not the agent's); else a budget stop; else a provider limit is capacity; else a timeout is a failure (a bare
     timeout is never transient, D7); else a stall (``stalled``: the seconds of silence after which the
@@ -79,6 +87,13 @@ def decide(outcome, item, *, number: int, started_at: Any, now: Any, repo: str =
         fields = dict(base, artifacts=refs)
         return Decision('success', 'done: %s merged after this run started and closes this item' % ', '.join(refs),
                         fields, close=True, capacity_state=cap_state, clean=clean)
+    unproven = attribute(artifacts or [], number, _EPOCH, outcome.zero_turns, repo, pushed=pushed) if started_at is None else []
+    if unproven:
+        refs = [a.ref if hasattr(a, 'ref') else a.get('ref') for a in unproven]
+        fields = dict(base, cause='start_unread', artifacts=refs)
+        return Decision('left_open', 'run ended; %s merged and closes this item, but the board\'s time of this run\'s start '
+                        'could not be read back, so it is not credited to this run (it may be older): left open for a '
+                        'human to close if the work is done' % ', '.join(refs), fields, capacity_state=cap_state, clean=clean)
     if budget_stop:
         fields = dict(base, cause='budget', limit=budget_stop['limit'], budget=dict(budget_stop['budget']),
                       spend_at_stop=dict(budget_stop['spend']))

@@ -21,6 +21,7 @@ EXIT_CAPACITY = 12          # the capacity marker was posted: not a failure of t
 EXIT_RETRY = 13             # the retry marker was posted: not a failure of the unit
 EXIT_STOPPED = 14           # the stopped marker was posted (the agent alone died of SIGTERM/SIGINT from outside)
 EXIT_BUDGET = 15            # the budget marker was posted: the runner stopped the agent at the run's budget
+EXIT_LEFT_OPEN = 16         # the left-open marker was posted: a merge closes the item, the run's board start is unknown
 EXIT_LEDGER_UNREACHABLE = 8     # the chain runner could not read or write the ledger: nothing was launched
 EXIT_USAGE = 20             # bad arguments or configuration; nothing was posted
 EXIT_UPDATE_FAILED = 21     # the self-update did not verify; nothing was posted
@@ -39,6 +40,7 @@ BY_MARKER = {
     'retry': EXIT_RETRY,
     'stopped': EXIT_STOPPED,
     'budget': EXIT_BUDGET,
+    'left_open': EXIT_LEFT_OPEN,
 }
 
 # exit code -> the word the docs, the notifier's line and the start check use for it
@@ -50,6 +52,7 @@ NAMES = {
     EXIT_RETRY: 'retry',
     EXIT_STOPPED: 'stopped',
     EXIT_BUDGET: 'budget',
+    EXIT_LEFT_OPEN: 'left_open',
     EXIT_LEDGER_UNREACHABLE: 'ledger_unreachable',
     EXIT_USAGE: 'usage',
     EXIT_UPDATE_FAILED: 'update_failed',

@@ -102,7 +102,7 @@ class ItemSession(object):
     def open(self, now):
         try:
             with self.store_factory() as store:
-                store.open(self.ident, self.name, self.host, self.master, item=self.item, now=now)
+                store.open(self.ident, self.name, self.host, self.master, item=self.item)
             self.log('session %s opened in the ledger' % self.ident)
         except (LedgerUnreachable, SessionError) as exc:
             self.log('WARNING: the session %s was not recorded in the ledger (the close-out records it, or says '
@@ -128,7 +128,7 @@ class ItemSession(object):
             handoff, reason = None, why
         try:
             with self.store_factory() as store:
-                store.close(self.ident, handoff, reason=reason, now=now,
+                store.close(self.ident, handoff, reason=reason,
                             create={'name': self.name, 'host': self.host, 'master': self.master, 'item': self.item})
         except (LedgerUnreachable, SessionError) as exc:
             self.log('ERROR: THE SESSION CLOSE WAS NOT WRITTEN%s: %s' % (

@@ -188,7 +188,7 @@ class SessionRun(object):
                 self.log('ERROR: %s' % problem)
         try:
             with self.store_factory() as store:
-                store.close(self.ident, handoff, reason=reason, now=self.clock())
+                store.close(self.ident, handoff, reason=reason)
         except (LedgerUnreachable, SessionError) as exc:
             self.log('ERROR: THE SESSION CLOSE WAS NOT WRITTEN (handoff %s): %s' % (
                 json.dumps(handoff) if handoff else 'none', exc))
@@ -215,13 +215,14 @@ class SessionRun(object):
     def _board_offset(self, board):
         """The board's clock minus this worker's, so the session's start and end are dated as the board
         dates its merges (D16: a lagging worker would credit a merge from before the session). A board
-        whose clock cannot be read gives none: the worker's clock, said in the journal."""
+        whose clock cannot be read gives None: the session is shown on the worker's clock, and no merge is
+        credited to it (``closeout_decide`` with no start leaves a closing merge open for a human)."""
         try:
             offset = board.board_time() - self.clock()
         except Exception as exc:  # noqa: BLE001 - the item read-back says whether the board is there at all
-            self.log('WARNING: the board\'s clock could not be read (%s: %s): the session is dated by this worker\'s'
-                     % (type(exc).__name__, exc))
-            return _dt.timedelta(0)
+            self.log('WARNING: the board\'s clock could not be read (%s: %s): the session is shown on this worker\'s '
+                     'clock and no merge is credited to it' % (type(exc).__name__, exc))
+            return None
         if abs(offset.total_seconds()) > CLOCK_SKEW_WARN:
             self.log('WARNING: %s' % skew_text('this worker', -offset.total_seconds(), 'the board'))
         return offset
@@ -239,6 +240,8 @@ class SessionRun(object):
         try:
             board = self.board_factory()
             offset = self._board_offset(board)
+            dated = offset is not None    # the session's start on the board's clock; else nothing is credited
+            offset = offset if dated else _dt.timedelta(0)
             started_at = self.started_at + offset
             fields = {'session': self.ident, 'unit': self.unit, 'host': self.host, 'master': self.master,
                       'hop': self.row.get('depth'), 'started_at': format_time(started_at),
@@ -261,8 +264,8 @@ class SessionRun(object):
                 except Exception as exc:  # noqa: BLE001 - decide credits nothing without the item
                     self.log('WARNING: item %s could not be read back: %s' % (number, exc))
                     item = None
-                decision = closeout_decide(outcome, item, number=number, started_at=started_at, now=now,
-                                           exit_code=rc, capture=capture, unit=self.unit)
+                decision = closeout_decide(outcome, item, number=number, started_at=started_at if dated else None,
+                                           now=now, exit_code=rc, capture=capture, unit=self.unit)
             fields.update(decision.fields, ended_at=format_time(self.clock() + offset), chain_reason=reason)
             if handoff is not None:
                 fields['handoff'] = handoff_fields(self.ident, handoff)

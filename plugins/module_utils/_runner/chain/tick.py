@@ -220,7 +220,7 @@ class Tick(object):
             self.results.append({'parent': parent['id'], 'action': 'skip', 'why': why})
             return EXIT_OK
         if action == 'refuse':
-            inserted, _row = store.start_successor(parent, ident, self.host, self.master, unit, '', now=now,
+            inserted, _row = store.start_successor(parent, ident, self.host, self.master, unit, '',
                                                    state='refused', reason=why)
             self.log('%s: STOPPED: %s' % (key, why) if inserted else '%s: already stopped by another runner' % key)
             self.results.append({'parent': parent['id'], 'action': 'refuse', 'why': why})
@@ -234,10 +234,10 @@ class Tick(object):
                 return EXIT_OK
             claimed_at = found['claimed_at']
         workspace = successor_workspace(parent['id'], successor, self.host)
-        inserted, row = store.start_successor(parent, ident, self.host, self.master, unit, workspace, now=now)
+        inserted, row = store.start_successor(parent, ident, self.host, self.master, unit, workspace)
         if not inserted:
             # another master of this host holds it: the claim row's time, else (no claim: an untagged or
-            # addressed successor) its row's start, which is its tick's now as a claim's time is
+            # addressed successor) its row's start, on the ledger's clock
             self._lost(parent['id'], successor, '%s (master %s)' % (row['host'], row['master']), claimed_at or row['started_at'],
                        row['workspace'])
             return EXIT_OK
@@ -254,7 +254,7 @@ class Tick(object):
         except (GitError, OSError) as exc:
             why = 'worktree %s not made: %s' % (path, exc)
             self.log('%s: START FAILED: %s' % (ident, why))
-            store.set_state(ident, 'failed', why, now=self.clock())
+            store.set_state(ident, 'failed', why)
             return EXIT_START_FAILED
         command = [expand(c) if c.startswith('~') else c for c in (chain.get('command') or ['fleet-runner'])]
         argv = command + ['session', '--session', ident]
@@ -271,7 +271,7 @@ class Tick(object):
             why = 'unit %s not launched (%s): %s' % (unit, res['reason'], res.get('stderr') or '')
             self.log('%s: START FAILED: %s' % (ident, why))
             if res['reason'] != 'live':   # live: it runs already (a second tick): nothing to mark
-                store.set_state(ident, 'failed', why, now=self.clock())
+                store.set_state(ident, 'failed', why)
             return EXIT_START_FAILED if res['reason'] != 'live' else EXIT_OK
         took = (self.clock() - now).total_seconds()
         self.log('%s: launched %s in %s (invocation %s; tick to active %.3f s)' % (ident, unit, path, res.get('invocation_id'), took))

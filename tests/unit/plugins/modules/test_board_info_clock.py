@@ -74,4 +74,33 @@ def test_a_board_clock_that_cannot_be_read_leaves_the_read_standing(run_module, 
     assert kind == 'exit' and [c['number'] for c in res['candidates']] == [1]
     assert res['clock_offset_s'] is None and res['board_time'] is None
     assert [w for w in warns if 'clock' in w] == [
-        "the board's clock could not be read: worker clocks are measured against this controller's (no clock today)"]
+        "the board's clock could not be read: worker clocks and ages are measured against this controller's (no clock today)"]
+
+
+def test_ages_and_the_reaper_count_on_the_boards_clock(run_module, gh_behind):
+    """A start the board dated 25 min ago, read by a controller 10 min ahead of the board: the item's age is 25 min, not
+    35, and the reaper's clock half (floor 30 min) does not find it due -- on the controller's clock it did (D14, D16)."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import reaping
+    issue = gh_behind.store.add_issue('acme/app', 'one', project=('acme', 1), status='Ready')
+    started = _now() - _dt.timedelta(minutes=10) - _dt.timedelta(minutes=25)
+    gh_behind.store.add_comment('acme/app', issue['number'], format_marker('start', {'run': 'r1', 'unit': 'task-1'}),
+                                created_at=started)
+    board = dict(kind='github', owner='acme', owner_type='organization', project=1, token=TOKEN, api_url=gh_behind.url)
+    kind, res, _warns = run_module(board_info, dict(board=board))
+    assert kind == 'exit'
+    (item,) = res['board_items']
+    assert item['reason'] == 'running'
+    assert 1490 <= item['last_marker']['age_s'] <= 1510, item['last_marker']
+    assert res['now'] == res['board_time']
+    assert 598 <= (parse_time(res['controller_now']) - parse_time(res['now'])).total_seconds() <= 602
+    assert reaping(res['board_items'], now=res['now'], floor=1800)['due'] == []
+    # the controller's clock would have reaped a run the board dates 25 min old
+    assert [d['number'] for d in reaping(res['board_items'], now=res['controller_now'], floor=1800)['due']] == [1]
+
+
+def test_an_explicit_now_still_wins(run_module, gh_behind):
+    gh_behind.store.add_issue('acme/app', 'one', project=('acme', 1), status='Ready')
+    board = dict(kind='github', owner='acme', owner_type='organization', project=1, token=TOKEN, api_url=gh_behind.url)
+    kind, res, _warns = run_module(board_info, dict(board=board, now='2026-11-30T01:00:00Z'))
+    assert kind == 'exit' and res['now'] == '2026-11-30T01:00:00.000000Z' and res['board_time'] != res['now']

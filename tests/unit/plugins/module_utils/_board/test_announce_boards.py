@@ -173,5 +173,9 @@ def test_a_report_is_not_turned_into_work_by_editing_its_number(ledger):
         ledger.upsert_item(number=report['number'], status='Ready')
     assert [r['number'] for r in ledger.reports()] == [report['number']]
     assert report['number'] not in [i.number for i in ledger.read().items]
+    # nor by setting its status field alone
+    with pytest.raises(BoardError, match='is a report of the announcer, not a work item'):
+        ledger.set_status(report['number'], 'Ready')
+    assert report['number'] not in [i.number for i in ledger.read().items]
     # new work takes the next free number, never the report's
     assert ledger.upsert_item(title='work')['number'] != report['number']

@@ -209,3 +209,69 @@ def test_a_worker_10_min_ahead_misses_no_merge_its_run_made_on_either_board(tmp_
     missed = [c for c in closes if c[1][-1] != 'success']
     assert len(closes) == 4
     assert missed == [], closes
+
+
+class _StartUnread(object):
+    """The real ledger, but the start marker's board time never comes back to the runner: the post answers
+    nothing and every read hides the start marker (a board that lost it, or dropped the answer)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def post_marker(self, ref, body, **kw):
+        self._inner.post_marker(ref, body, **kw)
+        return None
+
+    def get(self, ref):
+        item = self._inner.get(ref)
+        item.comments = [c for c in item.comments if not (markers_of_comment(c) == 'start')]
+        return item
+
+
+def markers_of_comment(comment):
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import parse_marker
+    marker = parse_marker(comment.body, at=comment.created_at)
+    return marker.kind if marker is not None else None
+
+
+def test_a_start_not_read_back_credits_no_merge_on_the_workers_clock(tmp_path, board):
+    """The worker is 10 min behind and the start's board time cannot be read back; a change closing #7
+    merged 5 min before the run. The worker's clock would credit it (a false success): the run ends
+    left open, naming the merge, and #7 stays open for a human (a visible gap beats a false close)."""
+    before = _now() - _dt.timedelta(minutes=5)
+    board.add_artifact('pr-old', created_at=before - _dt.timedelta(minutes=1), merged=True, merged_at=before, closes=[7])
+    board.upsert_item(number=7, state='reopened')
+    logs = []
+    code, run, item = _run(tmp_path, _StartUnread(board), 'claim', -SKEW, logs)
+    markers = markers_of(item)
+    assert [m.kind for m in markers] == ['start', 'left_open'], (markers, logs)
+    assert markers[-1].fields['cause'] == 'start_unread' and markers[-1].fields['artifacts'] == ['pr-old']
+    assert item.state == 'open' and code == 16 and run.board_started_at is None
+    assert any('could not be read back' in line for line in logs), logs
+
+
+def test_a_start_not_read_back_with_nothing_merged_is_an_ordinary_noop(tmp_path, board):
+    logs = []
+    code, run, item = _run(tmp_path, _StartUnread(board), 'claim', -SKEW, logs)
+    assert [m.kind for m in markers_of(item)] == ['start', 'noop'], logs
+    assert code == 10
+
+
+class _PostAnswersNothing(_StartUnread):
+    def get(self, ref):
+        return self._inner.get(ref)
+
+
+def test_a_start_the_post_did_not_date_is_read_back_from_the_item_at_close_out(tmp_path, board):
+    """The post answered nothing, but the item shows the start marker: the close-out dates the run by it, so
+    the old merge is not credited and nothing is left open."""
+    before = _now() - _dt.timedelta(minutes=5)
+    board.add_artifact('pr-old', created_at=before - _dt.timedelta(minutes=1), merged=True, merged_at=before, closes=[7])
+    board.upsert_item(number=7, state='reopened')
+    logs = []
+    code, run, item = _run(tmp_path, _PostAnswersNothing(board), 'claim', -SKEW, logs)
+    assert [m.kind for m in markers_of(item)] == ['start', 'noop'], logs
+    assert run.board_started_at is not None and abs((run.board_started_at - _now()).total_seconds()) < 60

@@ -39,7 +39,8 @@ def test_the_chain_programs_exit_by_the_table(name):
 
 
 def test_each_close_out_marker_has_its_code_and_an_unknown_kind_is_a_failure():
-    assert EXIT == {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14, 'budget': 15}
+    assert EXIT == {'success': 0, 'noop': 10, 'failure': 11, 'capacity': 12, 'retry': 13, 'stopped': 14, 'budget': 15,
+                    'left_open': 16}
     assert Decision('nonsense', '').exit_code == exits.EXIT_FAILURE
 
 

@@ -321,3 +321,70 @@ def test_a_lagging_successor_credits_no_merge_from_before_its_session(world, mon
     started = parse_time(closes[0].fields['started_at'])
     assert abs((started - real).total_seconds()) < 60, (started, real)    # the board's clock, not 10 min back
     assert any("this worker's clock is 600 s behind the board's" in line for line in logs), logs
+
+
+def test_a_lagging_successors_session_row_is_dated_by_the_ledger(world, monkeypatch):
+    """The successor's worker clock is 10 min behind: its session row's close is stamped by the ledger (the
+    database's clock on PostgreSQL, the machine's on SQLite), not 10 min back; so is a fixed time's absence
+    on the first session an item run records (D16)."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import session as _session
+    ledger_url, tmp_path, _log = world
+    with SessionStore(**ledger_url) as store:
+        store.close('task-7.r0', chain_items.parse_handoff({'successor': 'itm', 'brief': dict(BRIEF)}),
+                    now=T0, create={'name': 'task-7', 'host': 'desk-1', 'master': 'fleet1', 'item': 7})
+        ident = successor_session_id('task-7.r0', 'itm')
+        store.start_successor(store.get('task-7.r0'), ident, 'desk-1', 'fleet1', 'chain-' + ident, 'w', now=T0)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_session, 'log_line', lambda line: None)
+    _session.main(['--config', str(tmp_path / 'runner.json'), '--session', ident], environ=dict(os.environ),
+                  clock=lambda: _dt.datetime.now(UTC) - _dt.timedelta(minutes=10), board=cli._session_board)
+    real = _dt.datetime.now(UTC)
+    with SessionStore(**ledger_url) as store:
+        row = store.get(ident)
+        assert row['state'] == 'closed'
+        assert abs((parse_time(row['closed_at']) - real).total_seconds()) < 60, (row['closed_at'], real)
+    # an item run's own session, opened and closed by a runner 10 min behind: both stamps are the ledger's
+    lagging = real - _dt.timedelta(minutes=10)
+    session = chain_items.ItemSession(ledger_url, 'task-9.r1', 'task-9', 'desk-1', 'fleet1', 9, log=lambda line: None)
+    session.open(lagging)
+    (tmp_path / 'out9').mkdir()
+    session.close(str(tmp_path / 'out9'), 'noop', lagging)
+    with SessionStore(**ledger_url) as store:
+        row = store.get('task-9.r1')
+    for stamp in (row['started_at'], row['closed_at']):
+        assert abs((parse_time(stamp) - real).total_seconds()) < 60, (row, real)
+
+
+def test_a_successor_that_cannot_read_the_boards_clock_credits_nothing(world, monkeypatch):
+    """The successor's worker clock is 10 min behind and the board's clock cannot be read: a change closing
+    the item merged 5 min before the session is after its start by the worker's clock. It is not credited
+    (no success on a worker-clock start, D16): the session's close-out leaves it open for a human, naming it."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import session as _session
+    ledger_url, tmp_path, _log = world
+    with SessionStore(**ledger_url) as store:
+        store.close('task-7.r0', chain_items.parse_handoff({'successor': 'itm', 'brief': dict(BRIEF)}),
+                    now=T0, create={'name': 'task-7', 'host': 'desk-1', 'master': 'fleet1', 'item': 7})
+        ident = successor_session_id('task-7.r0', 'itm')
+        store.start_successor(store.get('task-7.r0'), ident, 'desk-1', 'fleet1', 'chain-' + ident, 'w', now=T0)
+    at = _dt.datetime.now(UTC) - _dt.timedelta(minutes=5)
+    with LedgerBoard(**ledger_url) as board:
+        board.add_artifact('pr-old', created_at=at - _dt.timedelta(seconds=30), merged=True, merged_at=at, closes=[7])
+        board.upsert_item(number=7, state='reopened')
+
+    def clockless(conf, environ):
+        board = cli._session_board(conf, environ)
+
+        def no_clock():
+            raise RuntimeError('no clock today')
+        board.board_time = no_clock
+        return board
+    monkeypatch.chdir(tmp_path)
+    logs = []
+    monkeypatch.setattr(_session, 'log_line', logs.append)
+    _session.main(['--config', str(tmp_path / 'runner.json'), '--session', ident], environ=dict(os.environ),
+                  clock=lambda: _dt.datetime.now(UTC) - _dt.timedelta(minutes=10), board=clockless)
+    item, _items = _board_item(ledger_url)
+    closes = [m for m in markers_of(item) if m.kind in TERMINAL]
+    assert [m.kind for m in closes] == ['left_open'], ([m.kind for m in markers_of(item)], logs)
+    assert closes[0].fields['artifacts'] == ['pr-old'] and item.state == 'open'
+    assert any('no merge is credited to it' in line for line in logs), logs
