@@ -44,10 +44,11 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan
 
 STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'decide', 'report', 'confirm', 'announce')
 
-ARGUMENT_SPEC = dict(
+OPTIONS = dict(
     stage=dict(type='str', required=True, choices=list(STAGES)),
     candidates=dict(type='list', elements='dict', default=[]),
-    leases=dict(type='list', elements='dict', default=[]),
+    # stage=lease: the mutex answers, required unless plan mode (which takes no lease)
+    leases=dict(type='list', elements='dict'),
     lease_enabled=dict(type='bool', default=True),
     # stage=lease: probe every worker even with no candidate (the sweep repairs duplicates, D4)
     probe_always=dict(type='bool', default=False),
@@ -63,23 +64,23 @@ ARGUMENT_SPEC = dict(
     command=dict(type='list', elements='str', default=[]),
     setenv=dict(type='dict', default={}),
     launches=dict(type='list', elements='dict', default=[]),
-    # stage=announce (D14)
-    # stage=announce and stage=confirm (None: confirm skips the board check)
+    # stage=announce, confirm (None: confirm skips the board check), place and decide
     items=dict(type='list', elements='dict'),
     # stage=announce and stage=decide: the items from board_info's table file instead (a sweep's read)
     table=dict(type='path'),
     previous=dict(type='dict', default={}),
     unreaped=dict(type='list', elements='dict', default=[]),
-    now=dict(type='str', default=''),
+    now=dict(type='str'),
     blind_cycles=dict(type='int', default=3),
     capacity_window=dict(type='int', default=21600),
-    # stage=confirm (D20)
+    # stage=name (and stage=lease in plan mode): the board's id, the lease names' namespace
     board_id=dict(type='str', default=''),
+    # stage=confirm (D20)
     launched=dict(type='list', elements='dict', default=[]),
     starts=dict(type='list', elements='dict', default=[]),
     wait=dict(type='float', default=0),
     # stage=decide: probe + place + batch + the launch lists in one call
-    worker_probes=dict(type='dict', default={}),
+    worker_probes=dict(type='dict'),
     board_offset_s=dict(type='float'),     # board_info's clock_offset_s: this controller's clock minus the board's
     probe_now=dict(type='bool', default=True),
     clones=dict(type='dict', default={}),
@@ -92,14 +93,48 @@ ARGUMENT_SPEC = dict(
     reap_leases=dict(type='list', elements='dict', default=[]),
     reap_lease_enabled=dict(type='bool', default=False),
     # stage=place and stage=decide: an agent account's daily budget {tokens, usd} (with items and now)
-    account_budget=dict(type='dict', default={}),
+    account_budget=dict(type='dict'),
     timing=dict(type='dict', default={}),
     # stage=decide: what every worker_launch call of the launch play takes besides its items (returned as is)
     launch_args=dict(type='dict', default={}),
     # stage=report: the per-worker worker_launch results, read per batch in the same call
     worker_launches=dict(type='dict'),
-    batches=dict(type='list', elements='dict', default=[]),
+    batches=dict(type='list', elements='dict'),
 )
+"""Every option once, with its type and default (``plugins/modules/guard.py`` documents them)."""
+
+STAGE_SPECS = {
+    'name': dict(options=('candidates', 'board_id')),
+    'lease': dict(options=('candidates', 'leases', 'lease_enabled', 'probe_always', 'plan', 'board_id', 'masters', 'timing'),
+                  required_if=[('plan', False, ('leases',))]),
+    'probe': dict(options=('candidates', 'probes', 'owner')),
+    'place': dict(options=('candidates', 'masters', 'capacity', 'survey', 'items', 'now', 'account_budget'),
+                  required_by={'account_budget': ('items', 'now')}),
+    'batch': dict(options=('candidates', 'workspaces', 'command', 'setenv', 'owner')),
+    # the probe, place and batch steps' options, and the decide step's own
+    'decide': dict(options=('candidates', 'masters', 'owner', 'items', 'table', 'now', 'account_budget', 'command', 'setenv',
+                            'plan', 'worker_probes', 'probe_now', 'board_offset_s', 'clones', 'clone', 'branch', 'reap_floor',
+                            'reaping', 'reap_leases', 'reap_lease_enabled', 'timing', 'launch_args'),
+                   mutually_exclusive=[('items', 'table'), ('reaping', 'reap_floor')],
+                   required_if=[('probe_now', True, ('worker_probes',))]),
+    'report': dict(options=('launches', 'worker_launches', 'batches', 'timing'),
+                   mutually_exclusive=[('launches', 'worker_launches')], required_by={'worker_launches': ('batches',)}),
+    'confirm': dict(options=('launched', 'starts', 'items', 'wait')),
+    'announce': dict(options=('items', 'table', 'masters', 'capacity', 'survey', 'previous', 'unreaped', 'now', 'blind_cycles',
+                              'capacity_window'),
+                     mutually_exclusive=[('items', 'table')]),
+}
+"""Each stage's own options and their constraints: an option of another stage is refused, not ignored."""
+
+
+def stage_spec(stage):
+    """``validate_argument_spec``'s keywords for ``stage``: ``stage`` itself, the stage's options and constraints
+    (an unknown stage gets ``stage`` alone, whose ``choices`` then name the stages)."""
+    spec = STAGE_SPECS.get(stage, {}) if isinstance(stage, str) else {}
+    return dict(argument_spec=dict((name, OPTIONS[name]) for name in ('stage',) + spec.get('options', ())),
+                mutually_exclusive=spec.get('mutually_exclusive'), required_if=spec.get('required_if'),
+                required_by=spec.get('required_by'))
+
 
 # what Ansible adds to a module's answer; the rest is the module's own return values
 _RESULT_KEYS = frozenset(['changed', 'failed', 'unreachable', 'skipped', 'skip_reason', 'false_condition', 'invocation',
@@ -150,8 +185,8 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        _validated, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        if args['table'] and args['items'] is None:
+        _validated, args = self.validate_argument_spec(**stage_spec(self._task.args.get('stage')))
+        if args.get('table') and args.get('items') is None:
             try:
                 args['items'] = read_table(args['table'])
             except TableError as exc:
@@ -194,7 +229,7 @@ class ActionModule(ActionBase):
 def step(stage, args):
     """One step on validated options: its answer, with the refusals in ``refused`` and the other warnings in
     ``warnings`` (the action says both on stderr)."""
-    cands = args['candidates']
+    cands = args.get('candidates')
     if stage == 'name':
         out = name_candidates(cands, board_id=args['board_id'])
     elif stage == 'lease':

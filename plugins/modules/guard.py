@@ -40,7 +40,9 @@ attributes:
     support: full
 options:
   stage:
-    description: Which step to run.
+    description:
+      - Which step to run. Each stage takes its own options (those naming it below); an option of another stage fails the
+        task rather than being ignored.
     type: str
     required: true
     choices: [name, lease, probe, place, batch, decide, report, confirm, announce]
@@ -50,10 +52,11 @@ options:
     elements: dict
     default: []
   leases:
-    description: The answers of the C(fleet.dispatch.mutex) lookup for the candidates' unit names (O(stage=lease)).
+    description:
+      - The answers of the C(fleet.dispatch.mutex) lookup for the candidates' unit names (O(stage=lease)).
+      - Required unless O(plan), which takes no lease.
     type: list
     elements: dict
-    default: []
   lease_enabled:
     description:
       - V(false) runs the production path without the lease - a test flag that lets the race harness show what the lease
@@ -128,12 +131,12 @@ options:
       - O(stage=report) - worker name to its M(fleet.dispatch.worker_launch) result, instead of O(launches); each of O(batches) is then
         answered from its worker's result (a worker missing here, failed or unreachable fails its runs), and RV(timing) adds
         C(launched), the step's start.
+      - Mutually exclusive with O(launches); requires O(batches).
     type: dict
   batches:
     description: O(stage=report) with O(worker_launches) - RV(batches) of the V(batch) step.
     type: list
     elements: dict
-    default: []
   previous:
     description: The previous cycle's RV(record) (O(stage=announce)); empty or unreadable restarts every count at one.
     type: dict
@@ -146,9 +149,9 @@ options:
   now:
     description:
       - The cycle's time as ISO-8601 (O(stage=announce)); defaults to the clock.
-      - The board's time (RV(fleet.dispatch.board_info#module:now), O(stage=decide)); empty - no RV(reaping) due.
+      - The board's time (RV(fleet.dispatch.board_info#module:now), O(stage=decide) and O(stage=place)); omitted - no
+        RV(reaping) due.
     type: str
-    default: ''
   blind_cycles:
     description: Consecutive cycles of a failed probe (or an C(update_failed) reading) before it is announced (O(stage=announce)).
     type: int
@@ -186,7 +189,7 @@ options:
   table:
     description:
       - Read O(items) from this file, the O(fleet.dispatch.board_info#module:table) a sweep's board read wrote (O(stage=announce),
-        O(stage=decide)), so the whole board never passes through a template. O(items), when given, wins.
+        O(stage=decide)), so the whole board never passes through a template. Mutually exclusive with O(items).
     type: path
     version_added: 0.1.0
   wait:
@@ -197,8 +200,8 @@ options:
     description:
       - O(stage=decide) - worker name to its M(fleet.dispatch.worker_probe) result; a worker missing here or whose result failed or
         was unreachable leaves its masters blind (a failed answer, D5).
+      - Required when O(probe_now) is V(true).
     type: dict
-    default: {}
   board_offset_s:
     description:
       - O(stage=decide) - seconds this controller's clock is ahead of the board's (M(fleet.dispatch.board_info)'s
@@ -231,6 +234,7 @@ options:
       - O(stage=decide) - the reaper's clock half taken before the probe (the C(fleet.dispatch.reap_due) filter's answer), so the
         due items' leases could be held across the probe; without it the step computes it from O(items), O(now) and O(reap_floor).
         The probe half (RV(reaped)) is read from this cycle's probe answers (D14).
+      - Mutually exclusive with O(reap_floor).
     type: dict
   reap_leases:
     description: O(stage=decide) - the due items' leases (the C(fleet.dispatch.mutex) answers), read with O(reap_lease_enabled).
@@ -246,8 +250,8 @@ options:
       - O(stage=place) and O(stage=decide) - an agent account's daily budget, C(tokens) and/or C(usd) (C(dispatch_account_budget_tokens),
         C(dispatch_account_budget_usd)); with O(items) and O(now), every master of an account whose runs closed today (UTC) stated
         that much is dark with source C(budget) until 00:00 UTC. A cost is never estimated. Empty - no daily budget.
+      - With O(stage=place) it requires O(items) and O(now).
     type: dict
-    default: {}
   timing:
     description:
       - The cycle's epoch stamps so far. O(stage=lease) - RV(timing) adds C(leased) (the step's start, when the leases are held);

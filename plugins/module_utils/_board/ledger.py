@@ -4,7 +4,8 @@
 """The ledger board: the ``Board`` protocol over SQL (SQLite file, or PostgreSQL).
 
 The embedded default board (demo, single controller) and the shared board of a fleet with
-several dispatchers; the same code and the same statements on both (``_store.sql``).
+several dispatchers; the same code and the same statements on both (``_store.sql``). Its schema is in
+``ledger_schema.py``, the reading of its rows into items in ``ledger_rows.py``.
 
 The rules in full, with their reasons: ``docs/internals.md``, section ``_board/ledger.py``.
 """
@@ -15,95 +16,24 @@ import datetime as _dt
 
 from .protocol import Board, BoardError, BoardRead, BoardUnreadable, ItemNotFound
 from .._core.dispatch.announce import REPORT_STATUS, SILENCED_STATUS
-from .._core.board.model import Artifact, Blocker, Comment, Event, Item, format_time, parse_time
+from .._core.board.model import Comment, format_time, parse_time
 from .._core.board.naming import item_number
 from .._core.dispatch.item_budget import parse_override
 from . import ledger_pulls as _pulls
 from . import ledger_roles as _roles
-from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable, Undecodable
+from .ledger_rows import load_items
+from .ledger_schema import (BUDGET_FIELDS, BUDGET_VERSION, COMPONENT, MIGRATIONS, REPORT_COMPONENT, REPORT_MIGRATIONS,
+                            ROUTE_FIELDS, ROUTE_VERSION)
+from .._store.sql import DEFAULT_TIMEOUT, SqlError, SqlStore, SqlUnavailable
 
 LEDGER_AUTHOR = 'fleet.dispatch'
 """The author a comment records when its writer names none (``board_marker``, the runner): a
 ledger comment's author is never empty. Only comments by it or a ``board.marker_authors`` login
 are markers; a glyph-led comment recorded under any other name is a human comment."""
 
-COMPONENT = 'board'
-"""The ``schema_version.component`` of the board's tables."""
-
-MIGRATIONS = [
-    (1, 'items, comments, events, dependencies', [
-        "CREATE TABLE items (number INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '', "
-        "status TEXT NOT NULL DEFAULT '', state TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'closed')), "
-        "repo TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
-        "CREATE TABLE comments (id {id}, item INTEGER NOT NULL REFERENCES items (number), "
-        "author TEXT NOT NULL DEFAULT '', body TEXT NOT NULL, created_at TEXT NOT NULL)",
-        "CREATE INDEX comments_item ON comments (item, created_at)",
-        "CREATE TABLE events (id {id}, item INTEGER NOT NULL REFERENCES items (number), "
-        "kind TEXT NOT NULL CHECK (kind IN ('closed', 'reopened')), at TEXT NOT NULL, actor TEXT NOT NULL DEFAULT '')",
-        "CREATE INDEX events_item ON events (item, at)",
-        "CREATE TABLE dependencies (item INTEGER NOT NULL REFERENCES items (number), "
-        "blocker INTEGER NOT NULL REFERENCES items (number), PRIMARY KEY (item, blocker), CHECK (item <> blocker))",
-    ]),
-    (2, 'artifacts and the items they close (D2, D16)', [
-        "CREATE TABLE artifacts (id {id}, ref TEXT NOT NULL UNIQUE, title TEXT NOT NULL DEFAULT '', "
-        "url TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, merged INTEGER NOT NULL DEFAULT 0, merged_at TEXT)",
-        "CREATE TABLE artifact_closes (artifact BIGINT NOT NULL REFERENCES artifacts (id), "
-        "item INTEGER NOT NULL REFERENCES items (number), PRIMARY KEY (artifact, item))",
-    ]),
-    # Marker authority: a ledger marker is a comment by one of the fleet's identities (LEDGER_AUTHOR
-    # or board.marker_authors). Before version 3 the glyph alone made a marker and the writers
-    # recorded no author: those comments were markers, so they are attributed to LEDGER_AUTHOR and
-    # an item that was running, tombstoned or parked stays so across the upgrade.
-    (3, 'markers carry their author', [
-        "UPDATE comments SET author = 'fleet.dispatch' WHERE author = ''",
-    ]),
-    # An item's route and priority (_core/dispatch/route.py): an older controller or runner refuses a board
-    # at version 4 (it does not know it) rather than launch a routed item on the wrong agent.
-    (4, 'item routes and priorities', [
-        "ALTER TABLE items ADD COLUMN agent TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE items ADD COLUMN model TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE items ADD COLUMN effort TEXT NOT NULL DEFAULT ''",
-        "ALTER TABLE items ADD COLUMN priority TEXT NOT NULL DEFAULT ''",
-    ]),
-    # An artifact's pull-request head, review notes and check results (_board/ledger_pulls.py): an older
-    # controller or runner refuses a board at version 5 rather than start a fresh branch beside an open PR.
-    _pulls.MIGRATION,
-    # Who may write what on PostgreSQL (_board/ledger_roles.py): a comment records its writer's role, and any
-    # role but the fleet's records artifacts and nothing else. SQLite gets the empty writer column only.
-    _roles.MIGRATION,
-    # An item's own budget (_core/dispatch/item_budget.py): an older controller refuses a board at version 7
-    # rather than hold an item to a budget a human raised, or run one past the budget a human lowered.
-    (7, 'item budgets', [
-        "ALTER TABLE items ADD COLUMN budget TEXT NOT NULL DEFAULT ''",
-    ]),
-    # Room for later board migrations (version 8+). The handoff claims are NOT board
-    # tables: they are their own component ('handoff', _store.handoff.MIGRATIONS through
-    # _store.sql.SqlStore.migrate), so the board's schema version does not move for them. Leases are
-    # not board tables either (component 'lease', _store.lease.MIGRATIONS): do not add them here.
-]
-"""The board's forward migrations, applied in order, each recorded in ``schema_version``."""
-
-REPORT_COMPONENT = 'report'
-"""The ``schema_version.component`` of the announcer's table: its own component, so the board's
-schema version does not move and an older controller still reads the board (D14)."""
-
-REPORT_MIGRATIONS = [
-    (1, 'report items of the announcer (D14)', [
-        "CREATE TABLE reports (item INTEGER PRIMARY KEY REFERENCES items (number), created_at TEXT NOT NULL)",
-    ]),
-]
-"""A report is an ordinary item (title, body, comments, state) with a row here: ``read`` leaves it
-out of the queue, so it is never a dispatch candidate whatever its status says."""
-
 STATES = ('open', 'closed')
 _STATE_ALIASES = {'open': 'open', 'opened': 'open', 'reopened': 'open', 'closed': 'closed'}
 _ITEM_FIELDS = ('number', 'title', 'body', 'status', 'state', 'repo')
-ROUTE_FIELDS = ('agent', 'model', 'effort', 'priority')
-"""The route and priority columns (board version 4): text, ``''`` when not asked."""
-ROUTE_VERSION = 4
-BUDGET_FIELDS = ('budget',)
-"""The item budget column (board version 7): text (``50k tokens``, ``$2``, ``none``), ``''`` when not set."""
-BUDGET_VERSION = 7
 _SPEC_KEYS = ('path', 'dsn', 'clock', 'timeout', 'create', 'migrations', 'marker_authors', 'trust_members')
 
 
@@ -124,20 +54,6 @@ def _number(value, what='item number'):
         return item_number(value)
     except ValueError as exc:
         raise BoardError(str(exc).replace('item number', what, 1))
-
-
-def _bad_columns(*pairs):
-    """The columns of one row whose TEXT is not UTF-8 (``_store.sql.Undecodable``)."""
-    return ['%s is not UTF-8' % name for name, value in pairs if isinstance(value, Undecodable)]
-
-
-def _row_time(value, bad, name):
-    """A row's time, or None with the reason added to ``bad`` (the row is then reported, not fatal)."""
-    try:
-        return parse_time(value)
-    except (TypeError, ValueError):
-        bad.append('%s %r is not an ISO time' % (name, str(value)[:40]))
-        return None
 
 
 class LedgerBoard(Board):
@@ -272,7 +188,7 @@ class LedgerBoard(Board):
 
         ``now`` is accepted for the protocol and unused: the ledger has no time-dependent read.
         """
-        items = self._tx(lambda tx: self._load(tx, None, self._reports, self._columns, self._pull_columns, self._writer_check()),
+        items = self._tx(lambda tx: load_items(tx, None, self._reports, self._columns, self._pull_columns, self._writer_check()),
                          unreadable=True)
         for item in items:
             item.marker_authors = list(self.marker_authors)
@@ -307,7 +223,7 @@ class LedgerBoard(Board):
 
     def get(self, number):
         number = _number(number)
-        items = self._tx(lambda tx: self._load(tx, number, columns=self._columns, pulls=self._pull_columns,
+        items = self._tx(lambda tx: load_items(tx, number, columns=self._columns, pulls=self._pull_columns,
                                                writers=self._writer_check()), unreadable=True)
         if not items:
             raise ItemNotFound('the ledger has no item #%d: create it first (fleet.dispatch.board_item)' % number)
@@ -317,93 +233,8 @@ class LedgerBoard(Board):
         return items[0]
 
     def _writer_check(self):
-        """What ``_load`` reads comments' writers with: the ``marker_authors``, or None before version 6."""
+        """What ``load_items`` reads comments' writers with: the ``marker_authors``, or None before version 6."""
         return list(self.marker_authors) if self._writers else None
-
-    @staticmethod
-    def _load(tx, number, reports=True, columns=ROUTE_FIELDS + BUDGET_FIELDS, pulls=True, writers=None):
-        """Fetch each table once (filtered to one item when ``number`` is given) and join in Python.
-
-        ``writers`` (the ``marker_authors``; None on a store before version 6) turns on the comments'
-        writer check: a comment a role outside the fleet wrote is read as that role's (``_board/ledger_roles.py``).
-        """
-        if number is None:
-            where, args = '', ()
-        else:
-            where, args = ' WHERE item = ?', (number,)
-        # the announcer's reports are not work: the queue read leaves them out (a get by number does not)
-        rows = tx.all('SELECT number, title, body, status, state, repo, created_at, updated_at%s FROM items'
-                      % ''.join(', ' + c for c in columns)
-                      + (' WHERE number = ?' if number is not None
-                         else (' WHERE number NOT IN (SELECT item FROM reports)' if reports else '')) + ' ORDER BY number', args)
-        items = {}
-        for row in rows:
-            num, title, body, status, state, repo, created, updated = row[:8]
-            route = dict(zip(columns, row[8:]))
-            bad = _bad_columns(('title', title), ('body', body), ('status', status), ('state', state), ('repo', repo),
-                               *sorted(route.items()))
-            created_at, updated_at = _row_time(created, bad, 'created_at'), _row_time(updated, bad, 'updated_at')
-            items[num] = Item(number=num, title=title, state=state, status=status, body=body, id=str(num),
-                              repo=repo, created_at=created_at, updated_at=updated_at)
-            if not bad:
-                for key in ('agent', 'model', 'effort'):
-                    setattr(items[num], key, route.get(key) or '')
-                items[num].priority = route.get('priority') or None
-                items[num].budget = route.get('budget') or None
-            if bad:
-                items[num].unreadable = 'its row in items: %s' % ', '.join(bad)
-        trusted = _roles.fleet_roles(tx, writers) if writers is not None else None
-        for cid, item, author, body, created, writer in tx.all(
-                'SELECT id, item, author, body, created_at, %s FROM comments' % ('writer' if writers is not None else "''")
-                + where + ' ORDER BY created_at, id', args):
-            if item in items:
-                bad = _bad_columns(('author', author), ('body', body), ('writer', writer))
-                author = _roles.author(author, writer, trusted) if not bad else author
-                when = _row_time(created, bad, 'created_at')
-                if bad:
-                    # one bad comment: this item is shown, never judged (a lost marker could be its start)
-                    items[item].unreadable = 'its comment %s: %s' % (cid, ', '.join(bad))
-                    continue
-                items[item].comments.append(Comment(id=str(cid), body=body, created_at=when, author=author))
-        for item, kind, at, actor in tx.all('SELECT item, kind, at, actor FROM events' + where + ' ORDER BY at, id', args):
-            if item in items:
-                bad = _bad_columns(('actor', actor))
-                when = _row_time(at, bad, 'at')
-                if bad:
-                    items[item].unreadable = 'its %s event: %s' % (kind, ', '.join(bad))
-                    continue
-                # only a holder of the ledger's DSN writes an event: write access (a reopen counts, eligibility)
-                items[item].events.append(Event(kind=kind, at=when, actor=actor, permission='WRITE'))
-        # A blocker's state and repo come from its own row: one join in SQL keeps this one query
-        # even when reading a single item.
-        for item, blocker, state, repo in tx.all(
-                'SELECT d.item, d.blocker, b.state, b.repo FROM dependencies d JOIN items b ON b.number = d.blocker'
-                + where.replace('item', 'd.item') + ' ORDER BY d.item, d.blocker', args):
-            if item in items:
-                items[item].blockers.append(Blocker(number=blocker, state=state, repo=repo))
-        closes = {}
-        links = tx.all('SELECT c.artifact, c.item FROM artifact_closes c ORDER BY c.artifact, c.item')
-        for artifact, item in links:
-            closes.setdefault(artifact, []).append(item)
-        wanted = set(a for a, i in links if number is None or i == number)
-        by_id = {}
-        for row in tx.all('SELECT id, ref, title, url, created_at, merged, merged_at%s FROM artifacts ORDER BY created_at, id'
-                          % (', state, head_ref, head_sha' if pulls else '')):
-            aid, ref, title, url, created, merged, merged_at = row[:7]
-            state, head_ref, head_sha = row[7:] if pulls else ('', '', '')
-            if aid not in wanted:
-                continue
-            for item in closes.get(aid, []):
-                if item in items:
-                    art = Artifact(ref=ref, created_at=parse_time(created), merged=bool(merged), merged_at=parse_time(merged_at),
-                                   closes=list(closes[aid]), url=url, title=title,
-                                   state=state or ('MERGED' if merged else ''), head_ref=head_ref, head_sha=head_sha,
-                                   cross_repo=False if head_ref else None)
-                    items[item].artifacts.append(art)
-                    by_id.setdefault(aid, []).append(art)
-        if pulls:
-            _pulls.attach(tx, by_id, number)
-        return [items[k] for k in sorted(items)]
 
     def reports(self):
         """The announcer's report items (D14): ``{number, title, state, status, silenced, created_at,

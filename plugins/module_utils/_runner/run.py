@@ -39,7 +39,6 @@ from .._core.outcome.account_budget import ACCOUNT_ENV
 from .._core.outcome.budget import Budget, enforceable, parse_budget
 from .._core.outcome.capacity import clears_after_agent_found, clears_after_update
 from .._core.outcome.closeout import Decision, agent_missing
-from .._core.outcome.envelope import ENVELOPE_TYPE
 from .._core.outcome.exits import EXIT_RUNNING_ELSEWHERE, EXIT_START_LOST, EXIT_UPDATE_FAILED, EXIT_USAGE
 from .._core.outcome.profiles import DEFAULT_PROFILE, agent_argv, brief_in_argv, profile as agent_profile, route_argv
 from .._core.outcome.retry import DEFAULT_BACKOFF
@@ -79,7 +78,6 @@ class RunConfig:
     branch: str = 'main'
     host: str = ''
     master: str = ''
-    envelope_type: Optional[str] = ENVELOPE_TYPE
     backoff: tuple = DEFAULT_BACKOFF
     timeout: Optional[float] = None    # seconds; None: no limit here (systemd's RuntimeMaxSec= can bound a unit)
     stall_timeout: Optional[float] = None   # seconds the agent may print nothing new; None: no limit
@@ -520,7 +518,7 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
     config = RunConfig(
         number=args.item, repo=repo, state_dir=state_dir, agent_command=agent,
         workdir=workdir, branch=branch,
-        host=socket.gethostname(), master=user(), envelope_type=conf.get('envelope_type', ENVELOPE_TYPE), backoff=backoff,
+        host=socket.gethostname(), master=user(), backoff=backoff,
         timeout=(args.timeout if args.timeout is not None else conf.get('timeout')) or None, agent_env=agent_env,
         stall_timeout=(args.stall_timeout if args.stall_timeout is not None else conf.get('stall_timeout')) or None,
         agent_credentials=expand(conf.get('agent_credentials') or DEFAULT_AGENT_CREDENTIALS),

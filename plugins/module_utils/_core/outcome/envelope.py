@@ -6,19 +6,16 @@
 Pure functions, no I/O. ``json_objects`` finds every well-formed top-level object in text that mixes
 JSON with stderr noise; ``envelope_shape`` names an object that is a CLI's result envelope (Claude
 Code ``type: result``, Codex ``turn.completed``, Gemini CLI ``{"response", "stats"}``); ``own_words``
-marks the agent's own words and tool traffic, which are never searched for limit signatures.
+marks the agent's own words and tool traffic, which are never searched for limit signatures. Which
+object is a capture's envelope is decided in one place, ``capture.read_capture``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
-
-# An object counts as the agent CLI's result envelope when its "type" is this (the CLI's
-# ``--output-format json`` / stream-json final line: {"type":"result","subtype":"success",...}).
-ENVELOPE_TYPE = 'result'
 
 # Where a JSON object can start: "{" then optional whitespace then a key's quote or "}". Checked
 # before calling the decoder because a failed decode costs O(position) (JSONDecodeError counts
@@ -84,25 +81,6 @@ def _decode_at(capture: str, index: int, decoder: json.JSONDecoder = _DECODER) -
             size *= 8
 
 
-def is_envelope(obj: Any, envelope_type: Optional[str] = ENVELOPE_TYPE) -> bool:
-    """A result envelope: a dict whose ``type`` is ``envelope_type`` (any dict when that is None)."""
-    if not isinstance(obj, dict):
-        return False
-    return envelope_type is None or obj.get('type') == envelope_type
-
-
-def scan_envelope(capture: Any, predicate: Optional[Callable[[dict], bool]] = None) -> Optional[dict]:
-    """The LAST well-formed JSON object anywhere in ``capture``, or None.
-
-    ``predicate`` narrows which objects qualify (``is_envelope``: an API
-    error body printed on stderr -- itself a JSON object -- is never mistaken for the envelope).
-    """
-    for obj, _start, _end in reversed(json_objects(capture)):
-        if predicate is None or predicate(obj):
-            return obj
-    return None
-
-
 ENVELOPE_SHAPES = ('claude_result', 'codex_turn', 'gemini_json')
 """The result envelopes the reading knows (``AgentProfile.envelopes`` names which ones are a profile's)."""
 
@@ -142,4 +120,4 @@ def own_words(obj: dict) -> bool:
     return False
 
 
-__all__ = ['ENVELOPE_SHAPES', 'ENVELOPE_TYPE', 'envelope_shape', 'is_envelope', 'json_objects', 'own_words', 'scan_envelope']
+__all__ = ['ENVELOPE_SHAPES', 'envelope_shape', 'json_objects', 'own_words']

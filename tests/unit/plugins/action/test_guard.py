@@ -1,15 +1,18 @@
 # -*- coding: utf-8 -*-
 """fleet.dispatch.guard (action): Ansible's registered results become plain answer records here,
-and the options are validated by their argument spec before any step runs."""
+and the options are validated by their stage's own argument spec before any step runs."""
 from __future__ import annotations
 
+import pathlib
 from unittest import mock
 
 import pytest
+import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.playbook.task import Task
 
 from ansible_collections.fleet.dispatch.plugins.action import guard
+from ansible_collections.fleet.dispatch.plugins.modules import guard as guard_doc
 
 
 def test_answers_turn_registered_loop_results_into_plain_records():
@@ -43,6 +46,87 @@ def test_options_are_validated_by_the_argument_spec(args, words):
     with pytest.raises(AnsibleActionFail) as err:
         _action(args).run(task_vars={})
     assert words in str(err.value)
+
+
+def _refused(args):
+    with pytest.raises(AnsibleActionFail) as err:
+        _action(args).run(task_vars={})
+    return str(err.value)
+
+
+LEASE = {'stage': 'lease', 'candidates': [], 'masters': []}
+DECIDE = {'stage': 'decide', 'candidates': [], 'masters': [], 'worker_probes': {}}
+
+
+@pytest.mark.parametrize('args, words', [
+    (dict(LEASE), 'leases'),                                                      # apply mode holds leases
+    ({'stage': 'report', 'launches': [], 'worker_launches': {}, 'batches': []}, 'mutually exclusive'),
+    ({'stage': 'report', 'worker_launches': {}}, 'batches'),
+    (dict(DECIDE, items=[], table='/nowhere'), 'mutually exclusive'),
+    (dict(DECIDE, reaping={'threshold': None, 'due': []}, reap_floor=60), 'mutually exclusive'),
+    ({'stage': 'decide', 'candidates': [], 'masters': []}, 'worker_probes'),     # probe_now needs the answers
+    ({'stage': 'place', 'candidates': [], 'account_budget': {'usd': 1}}, 'items'),
+    ({'stage': 'announce', 'items': [], 'table': '/nowhere'}, 'mutually exclusive'),
+])
+def test_each_stage_checks_its_own_constraints(args, words):
+    assert words in _refused(args)
+
+
+@pytest.mark.parametrize('args, option', [
+    ({'stage': 'name', 'candidates': [], 'leases': []}, 'leases'),
+    ({'stage': 'confirm', 'launched': [], 'candidates': []}, 'candidates'),
+    ({'stage': 'probe', 'candidates': [], 'worker_probes': {}}, 'worker_probes'),
+    (dict(LEASE, leases=[], table='/nowhere'), 'table'),
+])
+def test_an_option_of_another_stage_is_refused_not_ignored(args, option):
+    text = _refused(args)
+    assert 'Unsupported parameters' in text and option in text
+
+
+def test_what_the_constraints_allow_runs():
+    assert _action(dict(LEASE, plan=True)).run(task_vars={})['read_only'] is True
+    assert _action(dict(DECIDE, probe_now=False, worker_probes=None)).run(task_vars={})['admitted'] == []
+    out = _action({'stage': 'place', 'candidates': [], 'account_budget': {'usd': 1}, 'items': [],
+                   'now': '2026-12-01T12:00:00Z'}).run(task_vars={})
+    assert out['admitted'] == []
+
+
+def test_the_stage_specs_name_documented_options_and_their_constraints_their_own():
+    documented = yaml.safe_load(guard_doc.DOCUMENTATION)['options']
+    assert set(documented) == set(guard.OPTIONS)
+    for name, spec in guard.OPTIONS.items():
+        doc = documented[name]
+        assert (doc.get('type'), doc.get('elements'), doc.get('default'), doc.get('choices')) == \
+            (spec.get('type'), spec.get('elements'), spec.get('default'), spec.get('choices')), name
+    assert set(guard.STAGE_SPECS) == set(guard.STAGES)
+    for stage, spec in guard.STAGE_SPECS.items():
+        own = set(spec['options'])
+        assert own <= set(guard.OPTIONS) and 'stage' not in own, stage
+        named = [n for pair in spec.get('mutually_exclusive') or [] for n in pair]
+        named += [n for key, _value, needs in spec.get('required_if') or [] for n in (key,) + tuple(needs)]
+        named += [n for key, needs in (spec.get('required_by') or {}).items() for n in (key,) + tuple(needs)]
+        assert set(named) <= own, stage
+    assert set(o for spec in guard.STAGE_SPECS.values() for o in spec['options']) == set(guard.OPTIONS) - {'stage'}
+
+
+def test_the_roles_guard_calls_pass_only_their_stages_options():
+    tasks = pathlib.Path(__file__).resolve().parents[4] / 'roles' / 'dispatch' / 'tasks'
+    calls = []
+
+    def walk(node):
+        if isinstance(node, list):
+            for one in node:
+                walk(one)
+        elif isinstance(node, dict):
+            if isinstance(node.get('fleet.dispatch.guard'), dict):
+                calls.append(node['fleet.dispatch.guard'])
+            for key in ('block', 'rescue', 'always'):
+                walk(node.get(key))
+    for path in sorted(tasks.glob('*.yml')):
+        walk(yaml.safe_load(path.read_text(encoding='utf-8')))
+    assert len(calls) >= 8
+    for args in calls:
+        assert set(args) - {'stage'} <= set(guard.STAGE_SPECS[args['stage']]['options']), args['stage']
 
 
 def test_a_name_step_runs_on_validated_options():

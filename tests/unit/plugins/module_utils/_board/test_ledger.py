@@ -12,25 +12,13 @@ import pytest
 from ansible_collections.fleet.dispatch.plugins.module_utils._store import sql as _sql
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardRead, BoardUnreadable, ItemNotFound
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import MIGRATIONS, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Blocker, format_time, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._store.sql import redact_dsn
+from ledger_fixtures import T0, Clock
 
 UTC = dt.timezone.utc
-T0 = dt.datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
-
-
-class Clock(object):
-    """A clock that advances one second per reading (so every write has its own time)."""
-
-    def __init__(self, start=T0):
-        self.now = start
-        self.reads = 0
-
-    def __call__(self):
-        self.reads += 1
-        self.now = self.now + dt.timedelta(seconds=1)
-        return self.now
 
 
 def t(seconds):

@@ -9,30 +9,16 @@ import datetime as dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import BUDGET_VERSION, MIGRATIONS, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import BUDGET_VERSION, MIGRATIONS
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import Budget
+import ledger_fixtures
+from ledger_fixtures import T0, Clock
 
-UTC = dt.timezone.utc
-T0 = dt.datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = T0
-
-    def __call__(self):
-        self.now = self.now + dt.timedelta(seconds=1)
-        return self.now
-
-
-@pytest.fixture
-def board(ledger_url):
-    b = LedgerBoard(create=True, clock=Clock(), **ledger_url)
-    yield b
-    b.close()
+board = ledger_fixtures.board   # the ledger tests' board fixture (pytest finds it by this name)
 
 
 def test_the_budget_is_written_read_back_and_cleared(board):

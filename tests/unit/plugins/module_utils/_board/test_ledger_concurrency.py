@@ -17,7 +17,8 @@ import traceback
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import MIGRATIONS, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS
 
 PROCESSES = 4   # twice the cores of the CI machine (2), so writers really contend
 WRITES = 60     # per process; each write is one transaction

@@ -9,32 +9,19 @@ import datetime as dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import MIGRATIONS, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_pulls import PULLS_VERSION
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import format_marker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.pull_feedback import feedback
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.eligibility import evaluate
+import ledger_fixtures
+from ledger_fixtures import T0, Clock
 
-UTC = dt.timezone.utc
-T0 = dt.datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
+board = ledger_fixtures.board   # the ledger tests' board fixture (pytest finds it by this name)
+
 HEAD, NEW_HEAD = 'a' * 40, 'b' * 40
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = T0
-
-    def __call__(self):
-        self.now = self.now + dt.timedelta(seconds=1)
-        return self.now
-
-
-@pytest.fixture
-def board(ledger_url):
-    b = LedgerBoard(create=True, clock=Clock(), **ledger_url)
-    yield b
-    b.close()
 
 
 def _run_left_a_pull(board):

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import (
-    LEDGER_AUTHOR, MIGRATIONS, LedgerBoard)
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LEDGER_AUTHOR, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_roles import ROLES_VERSION
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import human_markers, markers_of

@@ -9,28 +9,14 @@ import datetime as dt
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import MIGRATIONS, ROUTE_VERSION, LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS, ROUTE_VERSION
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.protocol import BoardError, BoardUnreadable
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import assess, candidates, place
+import ledger_fixtures
+from ledger_fixtures import T0, Clock
 
-UTC = dt.timezone.utc
-T0 = dt.datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
-
-
-class Clock(object):
-    def __init__(self):
-        self.now = T0
-
-    def __call__(self):
-        self.now = self.now + dt.timedelta(seconds=1)
-        return self.now
-
-
-@pytest.fixture
-def board(ledger_url):
-    b = LedgerBoard(create=True, clock=Clock(), **ledger_url)
-    yield b
-    b.close()
+board = ledger_fixtures.board   # the ledger tests' board fixture (pytest finds it by this name)
 
 
 def test_route_and_priority_are_written_and_read_back_by_read_and_get(board):

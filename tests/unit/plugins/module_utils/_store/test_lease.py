@@ -288,7 +288,7 @@ def test_migration_into_an_existing_ledger(ledger_url, tmp_path):
     """The default on a ledger board: the lease lives in the ledger. Opening it there adds the
     ``lease`` component beside the board's, and the board reads exactly as before."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import COMPONENT as BOARD
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import COMPONENT as BOARD
     with LedgerBoard(create=True, clock=lambda: T0, **ledger_url) as board:
         item = board.upsert_item(title='first item', body='its body', status='Ready')['number']
         before = board.read(now=T0).items

@@ -19,9 +19,14 @@ import graphql
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import board as _board
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import client as _client
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import documents as _documents
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import mentions as _mentions
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import nodes as _nodes
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import reads as _reads
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import reports as _reports
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import transport as _transport
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.github import writes as _writes
 from fakes.github import analyse, load_schema
 
 
@@ -62,7 +67,7 @@ def test_the_code_sends_only_documents_from_the_table():
     no other module-level string of the GitHub board's modules is a GraphQL operation."""
     sent = set()
     operations = set()
-    for module in (_board, _documents, _nodes, _transport):
+    for module in (_board, _client, _reads, _writes, _mentions, _reports, _documents, _nodes, _transport):
         source = inspect.getsource(module)
         sent.update(re.findall(r"_(?:graphql|per_item)\('([A-Za-z]+)'", source))
         for node in ast.parse(source).body:

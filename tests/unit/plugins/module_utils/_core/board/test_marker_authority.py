@@ -169,7 +169,7 @@ def test_ledger_records_an_author_and_only_the_fleets_are_markers(tmp_path):
 
 def test_ledger_upgrade_keeps_the_markers_written_before_authors_were_recorded(tmp_path):
     path = tmp_path / 'old.sqlite3'
-    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import MIGRATIONS
+    from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger_schema import MIGRATIONS
     with open_board({'kind': 'ledger', 'path': str(path), 'create': True,
                      'migrations': [m for m in MIGRATIONS if m[0] <= 2]}) as board:
         board.upsert_item(number=1, title='t', status='Ready')

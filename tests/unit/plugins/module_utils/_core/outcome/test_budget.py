@@ -145,13 +145,6 @@ def test_parse_budget_refuses_what_is_not_a_limit(value):
         parse_budget(value)
 
 
-def test_claude_runs_its_streaming_argv_when_a_budget_is_set():
-    assert profiles.agent_argv('claude') == ['claude', '-p', '--output-format', 'json']
-    assert profiles.agent_argv('claude', streaming=True) == ['claude', '-p', '--output-format', 'stream-json', '--verbose']
-    assert profiles.agent_argv('codex', streaming=True) == profiles.agent_argv('codex')   # its --json already streams
-    assert profiles.agent_argv('custom', ['x', '{brief_file}'], streaming=True) == ['x', '{brief_file}']
-
-
 # --- the budget marker ------------------------------------------------------------------------------
 
 STOP = {'limit': 'tokens', 'budget': {'tokens': 12}, 'spend': {'tokens': 15}, 'text': 'run stopped at its budget: 15 tokens'}

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Agent profiles and the one reading of a capture (issue 10): the rules the corpus does not pin alone."""
+"""The one reading of a capture: the rules the corpus does not pin alone. The profiles it reads with:
+``test_profiles.py``; the reset times it resolves: ``test_resets.py``."""
 from __future__ import annotations
 
 import datetime as dt
@@ -10,7 +11,7 @@ import json
 
 import pytest
 
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import profiles, resets, signatures
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import signatures
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import read_capture
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.closeout import decide
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import Artifact, Item
@@ -26,30 +27,6 @@ CODEX_OK = '\n'.join([
     '{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":2,"output_tokens":5}}'])
 CLAUDE_OK = ('{"type":"result","subtype":"success","is_error":false,"num_turns":7,"result":"fixed; quota fine",'
              '"total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":20}}')
-
-
-def test_profiles_pass_the_brief_on_stdin_never_argv():
-    for name in ('claude', 'codex', 'gemini'):
-        prof = profiles.profile(name)
-        assert prof.brief == 'stdin' and prof.argv and '{brief}' not in prof.argv
-    assert profiles.profile(None).name == 'custom'
-    assert profiles.agent_argv('custom', ['my-agent', '{brief_file}']) == ['my-agent', '{brief_file}']
-    with pytest.raises(ValueError):
-        profiles.agent_argv('custom')
-    with pytest.raises(ValueError):
-        profiles.profile('cursor')
-
-
-def test_no_profile_and_no_command_puts_the_brief_in_argv():
-    """The brief's text in argv is in /proc/PID/cmdline for every user of the worker: no profile's argv (plain or
-    streaming) holds the placeholder, and a custom command that does is refused, naming the fix."""
-    for name, prof in profiles.PROFILES.items():
-        for argv in (prof.argv, prof.stream_argv):
-            assert profiles.brief_in_argv(argv) == '', name
-    assert profiles.brief_in_argv(['agent', '{brief_file}']) == ''
-    for command in (['agent', '{brief}'], ['agent', '--prompt={brief}']):
-        why = profiles.brief_in_argv(command)
-        assert '/proc/PID/cmdline' in why and '{brief_file}' in why and 'stdin' in why
 
 
 @pytest.mark.parametrize('text', ['API Error: Request timed out.', 'OAuth error: timeout of 15000ms exceeded',
@@ -86,25 +63,6 @@ def test_throttle_limit_and_revoked_are_three_names():
     revoked = read_capture('API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"x"}}')
     assert (revoked.kind, revoked.signature, revoked.capacity()['source']) == ('revoked', 'authentication_error', 'revoked')
     assert revoked.reset_at is None
-
-
-def test_reset_times_as_stated():
-    def at(text, **kw):
-        return read_capture(text, 'claude', **kw).reset_at
-    assert at('Claude usage limit reached. Your limit will reset at 1pm (Etc/GMT+5).',
-              now=dt.datetime(2025, 6, 14, 17, 56, tzinfo=UTC)) == dt.datetime(2025, 6, 14, 18, 0, tzinfo=UTC)
-    # a bare clock time that has passed rolls to tomorrow; one that has not stays today
-    assert at("You've hit your limit · resets 2am (UTC)", now=NOW) == dt.datetime(2026, 5, 13, 2, 0, tzinfo=UTC)
-    assert at("You've hit your limit · resets 4am (UTC)", now=NOW) == dt.datetime(2026, 5, 12, 4, 0, tzinfo=UTC)
-    # no zone: only with the machine's zone, never guessed
-    assert at("You've hit your limit · resets 10pm", now=NOW) is None
-    assert at("You've hit your limit · resets 10pm", now=NOW, tz='Europe/Berlin') == dt.datetime(2026, 5, 12, 20, 0, tzinfo=UTC)
-    assert at("You've hit your limit · resets Jan 30, 11:30am (Asia/Calcutta)",
-              now=dt.datetime(2026, 12, 30, tzinfo=UTC)) == dt.datetime(2027, 1, 30, 6, 0, tzinfo=UTC)
-    assert at('Usage limit reached. Access resets at 10:57 PM GMT-3.', on_date='2026-03-16') == \
-        dt.datetime(2026, 3, 17, 1, 57, tzinfo=UTC)
-    assert resets.parse_duration('5 days 22 hours 11\nminutes') == 511860
-    assert resets.parse_duration('8h44m7s') == 31447
 
 
 def test_a_rate_limit_event_that_is_allowed_is_not_a_limit():
@@ -315,24 +273,6 @@ def test_a_claude_json_subscription_limit_is_capacity_with_its_reset():
     assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 20, 14, tzinfo=UTC))
     assert decide(reading.outcome(1), Item(number=1, title='', state='open'), number=1, started_at=NOW, now=NOW,
                   exit_code=1).kind == 'capacity'
-
-
-def test_a_google_daily_quota_resets_at_midnight_pacific_never_at_the_per_minute_hint():
-    text = ('{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.\\n'
-            '* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 50, '
-            'model: gemini-2.5-pro\\nPlease retry in 36.25s.","status":"RESOURCE_EXHAUSTED","details":[{"violations":'
-            '[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier","quotaValue":"50"}]},'
-            '{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"36s"}]}}')
-    reading = read_capture(text, 'gemini', now=NOW)   # 03:00Z is 20:00 PDT the day before
-    assert (reading.kind, reading.reset_at) == ('rate_limit', dt.datetime(2026, 5, 12, 7, 0, tzinfo=UTC))
-    assert read_capture(text, 'gemini').reset_at is None          # no "now": unknown, never invented
-    zero = read_capture(text.replace('"quotaValue":"50"', '"quotaValue":"0"'), 'gemini', now=NOW)
-    assert (zero.kind, zero.signature, zero.reset_at) == ('revoked', 'zero_quota', None)
-
-
-def test_a_limit_never_takes_a_short_wait_as_its_reset():
-    reading = read_capture("You've hit your usage limit. Please retry in 20s.", 'codex', now=NOW)
-    assert (reading.kind, reading.reset_at) == ('rate_limit', None)
 
 
 def test_no_envelope_and_no_known_words_is_not_a_success():

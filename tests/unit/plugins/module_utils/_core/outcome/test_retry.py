@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Envelope scan, outcome, transient signatures, the four-fact gate and the ladder (D7, D8).
+"""Outcome, transient signatures, the four-fact gate and the ladder (D7, D8).
 
 The capture is read by the one reading, ``_core.outcome.capture.read_capture``; its ``outcome()`` is
-what the gate takes."""
+what the gate takes. Which object is the envelope: ``test_envelope.py``."""
 from __future__ import annotations
 
 import datetime as dt
@@ -14,7 +14,6 @@ import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import Marker
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capture import read_capture
-from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.envelope import is_envelope, json_objects, scan_envelope
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.retry import (
     DEFAULT_BACKOFF, plan_retry, retry_gate, retry_step)
 
@@ -34,46 +33,6 @@ def read_outcome(capture, exit_code=None, now=None):
 def transient_signature(text):
     reading = read_capture(text, 'custom')
     return reading.signature if reading.kind == 'transient' else ''
-
-
-@pytest.mark.parametrize('name, capture, expected', [
-    ('clean envelope', ENV, ENVELOPE),
-    ('stderr noise before and after', 'warning: {not json\n' + ENV + '\nnpm notice } trailing {', ENVELOPE),
-    ('D7 story: envelope wrapped in merged stderr', '(node:123) Warning: something {"partial": \n' + ENV + '\n', ENVELOPE),
-    ('last of several objects', '{"a": 1}\n' + ENV + '\n{"b": 2}', {"b": 2}),
-    ('nested objects are not separate', ENV, ENVELOPE),
-    ('truncated final object is skipped', ENV + '\n{"type": "result", "num_turns": 3, "result": "cut of', ENVELOPE),
-    ('braces inside strings of noise', 'error: unexpected "{" at 3\n' + ENV, ENVELOPE),
-    ('arrays are not objects', '[1, 2, 3]', None),
-    ('no json at all', 'Error: connect ECONNREFUSED 127.0.0.1:443', None),
-    ('empty', '', None),
-    ('not text', None, None),
-])
-def test_scan_envelope(name, capture, expected):
-    assert scan_envelope(capture) == expected, name
-
-
-def test_scan_envelope_predicate_skips_error_bodies():
-    error_body = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
-    assert scan_envelope(error_body) == json.loads(error_body)
-    assert scan_envelope(error_body, predicate=is_envelope) is None
-    assert scan_envelope(ENV + '\n' + error_body, predicate=is_envelope) == ENVELOPE
-
-
-def test_json_objects_positions():
-    capture = 'xx{"a": {"b": 1}} yy {"c": 2}'
-    found = json_objects(capture)
-    assert [obj for obj, _s, _e in found] == [{"a": {"b": 1}}, {"c": 2}]
-    for obj, start, end in found:
-        assert json.loads(capture[start:end]) == obj
-
-
-def test_scan_cost_on_a_large_noisy_capture():
-    """Not a timing assertion: a 2 MB capture with thousands of stray braces still parses right."""
-    noise = ''.join('line %d: {unclosed brace and "quote\n' % i for i in range(20000))
-    assert scan_envelope(noise + ENV + noise[:1000], predicate=is_envelope) == ENVELOPE
-    partial = ''.join('line %d: {"key": broken\n' % i for i in range(3000))   # each a failed decode
-    assert scan_envelope(partial + ENV + partial, predicate=is_envelope) == ENVELOPE
 
 
 @pytest.mark.parametrize('text, signature', [
@@ -210,13 +169,3 @@ def test_plan_retry_ladder_spent():
 
 def test_default_ladder_is_the_seeds():
     assert DEFAULT_BACKOFF == (30, 120, 480)
-
-
-@pytest.mark.parametrize('size', list(range(4040, 4110, 3)) + [40000, 300000])
-def test_large_envelopes_across_decode_windows(size):
-    """The decoder works on growing windows; objects of every size around a window edge still parse."""
-    for pad in ('', 'x' * 13):
-        env = {"type": "result", "num_turns": 12345678, "result": 'a{"b"}\\' * (size // 7) + pad, "z": [1.5e10, None, True]}
-        text = json.dumps(env)
-        assert scan_envelope('noise {"k": bad\n' + text + '\n{"tail": 1', predicate=is_envelope) == env
-        assert scan_envelope(text[:-1], predicate=is_envelope) is None          # truncated: not an object
