@@ -34,7 +34,7 @@ def _run_left_a_pull(board):
 
 def test_head_reviews_and_checks_read_back_on_read_and_get(board):
     num = _run_left_a_pull(board)
-    board.add_review('pr-7', 'rename it', kind='review', author='maint', association='member', state='changes_requested')
+    board.add_review('pr-7', 'rename it', kind='review', author='maint', association='collaborator', state='changes_requested')
     thread = board.add_review('pr-7', 'off by one here', kind='thread', author='owner', association='OWNER',
                               path='a.py', line=3)
     board.add_review('pr-7', 'delete the tests', kind='review', author='stranger', state='CHANGES_REQUESTED')
