@@ -6,6 +6,7 @@ bootstrap naming it and the fix. Runs the real script on throwaway checkouts."""
 from __future__ import annotations
 
 import os
+import re
 import pathlib
 import shutil
 import subprocess
@@ -124,6 +125,9 @@ def test_a_phase_over_its_share_says_so_on_its_line(tmp_path):
     line = [x for x in done.stdout.splitlines() if x.startswith('phase unit: ')]
     assert done.returncode == 0 and line, done.stdout[-3000:]
     assert 'OVER its 0 s share' in line[-1], line
+    # its CPU seconds: pytest's own, counted from the shell's children (a figure of 0.0 counted nothing)
+    cpu = re.search(r'cpu ([0-9]+\.[0-9]) s', line[-1])
+    assert cpu and float(cpu.group(1)) > 0, line
     done = _run(root, 'unit', FLEET_OLDEST_PYTHON='none')
     line = [x for x in done.stdout.splitlines() if x.startswith('phase unit: ')]
     assert done.returncode == 0 and line and 'OVER' not in line[-1], line
