@@ -101,8 +101,8 @@ def test_fleet_runner_classify_reads_each_qwen_capture_as_its_own_profile(captur
     code = [] if capture['exit_code'] is None else ['--exit-code', str(capture['exit_code'])]   # None: stopped at the timeout
     assert main(['--agent', 'qwen'] + code + ['--now', capture['captured'], '--tz', 'UTC', str(path)]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert (got['profile'], got['kind'], got['decision']['marker']) == ('qwen', capture['expect']['kind'],
-                                                                      capture['expect']['outcome']), got
+    expect = capture['expect']
+    assert (got['profile'], got['kind'], got['decision']['marker']) == ('qwen', expect['kind'], expect['outcome']), got
     if capture['expect']['turns'] is not None:
         assert got['turns'] == capture['expect']['turns'], got
 

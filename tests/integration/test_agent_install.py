@@ -19,7 +19,8 @@ Beside it, on the same host, masters fcodex, fgemini and fqwen run the pinned Co
 Code, installed by the same role (one playbook, the role once per profile) and pointed at the same endpoint: each
 ends a real run, from the board, as ✅ (its shell tool commits and merges), ⚪ (a claim without a merge), 🔁 with
 no attempt (a 429 throttle, a 500 before any turn), 🪫 revoked (a bad key), 🪫 until the reset the CLI states (a
-usage limit); Qwen Code only the first, the throttle and the bad key (its other outcomes are captures). Through the same helpers: Claude Code's merge, and its silence before a provider that never
+usage limit); Qwen Code only the first, the throttle and the bad key (its other outcomes are captures).
+Through the same helpers: Claude Code's merge, and its silence before a provider that never
 answers (the stall limit: 🔁 ``stopped: stall``); Codex CLI reconnecting forever on a refused connection,
 stopped by the same limit.
 

@@ -227,7 +227,7 @@ class _StartUnread(object):
 
     def get(self, ref):
         item = self._inner.get(ref)
-        item.comments = [c for c in item.comments if not (markers_of_comment(c) == 'start')]
+        item.comments = [c for c in item.comments if markers_of_comment(c) != 'start']
         return item
 
 

@@ -21,7 +21,6 @@ def test_profiles_pass_the_brief_on_stdin_never_argv():
         profiles.profile('cursor')
 
 
-
 def test_no_profile_and_no_command_puts_the_brief_in_argv():
     """The brief's text in argv is in /proc/PID/cmdline for every user of the worker: no profile's argv (plain or
     streaming) holds the placeholder, and a custom command that does is refused, naming the fix."""
