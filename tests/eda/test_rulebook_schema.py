@@ -110,13 +110,13 @@ def test_every_rule_runs_the_shared_dispatch_path(path, action, dispatch, sweep)
         assert extra['issue'] == '{{ event.payload.issue.number }}'
         assert 'X-GitHub-Delivery' in extra['delivery']           # a replayed delivery is refused (roles/dispatch)
         assert rules[name]['throttle'] == {'once_within': '1 minute', 'group_by_attributes': ['event.payload.issue.number']}
-        assert '["OWNER", "MEMBER", "COLLABORATOR"]' in rules[name]['condition']
+        assert '["OWNER", "COLLABORATOR"]' in rules[name]['condition'] and 'MEMBER' not in rules[name]['condition']
     assert rules["A project item's status edited"]['throttle']['once_after'] == '1 minute'
     # a pull request's review or failing check: the hand dispatch of the item whose next run continues it
     review = rules['A review on a pull request']
     assert extra_vars('A review on a pull request')['pull_request'] == (
         '{{ event.payload.repository.full_name }}#{{ event.payload.pull_request.number }}')
-    assert '["OWNER", "MEMBER", "COLLABORATOR"]' in review['condition'] and '"approved"' not in review['condition']
+    assert '["OWNER", "COLLABORATOR"]' in review['condition'] and 'MEMBER' not in review['condition'] and '"approved"' not in review['condition']
     assert review['throttle']['group_by_attributes'] == ['event.payload.pull_request.number']
     for name, what in (('A check suite failed on a pull request', 'check_suite'), ('A check run failed on a pull request', 'check_run')):
         extra = extra_vars(name)

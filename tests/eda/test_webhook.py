@@ -194,7 +194,7 @@ def test_signed_events_dispatch_their_item_once_and_a_bad_signature_nothing(rule
     port, state, log = rulebook
     opened = {'action': 'opened', 'issue': {'number': 1, 'title': 'eligible', 'state': 'open', 'author_association': 'OWNER'}}
     comment = {'action': 'created', 'issue': {'number': 2, 'state': 'open'},
-               'comment': {'body': 'please', 'author_association': 'MEMBER'}}
+               'comment': {'body': 'please', 'author_association': 'COLLABORATOR'}}
     third = {'action': 'opened', 'issue': {'number': 3, 'state': 'open', 'author_association': 'OWNER'}}
     pr_comment = {'action': 'created', 'issue': {'number': 3, 'pull_request': {'url': 'x'}},
                   'comment': {'body': 'lgtm', 'author_association': 'OWNER'}}
@@ -202,6 +202,9 @@ def test_signed_events_dispatch_their_item_once_and_a_bad_signature_nothing(rule
     stranger_comment = {'action': 'created', 'issue': {'number': 3, 'state': 'open'},
                         'comment': {'body': 'run it', 'author_association': 'NONE'}}
     stranger_opened = {'action': 'opened', 'issue': {'number': 3, 'state': 'open', 'author_association': 'CONTRIBUTOR'}}
+    # an organization's member need not have write access: untrusted unless the operator opts in
+    member_comment = {'action': 'created', 'issue': {'number': 3, 'state': 'open'},
+                      'comment': {'body': 'run it', 'author_association': 'MEMBER'}}
 
     bad = post(port, third, 'issues', signature='bad')
     unsigned = post(port, third, 'issues', signature=None)
@@ -212,13 +215,14 @@ def test_signed_events_dispatch_their_item_once_and_a_bad_signature_nothing(rule
     assert post(port, pr_comment, 'issue_comment').status_code == 200
     assert post(port, stranger_comment, 'issue_comment').status_code == 200
     assert post(port, stranger_opened, 'issues').status_code == 200
+    assert post(port, member_comment, 'issue_comment').status_code == 200
     # a burst on one item (each a new delivery) dispatches it once a minute, not once per event
     for _burst in range(3):
         assert post(port, comment, 'issue_comment').status_code == 200
     # a pull request's review or failing check dispatches the item whose next run continues it
     repo = {'full_name': 'o/r'}
     review = {'action': 'submitted', 'repository': repo, 'pull_request': {'number': 9, 'state': 'open'},
-              'review': {'state': 'changes_requested', 'body': 'rename it', 'author_association': 'MEMBER'}}
+              'review': {'state': 'changes_requested', 'body': 'rename it', 'author_association': 'COLLABORATOR'}}
     stranger_review = dict(review, pull_request={'number': 10}, review=dict(review['review'], author_association='NONE'))
     approval = dict(review, pull_request={'number': 10}, review=dict(review['review'], state='approved'))
     suite = {'action': 'completed', 'repository': repo,
