@@ -422,6 +422,16 @@ class Workspace(object):
         res.update(created=True, pruned=changed_prune, sha=sha, fresh=True)
         return res
 
+    def for_run(self, check=False):
+        """The tree a new run of the item gets (the launch): ``present``, except that an earlier run's tree that
+        holds no work gives way to a new one at a fresh tip of ``branch`` (D10: each run detached at a fresh tip;
+        for a run that continues a pull request, its head). A tree that holds work is kept and handed over as it
+        is (``existing``, ``fresh`` False); the caller has already ruled out a live run of the item."""
+        res = self.present(check=check)
+        if res['existing'] and not check and self.absent()['removed']:
+            res = dict(self.present(), replaced=True)
+        return res
+
     def absent(self, check=False):
         """Release: remove a clean worktree, keep one holding work and say what it holds."""
         res = self._base()

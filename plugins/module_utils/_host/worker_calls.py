@@ -155,12 +155,7 @@ def serve_master(params, runner, bins, items, check, masked, warn):
             name = worktree_name(item['number'], item['host'] or socket.gethostname(), item['repo'])
             ws = Workspace(Git(runner, git=bins['git'], remote=item['remote']), in_home(item['clone'], home),
                            os.path.join(root, name), branch=item['branch'])
-            res = ws.present(check=check)
-            if res['existing'] and not check and ws.absent()['removed']:
-                # D10: a run's tree is detached at a fresh tip of its branch (the pull request's head for a run that
-                # continues one). An earlier run's tree of this item that holds no work gives way; one that holds
-                # work is kept and handed over as it is.
-                res = ws.present()
+            res = ws.for_run(check=check)
         except (GitError, ValueError) as exc:
             answers[unit] = _answer(item, unit, 'no-workspace', str(exc))
             continue

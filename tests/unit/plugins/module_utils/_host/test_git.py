@@ -145,6 +145,30 @@ def test_present_is_idempotent_and_never_moves_an_existing_tree(repo):
     assert (repo['ws_real'] / 'task-1' / 'work-in-progress').exists()
 
 
+def test_a_new_run_gets_a_fresh_tree_unless_the_earlier_one_holds_work(repo):
+    """D10: each run detached at a fresh tip. The earlier run's clean tree of the item gives way (a retry, or the
+    run that continues a pull request at its head); a tree holding work is handed over as it is."""
+    g = Git(SubprocessRunner())
+    path = str(repo['ws_real'] / 'task-1')
+    first = Workspace(g, str(repo['clone']), path).for_run()
+    new_tip = _push_commit(repo, 'three\n')
+    again = Workspace(g, str(repo['clone']), path).for_run()
+    assert again['created'] and again.get('replaced') and again['sha'] == new_tip != first['sha']
+    assert _git('rev-parse', 'HEAD', cwd=path) == new_tip
+    # a pull request's head branch: the next run's tree is detached there
+    _git('push', '-q', 'origin', 'HEAD:refs/heads/fleet/1', cwd=str(repo['seed']))
+    head = _push_commit(repo, 'four\n')
+    _git('push', '-q', 'origin', '%s:refs/heads/fleet/1' % head, cwd=str(repo['seed']))
+    on_pull = Workspace(g, str(repo['clone']), path, branch='fleet/1').for_run()
+    assert on_pull['sha'] == head == _git('rev-parse', 'HEAD', cwd=path)
+    # work in the tree: kept, not moved
+    (repo['ws_real'] / 'task-1' / 'work-in-progress').write_text('edit\n')
+    _push_commit(repo, 'five\n')
+    kept = Workspace(g, str(repo['clone']), path).for_run()
+    assert kept['existing'] and not kept['created'] and kept['sha'] == head and kept['fresh'] is False
+    assert (repo['ws_real'] / 'task-1' / 'work-in-progress').exists()
+
+
 def test_two_items_on_one_clone_never_share_a_tree(repo):
     """D10 🔴: the second run's pre-flight once ran inside the first run's live checkout."""
     g = Git(SubprocessRunner())
