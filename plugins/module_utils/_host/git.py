@@ -422,13 +422,14 @@ class Workspace(object):
         res.update(created=True, pruned=changed_prune, sha=sha, fresh=True)
         return res
 
-    def for_run(self, check=False):
+    def for_run(self, check=False, replace=True):
         """The tree a new run of the item gets (the launch): ``present``, except that an earlier run's tree that
         holds no work gives way to a new one at a fresh tip of ``branch`` (D10: each run detached at a fresh tip;
         for a run that continues a pull request, its head). A tree that holds work is kept and handed over as it
-        is (``existing``, ``fresh`` False); the caller has already ruled out a live run of the item."""
+        is (``existing``, ``fresh`` False), and so is any tree when ``replace`` is false (the caller found the item's
+        unit live: its tree is never taken from under it)."""
         res = self.present(check=check)
-        if res['existing'] and not check and self.absent()['removed']:
+        if res['existing'] and replace and not check and self.absent()['removed']:
             res = dict(self.present(), replaced=True)
         return res
 

@@ -138,6 +138,17 @@ def _answer(item, unit, reason, why, workdir=None):
                 start_us=None, active_state=None, stderr=why, workdir=workdir)
 
 
+def _unit_live(runner, bins, unit, path, check):
+    """Whether the item's unit may still run in ``path`` (an earlier run's tree): then it is never replaced. Asked
+    only when the tree exists; a unit whose state cannot be read counts as live (the tree is kept, not removed)."""
+    if check or not os.path.lexists(path):
+        return False
+    try:
+        return SystemdUser(runner, systemctl=bins['systemctl'], systemd_run=bins['systemd-run']).state(unit)['state'] == 'live'
+    except SystemdError:
+        return True
+
+
 def serve_master(params, runner, bins, items, check, masked, warn):
     """As the master: each run's workspace, then one launch of the runs that have one."""
     units, _notifiers = unit_names(items, params['notifier'])
@@ -155,7 +166,7 @@ def serve_master(params, runner, bins, items, check, masked, warn):
             name = worktree_name(item['number'], item['host'] or socket.gethostname(), item['repo'])
             ws = Workspace(Git(runner, git=bins['git'], remote=item['remote']), in_home(item['clone'], home),
                            os.path.join(root, name), branch=item['branch'])
-            res = ws.for_run(check=check)
+            res = ws.for_run(check=check, replace=not _unit_live(runner, bins, unit, os.path.join(root, name), check))
         except (GitError, ValueError) as exc:
             answers[unit] = _answer(item, unit, 'no-workspace', str(exc))
             continue

@@ -100,3 +100,27 @@ def test_launch_answers_a_run_without_workspace_and_touches_no_unit(run_module, 
     (m,) = res['masters']
     assert m['path'] == '/usr/bin:/bin' and m['results'][0]['reason'] == 'no-workspace'
     assert m['failed_to_launch'] == ['task-2'] and res['changed'] is False
+
+
+class _Answer(object):
+    """Answers every command with one (rc, stdout)."""
+
+    def __init__(self, rc, out):
+        self.rc, self.out, self.calls = rc, out, []
+
+    def run(self, argv, env=None, data=None):
+        self.calls.append(list(argv))
+        return self.rc, self.out, ''
+
+
+def test_an_earlier_tree_is_replaced_only_when_its_unit_is_not_live(tmp_path):
+    """D10: the launch makes a fresh tree for the run unless the item's unit may still run in the earlier one."""
+    bins = {'systemctl': 'systemctl', 'systemd-run': 'systemd-run'}
+    tree = tmp_path / 'tree'
+    quiet = _Answer(0, '')
+    assert worker_calls._unit_live(quiet, bins, 'task-7', str(tree), False) is False and quiet.calls == []
+    tree.mkdir()
+    assert worker_calls._unit_live(_Answer(0, block('task-7', 'active', 5, 'abc')), bins, 'task-7', str(tree), False) is True
+    assert worker_calls._unit_live(_Answer(0, block('task-7', 'inactive', 0, '')), bins, 'task-7', str(tree), False) is False
+    assert worker_calls._unit_live(_Answer(1, ''), bins, 'task-7', str(tree), False) is True, 'unreadable: the tree is kept'
+    assert worker_calls._unit_live(_Answer(0, block('task-7', 'active', 5, 'abc')), bins, 'task-7', str(tree), True) is False

@@ -161,6 +161,10 @@ def test_a_new_run_gets_a_fresh_tree_unless_the_earlier_one_holds_work(repo):
     _git('push', '-q', 'origin', '%s:refs/heads/fleet/1' % head, cwd=str(repo['seed']))
     on_pull = Workspace(g, str(repo['clone']), path, branch='fleet/1').for_run()
     assert on_pull['sha'] == head == _git('rev-parse', 'HEAD', cwd=path)
+    # the item's unit still live (the launcher says replace=False): its tree is never taken from under it
+    _push_commit(repo, 'live\n')
+    live = Workspace(g, str(repo['clone']), path).for_run(replace=False)
+    assert live['existing'] and not live['created'] and live['sha'] == head
     # work in the tree: kept, not moved
     (repo['ws_real'] / 'task-1' / 'work-in-progress').write_text('edit\n')
     _push_commit(repo, 'five\n')
