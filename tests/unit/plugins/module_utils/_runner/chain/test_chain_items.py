@@ -292,17 +292,23 @@ def test_a_successor_that_hands_off_again_keeps_the_item_held(world, monkeypatch
     assert verdict.reason == 'chained' and verdict.chain['tail'] == ident
 
 
+def _started_successor(ledger_url):
+    """Session task-7.r0 closed with a hand-off to ``itm``, whose session has started: its id."""
+    with SessionStore(**ledger_url) as store:
+        store.close('task-7.r0', chain_items.parse_handoff({'successor': 'itm', 'brief': dict(BRIEF)}),
+                    now=T0, create={'name': 'task-7', 'host': 'desk-1', 'master': 'fleet1', 'item': 7})
+        ident = successor_session_id('task-7.r0', 'itm')
+        store.start_successor(store.get('task-7.r0'), ident, 'desk-1', 'fleet1', 'chain-' + ident, 'w', now=T0)
+    return ident
+
+
 def test_a_lagging_successor_credits_no_merge_from_before_its_session(world, monkeypatch):
     """The successor's worker clock is 10 min behind the board's; changes closing the item merged 9, 6, 3
     and 1 min before the session really started (then the item was reopened). Each is after the start by
     the worker's clock: the session's close-out is dated by the board's (D16), so none is credited."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import session as _session
     ledger_url, tmp_path, _log = world
-    with SessionStore(**ledger_url) as store:
-        store.close('task-7.r0', chain_items.parse_handoff({'successor': 'itm', 'brief': dict(BRIEF)}),
-                    now=T0, create={'name': 'task-7', 'host': 'desk-1', 'master': 'fleet1', 'item': 7})
-        ident = successor_session_id('task-7.r0', 'itm')
-        store.start_successor(store.get('task-7.r0'), ident, 'desk-1', 'fleet1', 'chain-' + ident, 'w', now=T0)
+    ident = _started_successor(ledger_url)
     real = _dt.datetime.now(UTC)
     with LedgerBoard(**ledger_url) as board:
         for minutes in (9, 6, 3, 1):
@@ -329,11 +335,7 @@ def test_a_lagging_successors_session_row_is_dated_by_the_ledger(world, monkeypa
     on the first session an item run records (D16)."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import session as _session
     ledger_url, tmp_path, _log = world
-    with SessionStore(**ledger_url) as store:
-        store.close('task-7.r0', chain_items.parse_handoff({'successor': 'itm', 'brief': dict(BRIEF)}),
-                    now=T0, create={'name': 'task-7', 'host': 'desk-1', 'master': 'fleet1', 'item': 7})
-        ident = successor_session_id('task-7.r0', 'itm')
-        store.start_successor(store.get('task-7.r0'), ident, 'desk-1', 'fleet1', 'chain-' + ident, 'w', now=T0)
+    ident = _started_successor(ledger_url)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(_session, 'log_line', lambda line: None)
     _session.main(['--config', str(tmp_path / 'runner.json'), '--session', ident], environ=dict(os.environ),
@@ -361,11 +363,7 @@ def test_a_successor_that_cannot_read_the_boards_clock_credits_nothing(world, mo
     (no success on a worker-clock start, D16): the session's close-out leaves it open for a human, naming it."""
     from ansible_collections.fleet.dispatch.plugins.module_utils._runner.chain import session as _session
     ledger_url, tmp_path, _log = world
-    with SessionStore(**ledger_url) as store:
-        store.close('task-7.r0', chain_items.parse_handoff({'successor': 'itm', 'brief': dict(BRIEF)}),
-                    now=T0, create={'name': 'task-7', 'host': 'desk-1', 'master': 'fleet1', 'item': 7})
-        ident = successor_session_id('task-7.r0', 'itm')
-        store.start_successor(store.get('task-7.r0'), ident, 'desk-1', 'fleet1', 'chain-' + ident, 'w', now=T0)
+    ident = _started_successor(ledger_url)
     at = _dt.datetime.now(UTC) - _dt.timedelta(minutes=5)
     with LedgerBoard(**ledger_url) as board:
         board.add_artifact('pr-old', created_at=at - _dt.timedelta(seconds=30), merged=True, merged_at=at, closes=[7])
