@@ -29,6 +29,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.table import TableError, read_table
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.loop_results import answers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent_env import secret_looking
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import parse_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
@@ -137,31 +138,6 @@ def stage_spec(stage):
 
 
 # what Ansible adds to a module's answer; the rest is the module's own return values
-_RESULT_KEYS = frozenset(['changed', 'failed', 'unreachable', 'skipped', 'skip_reason', 'false_condition', 'invocation',
-                          'msg', 'item'])
-
-
-def answers(results):
-    """Registered loop results -> answer records: the module's return values, ``target`` (the loop
-    item), ``status`` (``ok``/``failed``/``unreachable``/``skipped``) and ``msg``."""
-    records = []
-    for res in results or []:
-        loop_var = res.get('ansible_loop_var') or 'item'
-        if res.get('unreachable'):
-            status = 'unreachable'
-        elif res.get('failed'):
-            status = 'failed'
-        elif res.get('skipped'):
-            status = 'skipped'
-        else:
-            status = 'ok'
-        record = dict((k, v) for k, v in res.items()
-                      if k not in _RESULT_KEYS and k != loop_var and not k.startswith(('ansible_', '_ansible')))
-        record.update(target=res.get(loop_var) or {}, status=status, msg=res.get('msg') or '')
-        records.append(record)
-    return records
-
-
 def _account_budget(value):
     """The daily budget option as a ``Budget`` (figures templated as text are numbers; 0 or none: no limit)."""
     value = value or {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleet.dispatch.plugins.action.guard import answers
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.loop_results import answers
 from ansible_collections.fleet.dispatch.plugins.filter.board_table import board_table
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import survey
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, decide, reaping

@@ -2,7 +2,7 @@
 """_core/dispatch/fanout.py: per-worker calls in, one answer per master out (issue 13)."""
 from __future__ import annotations
 
-from ansible_collections.fleet.dispatch.plugins.action.guard import answers
+from ansible_collections.fleet.dispatch.plugins.plugin_utils.loop_results import answers
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
     clock_warnings, launch_answers, launch_work, phase_timings, probe_answers, worker_clocks)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import launch_report, survey
