@@ -26,8 +26,8 @@ stopped by the same limit.
 
 The host reaches the registry as this machine does: through its egress, whose CA bundle is copied
 to the host and given to npm (``worker_agent_npm_env``). Without a registry here the module skips.
-Cost, measured on the shared 2-core VM (other engineers' jobs beside it): provision 292 s, most of it apt
-installing Debian's npm; the module 368 s with the host's boot, 7 min with its removal.
+Cost: its provision is the registry's fetch only (Debian's npm is in the ready image); not yet timed alone
+since: with four other bed modules on 3 xdist workers, the five took 1288 s (2026-12-07, quiet machine).
 The codex and gemini masters add 257 s (their provision 185 s, of which npm 57 s and the rest the role's own
 tasks twice over; their twelve tests 72 s) on a quiet machine, 310 s at a load average of 8 (provision 236 s).
 The five runs after those (two usage limits, Claude's merge and stall, Codex's refused) took 109 s at a load
@@ -148,8 +148,8 @@ def fleet(bed_factory, tmp_path_factory):
 
     f = Fleet()
     f.bed, f.host, f.endpoint = bed, host, endpoint
-    # a bound only: the first provision apt-installs Debian's npm and fetches the CLI and Node from the
-    # registry (292 s on a quiet machine, past 600 s with the whole suite beside it)
+    # a bound only: the first provision fetches the CLI and Node from the registry (past 600 s once, with the
+    # whole suite beside it)
     f.provision = lambda: bed.playbook(playbook, limit=host, extra_vars=role_vars, timeout=1800)
     t0 = time.monotonic()
     f.first = f.provision()
