@@ -265,7 +265,7 @@ def test_a_provider_outcome_ends_a_real_claude_run_with_its_marker_and_spends_no
 # plants need a clone, which this fleet's runs do not have: test_sandbox.py covers those)
 REFUSED = ('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json', 'config_rename', 'user_unit',
            'config_parent_rename', 'local_parent_rename', 'manager_run', 'manager_env', 'manager_stop', 'manager_bus',
-           'runtime_unit', 'share_unit')
+           'runtime_unit', 'share_unit', 'credentials_read', 'runner_environ', 'other_home')
 
 
 def test_real_claude_running_the_escapes_as_tool_calls_reaches_nothing_of_the_fleet(fleet):
