@@ -422,7 +422,9 @@ def _others_vars(endpoint, cli):
     common = {'worker_masters': [{'name': spec['master']}], 'worker_runner_agent': cli,
               'worker_agent_credentials': spec['key'], 'worker_agent_npm_env': {'npm_config_cafile': CA},
               'worker_runner_board': {'kind': 'ledger', 'path': home + '/ledger.sqlite3'},
-              'worker_runner_check_board': False}
+              'worker_runner_check_board': False,
+              # every run of these CLIs in its own sandbox: the fleet's state and configuration are empty to it
+              'worker_runner_agent_sandbox': 'bwrap'}
     if cli == 'codex':
         # no permission switch given: each profile's own lets its CLI run the tool calls unattended
         common['worker_runner_agent_args'] = [
@@ -553,8 +555,11 @@ def test_a_real_cli_run_ends_with_its_marker_from_the_board(fleet, others, cli, 
 def _real_run(fleet, others, cli, scenario, number):
     kind, attempts, source, reason = REAL[scenario]
     if scenario == 'merge':
-        steps = [{'shell': MERGE_CMD.format(n=number, merge=FORGE_MERGE_ON_HOST,
-                                            ledger=others.home(cli) + '/ledger.sqlite3')}, {'text': 'done'}]
+        merge = MERGE_CMD.format(n=number, merge=FORGE_MERGE_ON_HOST, ledger=others.home(cli) + '/ledger.sqlite3')
+        if cli in OTHERS:
+            # under bwrap the runner's configuration directory is empty: the tool call commits only when it is
+            merge = 'test ! -e ~/.config/fleet-dispatch/runner.json && ' + merge
+        steps = [{'shell': merge}, {'text': 'done'}]
     elif scenario == 'claim':
         steps = [{'text': 'Done: I fixed item %d, committed it and merged the change.' % number}]
     elif scenario == 'stall':
@@ -603,6 +608,9 @@ def _real_run(fleet, others, cli, scenario, number):
         if scenario == 'merge':
             assert len(turns) == 2, 'the tool call, then the answer after its result'
             assert data['commits'][0] == 'fix #%d' % number, data
+            if cli in OTHERS:
+                journal = others.ssh(cli, 'journalctl --user -u task-%d --no-pager' % number, check=False)
+                assert 'starting the agent: /usr/bin/bwrap' in journal, journal[-3000:]
     finally:
         fleet.endpoint.release()
         if state is not None:
