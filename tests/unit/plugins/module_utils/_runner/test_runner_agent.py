@@ -293,7 +293,8 @@ def test_the_three_ways_a_run_stops_have_three_close_outs():
 # --- the item's model and effort as the CLI's own arguments ----------------------------------------------------
 
 @pytest.mark.parametrize('agent, expected', [
-    ('codex', ['exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']),
+    ('codex', ['exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-',
+               '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']),
     ('claude', ['--model', 'gpt-5-codex', '-p', '--output-format', 'json', '--dangerously-skip-permissions']),
     ('gemini', ['-m', 'gpt-5-codex', '--output-format', 'json', '-p', 'Follow the brief given on standard input.', '--yolo']),
 ], ids=['codex', 'claude', 'gemini'])
@@ -316,7 +317,8 @@ def test_a_model_that_is_not_a_plain_name_never_reaches_the_command_line(bed, mo
     monkeypatch.setenv('AGENT_EFFORT', 'high')
     proc = bed.run()
     entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
-    assert entry['argv'][1:] == ['exec', '-c', 'model_reasoning_effort=high', '--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']
+    assert entry['argv'][1:] == ['exec', '-c', 'model_reasoning_effort=high', '--json', '-',
+                                 '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']
     assert "the item's model '--cd=/' is not a plain name" in proc.stderr
 
 
