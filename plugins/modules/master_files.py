@@ -19,7 +19,7 @@ description:
     renamed over it), so no reader sees half a file and a 0600 file is never readable by others for a moment. A file whose
     content matches only gets its owner, group and mode fixed. A file's path is never followed; a symlink there is replaced
     (or, with O(files[].force=false), left alone).
-  - Render the contents on the controller (C(lookup('ansible.builtin.template', ..., convert_data=false))). Give a secret
+  - Render the contents on the controller (C(lookup('ansible.builtin.template', ...))). Give a secret
     file's content as O(files[].secret_content), never as O(files[].content); it is C(no_log), left out of every diff and
     every result, and masked wherever it would appear.
 author:
@@ -108,7 +108,7 @@ EXAMPLES = r'''
         group: m1
         mode: '0644'
       - path: /home/m1/.config/fleet-dispatch/credentials.env
-        secret_content: "{{ lookup('ansible.builtin.template', 'credentials.env.j2', convert_data=false) }}"
+        secret_content: "{{ lookup('ansible.builtin.template', 'credentials.env.j2') }}"
         owner: m1
         group: m1
         mode: '0600'
