@@ -133,7 +133,7 @@ def fleet(bed_factory, tmp_path_factory):
     role_vars = {
         'worker_masters': [{'name': MASTER}],
         'worker_runner_agent': 'claude',
-        'worker_runner_agent_args': ['--dangerously-skip-permissions'],
+        # no permission switch given: the claude profile's own (--dangerously-skip-permissions) lets it run tools
         # one internal retry: an outage ends in seconds, not Claude Code's default ~3 minutes (docs/agents.md)
         'worker_runner_agent_env': {'ANTHROPIC_BASE_URL': endpoint.url, 'ANTHROPIC_MODEL': 'claude-sonnet-4-5',
                                     'CLAUDE_CODE_MAX_RETRIES': '1'},
@@ -265,7 +265,7 @@ def test_a_provider_outcome_ends_a_real_claude_run_with_its_marker_and_spends_no
 # plants need a clone, which this fleet's runs do not have: test_sandbox.py covers those)
 REFUSED = ('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json', 'config_rename', 'user_unit',
            'config_parent_rename', 'local_parent_rename', 'manager_run', 'manager_env', 'manager_stop', 'manager_bus',
-           'runtime_unit', 'share_unit')
+           'runtime_unit', 'share_unit', 'credentials_read', 'runner_environ', 'other_home')
 
 
 def test_real_claude_running_the_escapes_as_tool_calls_reaches_nothing_of_the_fleet(fleet):
@@ -424,15 +424,14 @@ def _others_vars(endpoint, cli):
               'worker_runner_board': {'kind': 'ledger', 'path': home + '/ledger.sqlite3'},
               'worker_runner_check_board': False}
     if cli == 'codex':
+        # no permission switch given: each profile's own lets its CLI run the tool calls unattended
         common['worker_runner_agent_args'] = [
-            '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check', '-c', 'model="gpt-5.5"',
+            '-c', 'model="gpt-5.5"',
             '-c', 'model_provider="fleet"', '-c', 'model_providers.fleet=' + CODEX_PROVIDER % endpoint.url]
     elif cli == 'qwen':
-        common['worker_runner_agent_args'] = ['--yolo']
         common['worker_runner_agent_env'] = {'OPENAI_BASE_URL': endpoint.url + '/v1', 'OPENAI_MODEL': 'qwen3-coder-plus'}
         common['worker_agent_settings'] = {'model': {'generationConfig': {'maxRetries': 0}}}
     else:
-        common['worker_runner_agent_args'] = ['--yolo']
         common['worker_runner_agent_env'] = {'GOOGLE_GEMINI_BASE_URL': endpoint.url, 'GEMINI_MODEL': 'gemini-2.5-pro'}
         common['worker_agent_settings'] = {'general': {'maxAttempts': 1}}
     return common
