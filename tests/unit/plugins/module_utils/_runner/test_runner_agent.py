@@ -399,8 +399,8 @@ def test_the_runner_runs_the_profile_the_run_was_placed_for_with_that_profiles_e
     bed.board.upsert_item(number=7, state='reopened')
     proc = bed.run(invocation='inv-2')
     entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
-    assert 'starting the agent: claude' in proc.stderr and entry['argv'][1:] == ['-p', '--output-format', 'json', '--dangerously-skip-permissions',
-                                                                                         '--claude-only']
+    assert 'starting the agent: claude' in proc.stderr
+    assert entry['argv'][1:] == ['-p', '--output-format', 'json', '--dangerously-skip-permissions', '--claude-only']
 
 
 def test_the_runner_refuses_a_profile_its_worker_does_not_offer_and_posts_nothing(bed, monkeypatch):
