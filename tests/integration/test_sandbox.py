@@ -229,16 +229,18 @@ git clone -q ~/hostile-origin.git ~/fleet/clones/hostile
 """
 
 
-def _run_in_default_profile(worker, number, agent):
+def _run_in_default_profile(worker, number, agent, sandbox=DEFAULT_PROFILE):
     """``agent`` as the run's agent of item ``number``, in a workspace of the hostile clone, under the
-    default profile; returns the workspace once the unit is gone."""
+    default profile (``sandbox=None``: the master's own sandbox.json, which this fixture's role wrote strict);
+    returns the workspace once the unit is gone."""
     ws = worker.bed.ansible(worker.host, 'fleet.dispatch.workspace',
                             {'clone': HOME + '/fleet/clones/hostile', 'number': number}, become_user=MASTER)[worker.host]
     assert ws.get('created'), ws
     args = {'items': [{'number': number, 'workdir': ws['path'],
                        'command': ['fleet-runner', '--item', str(number), '--agent-command', json.dumps(agent)]}],
-            'path': worker.path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env', 'notifier': '',
-            'sandbox': DEFAULT_PROFILE}
+            'path': worker.path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env', 'notifier': ''}
+    if sandbox is not None:
+        args['sandbox'] = sandbox
     res = worker.bed.ansible(worker.host, 'fleet.dispatch.launch', args, become_user=MASTER)[worker.host]
     assert res.get('launched') == ['task-%d' % number], res
     worker.wait_gone(number)
@@ -303,6 +305,40 @@ def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
     # the control: plain git as the master runs what was planted (so the empty marks above mean something)
     worker.ssh('git -C %s/fleet/clones/hostile worktree add -q --detach /tmp/plain-%s HEAD || true' % (HOME, MASTER))
     assert 'hook-post-checkout' in worker.ssh('ls -A %s/marks' % HOME).stdout.split()
+
+
+def test_under_the_strict_profile_the_hostile_agent_reaches_nothing_and_a_normal_run_closes_out(worker):
+    """The role's strict profile (this fixture: protect_system strict, protect_home read-only, private_tmp), as
+    sandbox.json applies it: every door of the default profile stays shut, the home is read-only too (the hostile
+    origin there takes no push), the clone and the workspace stay writable, and a normal run closes out."""
+    worker.ssh(SETUP_REPO)
+    worker.bed.ssh(worker.host, 'cat > %s/hostile_agent && chmod 755 %s/hostile_agent' % (HOME, HOME), user=MASTER,
+                   input=HOSTILE_AGENT.read_text())
+    for number in (55, 56):
+        worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (RUNNER_ROOT, CREATE % {'ledger': LEDGER, 'number': number}))
+    digests = 'sha256sum %s' % ' '.join(OWN_FILES.values())
+    before = worker.ssh(digests).stdout
+    worker.ssh('systemctl --user stop hostile-victim.service 2>/dev/null; '
+               'systemd-run --user --unit=hostile-victim.service --collect sleep 600 >/dev/null')
+    try:
+        hostile_ws = _run_in_default_profile(worker, 55, ['/bin/sh', HOME + '/hostile_agent'], sandbox=None)
+        tried = dict(line.split(' ', 1) for line in worker.ssh('cat %s/hostile.txt' % hostile_ws).stdout.split('\n') if line)
+        assert tried.pop('push') == 'refused', 'the origin is in the read-only home'
+        assert {k: tried.pop(k) for k in ('plant_filter', 'plant_fsmonitor')} == dict.fromkeys(
+            ('plant_filter', 'plant_fsmonitor'), 'ok'), 'the clone stays writable: the agent commits through it'
+        assert {k: tried.pop(k) for k in SHARED_STATE} == dict.fromkeys(SHARED_STATE, 'ok'), tried
+        worker.ssh('rm -f %s' % STATE_PLANT)
+        assert tried == dict.fromkeys(REFUSED, 'refused'), tried
+        assert worker.ssh('systemctl --user is-active hostile-victim.service').stdout.strip() == 'active'
+        assert worker.ssh(digests).stdout == before
+        assert worker.ssh('ls -A %s/marks' % HOME).stdout.split() == []
+        normal_ws = _run_in_default_profile(worker, 56, ['/bin/true'], sandbox=None)
+        assert worker.ssh('test -f %s/hostile.txt && echo leaked || echo own' % normal_ws).stdout.strip() == 'own'
+        kinds = json.loads(worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF"
+                                      % (RUNNER_ROOT, MARKERS % {'ledger': LEDGER, 'number': 56})).stdout)
+        assert kinds[0] == 'start' and len(kinds) >= 2 and kinds[-1] != 'start', kinds
+    finally:
+        worker.ssh('systemctl --user stop hostile-victim.service', check=False)
 
 
 SET_AGENT_SANDBOX = r"""
