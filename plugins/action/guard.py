@@ -23,6 +23,7 @@ any work, and returns the table's input as ``plan``.
 from __future__ import annotations
 
 import datetime
+import json
 import time
 
 from ansible.errors import AnsibleActionFail
@@ -70,6 +71,8 @@ OPTIONS = dict(
     # stage=announce and stage=decide: the items from board_info's table file instead (a sweep's read)
     table=dict(type='path'),
     previous=dict(type='dict', default={}),
+    # stage=announce: the announcer's record file, read here instead of a slurp task
+    previous_path=dict(type='path'),
     unreaped=dict(type='list', elements='dict', default=[]),
     now=dict(type='str'),
     blind_cycles=dict(type='int', default=3),
@@ -121,9 +124,9 @@ STAGE_SPECS = {
     'report': dict(options=('launches', 'worker_launches', 'batches', 'timing'),
                    mutually_exclusive=[('launches', 'worker_launches')], required_by={'worker_launches': ('batches',)}),
     'confirm': dict(options=('launched', 'starts', 'items', 'wait')),
-    'announce': dict(options=('items', 'table', 'masters', 'capacity', 'survey', 'previous', 'unreaped', 'now', 'blind_cycles',
-                              'capacity_window'),
-                     mutually_exclusive=[('items', 'table')]),
+    'announce': dict(options=('items', 'table', 'masters', 'capacity', 'survey', 'previous', 'previous_path', 'unreaped', 'now',
+                              'blind_cycles', 'capacity_window'),
+                     mutually_exclusive=[('items', 'table'), ('previous', 'previous_path')]),
 }
 """Each stage's own options and their constraints: an option of another stage is refused, not ignored."""
 
@@ -167,6 +170,8 @@ class ActionModule(ActionBase):
                 args['items'] = read_table(args['table'])
             except TableError as exc:
                 raise AnsibleActionFail(str(exc))
+        if args.get('previous_path'):
+            args['previous'] = read_record(args['previous_path'], self._display.warning)
         if args['stage'] == 'decide':
             outs, out = decide(args)
         elif args['stage'] == 'lease':
@@ -200,6 +205,20 @@ class ActionModule(ActionBase):
         result.update(out)
         result['changed'] = False
         return result
+
+
+def read_record(path, warn):
+    """The announcer's record of the previous cycle, read in this process (no slurp task): a missing file is ``{}``,
+    an unreadable one ``{}`` and a warning - either restarts the consecutive counts, which only delays a report."""
+    try:
+        with open(path, 'r', encoding='utf-8') as fh:
+            found = json.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        warn('the announcer\'s record %s is unreadable (%s): its counts restart' % (path, exc))
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def step(stage, args):

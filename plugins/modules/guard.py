@@ -141,6 +141,12 @@ options:
     description: The previous cycle's RV(record) (O(stage=announce)); empty or unreadable restarts every count at one.
     type: dict
     default: {}
+  previous_path:
+    description:
+      - O(stage=announce) - the file holding the previous cycle's RV(record) (the announcer's record), read by this action on the
+        controller instead of O(previous). A missing file reads as empty; an unreadable one too, with a warning.
+      - Mutually exclusive with O(previous).
+    type: path
   unreaped:
     description: Orphans the reaper held because a master was blind, each C({number, repo, started_at, why}) (O(stage=announce)).
     type: list
@@ -355,6 +361,13 @@ unsure:
   returned: when O(stage=announce)
   type: list
   elements: str
+reconcile:
+  description:
+    - O(stage=announce) - whether M(fleet.dispatch.board_report) has anything to do this cycle. V(false) when there is no stall
+      and the previous record says for certain that no report of ours is open (C(reports_known), C(open), C(filed)): nothing to
+      file, nothing to close, so the board is not read for reports.
+  returned: when O(stage=announce)
+  type: bool
 record:
   description: O(stage=announce) - this cycle's record to keep for the next one, C({time, blind, update_failed}), each a map of
     C(worker/master) to C({cycles, since}).

@@ -3,6 +3,8 @@
 and the options are validated by their stage's own argument spec before any step runs."""
 from __future__ import annotations
 
+import json
+
 import pathlib
 from unittest import mock
 
@@ -149,6 +151,29 @@ def test_the_announce_step_reads_registered_capacity_results_and_the_previous_re
     assert sorted((s['kind'], s['subject']) for s in out['stalls']) == [('blind', 'w2'), ('revoked', 'acct')]
     assert out['record']['blind']['w2/b']['cycles'] == 3 and out['record']['time'] == '2026-12-01T12:00:00.000000Z'
 
+
+
+def test_the_announce_step_reads_the_previous_record_from_its_file_and_says_whether_to_reconcile(tmp_path):
+    """stage=announce with previous_path: the record read in the action (no slurp task); a missing file, or an
+    unreadable one (with a warning), restarts the counts; no stall and no report open -> nothing to reconcile."""
+    record = tmp_path / 'announce.json'
+    args = {'stage': 'announce', 'items': [], 'now': '2026-12-01T12:00:00Z', 'masters': [{'worker': 'w2', 'master': 'b'}],
+            'survey': {'masters': {}, 'blind': [{'worker': 'w2', 'master': 'b', 'why': 'probe failed: ssh'}]},
+            'previous_path': str(record), 'blind_cycles': 3}
+    out = _action(dict(args)).run(task_vars={})
+    assert out['record']['blind']['w2/b']['cycles'] == 1 and out['reconcile'] is True     # no record: read the board
+    record.write_text(json.dumps({'blind': {'w2/b': {'cycles': 1, 'since': '2026-12-01T11:55:00.000000Z'}},
+                                  'open': [], 'filed': [], 'reports_known': True}))
+    out = _action(dict(args)).run(task_vars={})
+    assert out['record']['blind']['w2/b']['cycles'] == 2 and out['stalls'] == [] and out['reconcile'] is False
+    record.write_text(json.dumps(dict(out['record'], open=[], filed=[], reports_known=True)))   # what the write step keeps
+    out = _action(dict(args)).run(task_vars={})
+    assert out['stalls'][0]['kind'] == 'blind' and out['reconcile'] is True       # the third cycle: a stall to file
+    record.write_text('{not json')
+    action = _action(dict(args))
+    with mock.patch.object(action, '_display') as display:
+        out = action.run(task_vars={})
+    assert out['record']['blind']['w2/b']['cycles'] == 1 and 'unreadable' in display.warning.call_args[0][0]
 
 # -- stage=decide and stage=report with worker_launches: one call, the same steps (issue 13, D15) ----------------
 DECIDE_MASTERS = [{'worker': 'w1', 'master': 'a', 'account': ''}, {'worker': 'w1', 'master': 'b', 'account': ''},
