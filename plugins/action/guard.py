@@ -35,7 +35,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import parse_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
-    clock_warnings, launch_answers, launch_work, plan_answers, probe_answers, probe_workers, worker_clocks)
+    clock_warnings, configured_masters, launch_answers, launch_work, plan_answers, probe_answers, probe_workers, worker_clocks)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import UTC, format_time, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, reaping
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import decide as reap_decide
@@ -44,7 +44,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan
     batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
-STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'decide', 'report', 'confirm', 'announce')
+STAGES = ('open', 'name', 'lease', 'probe', 'place', 'batch', 'decide', 'report', 'confirm', 'announce')
 
 OPTIONS = dict(
     stage=dict(type='str', required=True, choices=list(STAGES)),
@@ -99,6 +99,10 @@ OPTIONS = dict(
     # stage=place and stage=decide: an agent account's daily budget {tokens, usd} (with items and now)
     account_budget=dict(type='dict'),
     timing=dict(type='dict', default={}),
+    # stage=open: the inventory group of the workers (their masters are read from their host variables), and
+    # whether the reaper's clock half runs (with items or table, now and reap_floor)
+    workers_group=dict(type='str', default='workers'),
+    reap=dict(type='bool', default=True),
     # stage=decide: what every worker_launch call of the launch play takes besides its items (returned as is)
     launch_args=dict(type='dict', default={}),
     # stage=report: the per-worker worker_launch results, read per batch in the same call
@@ -108,6 +112,8 @@ OPTIONS = dict(
 """Every option once, with its type and default (``plugins/modules/guard.py`` documents them)."""
 
 STAGE_SPECS = {
+    'open': dict(options=('workers_group', 'reap', 'items', 'table', 'now', 'reap_floor'),
+                 mutually_exclusive=[('items', 'table')]),
     'name': dict(options=('candidates', 'board_id')),
     'lease': dict(options=('candidates', 'leases', 'lease_enabled', 'probe_always', 'plan', 'board_id', 'masters', 'timing'),
                   required_if=[('plan', False, ('leases',))]),
@@ -172,7 +178,10 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail(str(exc))
         if args.get('previous_path'):
             args['previous'] = read_record(args['previous_path'], self._display.warning)
-        if args['stage'] == 'decide':
+        if args['stage'] == 'open':
+            out = opening(args, inventory_workers(task_vars or {}, args['workers_group']))
+            outs = [out]
+        elif args['stage'] == 'decide':
             outs, out = decide(args)
         elif args['stage'] == 'lease':
             # the leases are held from here: stamped before the answers are read
@@ -205,6 +214,39 @@ class ActionModule(ActionBase):
         result.update(out)
         result['changed'] = False
         return result
+
+
+WORKER_VARS = (('masters', 'worker_masters'), ('runner_agent', 'worker_runner_agent'), ('runner_agents', 'worker_runner_agents'),
+               ('agent_account', 'worker_agent_account'), ('agent_credentials', 'worker_agent_credentials'))
+"""What ``configured_masters`` reads of each worker: its name there, the host variable (set ones only)."""
+
+
+def inventory_workers(task_vars, group):
+    """Each host of ``group`` with the host variables ``configured_masters`` reads (templated by hostvars)."""
+    hostvars = task_vars.get('hostvars') or {}
+    out = []
+    for host in (task_vars.get('groups') or {}).get(group) or []:
+        have = hostvars[host] if host in hostvars else {}
+        worker = {'worker': host}
+        for key, var in WORKER_VARS:
+            if var in have:
+                worker[key] = have[var]
+        out.append(worker)
+    return out
+
+
+def opening(args, workers):
+    """``stage=open``: the cycle's first facts in one step - every configured master (``configured_masters``) and
+    the reaper's clock half (D14: which starts are older than the threshold; none when ``reap`` is off or no
+    board time is given)."""
+    if args['reap'] and args['now'] and args['items'] is not None:
+        try:
+            clock = reaping(args['items'], now=args['now'], floor=args['reap_floor'])
+        except (TypeError, ValueError) as exc:
+            raise AnsibleActionFail('the reaper\'s clock half: %s' % exc)
+    else:
+        clock = {'threshold': None, 'due': []}
+    return {'masters': configured_masters(workers), 'reaping': clock, 'refused': [], 'warnings': []}
 
 
 def read_record(path, warn):

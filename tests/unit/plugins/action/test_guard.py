@@ -15,6 +15,7 @@ from ansible.playbook.task import Task
 
 from ansible_collections.fleet.dispatch.plugins.action import guard
 from ansible_collections.fleet.dispatch.plugins.modules import guard as guard_doc
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account
 
 
 def test_answers_turn_registered_loop_results_into_plain_records():
@@ -135,6 +136,31 @@ def test_a_name_step_runs_on_validated_options():
     out = _action({'stage': 'name', 'candidates': [{'number': 42}]}).run(task_vars={})
     assert [c['unit'] for c in out['admitted']] == ['task-42'] and out['changed'] is False
 
+
+def test_the_open_step_lists_every_master_from_the_inventory_and_reads_the_reaper_clock(tmp_path):
+    """stage=open: the masters of the workers group from their host variables (profiles lower case and once, the
+    account from the master, the worker, else the credentials' fingerprint - never the credentials), and the
+    reaper's clock half from the board's table; reap=false gives nothing due."""
+    hostvars = {'w1': {'worker_masters': [{'name': 'a'}, {'name': 'b', 'agent_account': 'acct-b'}],
+                       'worker_runner_agent': 'Codex', 'worker_runner_agents': ['codex', 'gemini'],
+                       'worker_agent_credentials': {'KEY': 'secret'}},
+                'w2': {'worker_masters': [{'name': 'a', 'agent_credentials': {'KEY': 'other'}}], 'worker_agent_account': 'team'},
+                'w3': {}}
+    task_vars = {'groups': {'workers': ['w1', 'w2', 'w3'], 'all': ['w1', 'w2', 'w3']}, 'hostvars': hostvars}
+    table = tmp_path / 'board_table.json'
+    table.write_text(json.dumps({'now': '2026-12-01T12:00:00Z', 'items': [
+        {'number': 7, 'repo': '', 'reason': 'running', 'last_marker': {'kind': 'start', 'at': '2026-12-01T11:00:00.000000Z'},
+         'run_durations': [600.0]}]}))
+    out = _action({'stage': 'open', 'table': str(table), 'now': '2026-12-01T12:00:00Z', 'reap_floor': 60}).run(task_vars=task_vars)
+    fingerprint = credential_account({'KEY': 'secret'})
+    assert out['masters'] == [
+        {'worker': 'w1', 'master': 'a', 'dark': False, 'headroom': {}, 'agents': ['codex', 'gemini'], 'account': fingerprint},
+        {'worker': 'w1', 'master': 'b', 'dark': False, 'headroom': {}, 'agents': ['codex', 'gemini'], 'account': 'acct-b'},
+        {'worker': 'w2', 'master': 'a', 'dark': False, 'headroom': {}, 'agents': ['custom'], 'account': 'team'}]
+    assert 'secret' not in json.dumps(out)
+    assert [d['number'] for d in out['reaping']['due']] == [7]
+    off = _action({'stage': 'open', 'table': str(table), 'now': '2026-12-01T12:00:00Z', 'reap': False}).run(task_vars=task_vars)
+    assert off['reaping'] == {'threshold': None, 'due': []} and off['masters'] == out['masters']
 
 def test_the_announce_step_reads_registered_capacity_results_and_the_previous_record():
     """stage=announce: a revoked account from the registered capacity_info results; a blind master counted
