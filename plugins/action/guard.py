@@ -44,6 +44,18 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan
     batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
+# What the cycle's other controller tasks import, imported here so that their forked task workers inherit it: the
+# strategy loads this action's class in the controller's own process (to read its connection needs) before it forks
+# the workers of the tasks after it, and a task whose template names one fleet.dispatch filter or the mutex lookup
+# otherwise imports every filter file and these in its own worker - 0.1-0.2 s a task on a 2-core machine, about 1 s
+# of an apply sweep (docs/dispatch.md, "What a sweep costs"). Not used here. tests/unit/repo/
+# test_import_layers.py keeps this list the closure of what the filters and the lookups import.
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import explain as _warm_explain  # noqa: F401
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import run_host as _warm_run_host  # noqa: F401
+from ansible_collections.fleet.dispatch.plugins.module_utils._store import lease as _warm_lease  # noqa: F401
+from ansible_collections.fleet.dispatch.plugins.plugin_utils import lease_keeper as _warm_lease_keeper  # noqa: F401
+from ansible_collections.fleet.dispatch.plugins.plugin_utils import page as _warm_page  # noqa: F401
+
 STAGES = ('open', 'name', 'lease', 'probe', 'place', 'batch', 'decide', 'report', 'confirm', 'announce')
 
 OPTIONS = dict(
