@@ -16,6 +16,8 @@ description:
   - The attempt count is counted from the item's own markers on every read and never stored.
   - An unreadable queue is the one guard that fails closed, and only when O(mode=apply); with O(mode=plan) the failure is
     reported in RV(error) and no candidates are returned. An empty queue is not a failure.
+  - On the controller (a local connection, no become, no task C(environment)) its action plugin runs this module's body in the
+    controller's own process, with the same options, answer, warnings and masking; anywhere else the module runs.
 author:
   - fleet.dispatch contributors (@fleet-dispatch)
 extends_documentation_fragment:
@@ -423,7 +425,8 @@ candidates:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._board_read import ARGUMENT_SPEC, run
-from ansible_collections.fleet.dispatch.plugins.module_utils._board_read import _assess  # noqa: F401  pylint: disable=unused-import  (benchmarks/github_cost.py)
+# benchmarks/github_cost.py prices _assess's reads
+from ansible_collections.fleet.dispatch.plugins.module_utils._board_read import _assess  # noqa: F401 pylint: disable=unused-import
 
 
 def main():
