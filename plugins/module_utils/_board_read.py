@@ -151,4 +151,3 @@ def run(module):
     result.update(cost=cost, board_items=assessed, candidates=[c for c in chosen if not wanted or c['number'] in wanted],
                   counts=counts)
     module.exit_json(**result)
-

@@ -379,7 +379,7 @@ unsure:
 reconcile:
   description:
     - O(stage=announce) - whether M(fleet.dispatch.board_report) has anything to do this cycle. V(false) when there is no stall
-      and the previous record says for certain that no report of ours is open (C(reports_known), C(open), C(filed)): nothing to
+      and the previous record says for certain that no report of ours is open (C(reports_known), C(open), C(filed)) - nothing to
       file, nothing to close, so the board is not read for reports.
   returned: when O(stage=announce)
   type: bool

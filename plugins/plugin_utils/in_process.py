@@ -51,7 +51,7 @@ def local_controller_task(connection, play_context, task):
     environment = getattr(task, 'environment', None) or []
     if isinstance(environment, dict):
         environment = [environment]
-    return (str(transport).split('.')[-1] == 'local' and not getattr(play_context, 'become', False)
+    return (str(transport).rsplit('.', maxsplit=1)[-1] == 'local' and not getattr(play_context, 'become', False)
             and not any(environment))
 
 
@@ -59,7 +59,8 @@ def run_in_process(run, argument_spec, args, check_mode=False):
     """``run(module)`` on ``args`` validated by ``argument_spec``: ``(result, warnings)``, both with every ``no_log``
     value masked; a validation error is a failed result with the validator's message, as the module's would be."""
     validated = ArgumentSpecValidator(argument_spec).validate(args)
-    no_log = validated._no_log_values  # pylint: disable=protected-access  (what AnsibleModule masks with)
+    # what AnsibleModule masks with
+    no_log = validated._no_log_values  # pylint: disable=protected-access
     if validated.error_messages:
         return {'failed': True, 'msg': remove_values('; '.join(validated.error_messages), no_log)}, []
     module = InProcessModule(validated.validated_parameters, check_mode=check_mode)

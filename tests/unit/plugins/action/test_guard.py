@@ -162,6 +162,7 @@ def test_the_open_step_lists_every_master_from_the_inventory_and_reads_the_reape
     off = _action({'stage': 'open', 'table': str(table), 'now': '2026-12-01T12:00:00Z', 'reap': False}).run(task_vars=task_vars)
     assert off['reaping'] == {'threshold': None, 'due': []} and off['masters'] == out['masters']
 
+
 def test_the_announce_step_reads_registered_capacity_results_and_the_previous_record():
     """stage=announce: a revoked account from the registered capacity_info results; a blind master counted
     on from the previous cycle's record; the cycle's time as given."""
@@ -176,7 +177,6 @@ def test_the_announce_step_reads_registered_capacity_results_and_the_previous_re
                    'previous': previous, 'blind_cycles': 3}).run(task_vars={})
     assert sorted((s['kind'], s['subject']) for s in out['stalls']) == [('blind', 'w2'), ('revoked', 'acct')]
     assert out['record']['blind']['w2/b']['cycles'] == 3 and out['record']['time'] == '2026-12-01T12:00:00.000000Z'
-
 
 
 def test_the_announce_step_reads_the_previous_record_from_its_file_and_says_whether_to_reconcile(tmp_path):
@@ -200,6 +200,7 @@ def test_the_announce_step_reads_the_previous_record_from_its_file_and_says_whet
     with mock.patch.object(action, '_display') as display:
         out = action.run(task_vars={})
     assert out['record']['blind']['w2/b']['cycles'] == 1 and 'unreadable' in display.warning.call_args[0][0]
+
 
 # -- stage=decide and stage=report with worker_launches: one call, the same steps (issue 13, D15) ----------------
 DECIDE_MASTERS = [{'worker': 'w1', 'master': 'a', 'account': ''}, {'worker': 'w1', 'master': 'b', 'account': ''},
