@@ -545,11 +545,21 @@ def test_a_reviewed_pull_request_is_continued_on_its_branch_and_the_round_cap_ho
 
 def test_the_ledger_stopped_launches_nothing_and_every_tick_says_why(fleet):
     bed = fleet.bed
-    # the ledger stopped: nobody launches, every tick says why. Ticks already connected finish
-    # first (a tick is one short connection; 5 periods is the polling bound, not a speed claim)
+    # the ledger stopped: nobody launches, every tick says why. A tick that connected before the stop
+    # may still finish (and warn) after it; a master's ticks never overlap (one oneshot unit), so every
+    # line after its first refused tick belongs to a tick that started with the ledger already gone
+    opened = dict(((h, m), len(tick_log(bed, h, m))) for h in bed.hosts for m in MASTERS)
     fleet.forwarder.close()
-    time.sleep(PERIOD * 5)
-    before = dict(((h, m), len(tick_log(bed, h, m))) for h in bed.hosts for m in MASTERS)
+    before = {}
+    deadline = time.monotonic() + 120   # polling bound
+    while len(before) < len(opened):
+        assert time.monotonic() < deadline, 'no refused tick on %s' % sorted(set(opened) - set(before))
+        for (host, master), count in opened.items():
+            lines = tick_log(bed, host, master)
+            refused = [i for i in range(count, len(lines)) if 'LEDGER UNREACHABLE, nothing launched' in lines[i]]
+            if refused and (host, master) not in before:
+                before[(host, master)] = refused[0] + 1
+        time.sleep(PERIOD)
     seed(fleet.local_dsn, 'u', 3)
     time.sleep(PERIOD * 6)
     with SessionStore(dsn=fleet.local_dsn) as store:

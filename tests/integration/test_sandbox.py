@@ -247,7 +247,7 @@ def _run_in_default_profile(worker, number, agent):
 
 REFUSED = ('wrapper', 'path_plant', 'runner_json', 'sandbox_json', 'board_json', 'config_rename', 'user_unit', 'gitconfig',
            'ssh_keys', 'bashrc', 'config_parent_rename', 'local_parent_rename', 'manager_run', 'manager_env', 'manager_stop',
-           'manager_bus', 'runtime_unit', 'share_unit')
+           'manager_bus', 'runtime_unit', 'share_unit', 'credentials_read', 'runner_environ', 'other_home')
 SHARED_STATE = ('ledger_read', 'config_read', 'state_plant')
 STATE_PLANT = HOME + '/.local/state/fleet-dispatch/hostile-plant'
 

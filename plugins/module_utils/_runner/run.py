@@ -472,9 +472,9 @@ def main(argv=None, environ=None, *, clock=None, spawner=None, execv=None, git_r
         route_refused = []
         if not args.agent_command and agent_name != DEFAULT_PROFILE:
             # with a budget, the profile's streaming argv (claude: stream-json), so usage is read as it streams
-            agent = agent_argv(agent_name, streaming=bool(budget) or item_share is not None)
-            # the item's model and effort as its CLI's own arguments (the launch set them as AGENT_MODEL/AGENT_EFFORT)
             given = [str(a) for a in (conf.get('agent_args') or [])] if own else []
+            agent = agent_argv(agent_name, streaming=bool(budget) or item_share is not None, given=given)
+            # the item's model and effort as its CLI's own arguments (the launch set them as AGENT_MODEL/AGENT_EFFORT)
             agent, route_refused = route_argv(agent_name, agent, item_route(environ, agent_env, agent_name), given)
             agent += given
         if not isinstance(agent, list) or not agent or not all(isinstance(a, str) for a in agent):

@@ -31,15 +31,15 @@ def _script(path, text):
     path.chmod(0o755)
 
 
-def run(tmp_path, versions, agents=('codex',), settings=None):
-    """The tasks as a master whose run PATH holds CLIs answering ``versions`` (name -> --version output)."""
+def run(tmp_path, versions, agents=('codex',), settings=None, npm=None):
+    """The tasks as a master whose run PATH holds CLIs answering ``versions`` (name -> --version output); ``npm``:
+    the fake npm's script (default: every pinned package installed as pinned, so nothing is installed)."""
     home, bin_dir = tmp_path / 'home', tmp_path / 'bin'
     home.mkdir(exist_ok=True)
     bin_dir.mkdir(exist_ok=True)
     for name, said in versions.items():
         _script(bin_dir / name, 'echo %s' % json.dumps(said))
-    # npm ls: every pinned package installed as pinned, so nothing is installed here
-    _script(bin_dir / 'fake-npm', 'cat <<EOF\n%s\nEOF' % json.dumps({'dependencies': {
+    _script(bin_dir / 'fake-npm', npm or 'cat <<EOF\n%s\nEOF' % json.dumps({'dependencies': {
         '@anthropic-ai/claude-code': {'version': '2.1.332'}, '@openai/codex': {'version': '0.171.0'},
         '@google/gemini-cli': {'version': '0.61.0'}}}))
     me = pwd.getpwuid(os.getuid())
@@ -87,3 +87,22 @@ def test_a_further_profile_whose_cli_is_missing_fails_provision(tmp_path):
     proc, _home = run(tmp_path, {'claude': '2.1.332 (Claude Code)'}, agents=('gemini',))
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and 'the agent CLI gemini (profile gemini)' in out, out[-4000:]
+
+
+# npm with no registry: nothing installed, and the install fails as npm does without a network
+UNREACHABLE_NPM = """case "$1" in
+  ls) echo '{}' ;;
+  install) echo 'npm error code ECONNREFUSED' >&2; echo 'npm ERR! errno ECONNREFUSED' >&2
+           echo 'npm ERR! request to https://registry.npmjs.org/@openai%2fcodex failed' >&2; exit 1 ;;
+esac"""
+
+
+def test_a_cli_that_cannot_be_installed_fails_provision_with_npms_words_and_the_fix(tmp_path):
+    """No way to install the pinned CLI (no registry): provision fails before any version check, quoting npm's own
+    error and naming the fixes (a mirror or proxy, an offline cache, or the CLI installed by hand)."""
+    proc, _home = run(tmp_path, {}, agents=(), npm=UNREACHABLE_NPM)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-4000:]
+    assert 'could not be installed' in out and 'ECONNREFUSED' in out, out[-4000:]
+    assert 'Fix: make the npm registry reachable from this worker' in out and 'worker_agent_install: false' in out, out[-4000:]
+    assert 'Ask the agent CLI for its version' not in out, 'it fails at the install, not later'

@@ -40,6 +40,7 @@ class AgentProfile:
     stream_argv: Tuple[str, ...] = ()    # the argv whose output states usage as it streams, when argv's does not
     route_args: Tuple[Tuple[str, str, str], ...] = ()   # how its CLI takes an item's model/effort: (key, option, prefix)
     route_at: int = 1                    # where in argv they go (after the executable, or its subcommand)
+    unattended: Tuple[str, ...] = ()     # its non-interactive permission switch: a run has nobody to approve a tool call
 
 
 # Where a profile's output states the agent's usage, so when a run budget can be checked (UsageMeter):
@@ -55,18 +56,19 @@ PROFILES = {
         'num_turns, total_cost_usd, usage; errors in result/errors/api_error_status; rate_limit_event lines',
         usage='message', states_cost=True,
         stream_argv=('claude', '-p', '--output-format', 'stream-json', '--verbose'),
-        route_args=(('model', '--model', ''),)),
+        route_args=(('model', '--model', ''),), unattended=('--dangerously-skip-permissions',)),
     'codex': AgentProfile(
         'codex', ('codex', 'exec', '--json', '-'), 'stdin', ('codex_turn',),
         'OpenAI Codex CLI: "-" reads the brief from stdin; JSONL events (thread.started, turn.started, item.*, '
         'turn.completed with usage, turn.failed, error); no cost is stated', usage='turn', states_cost=False,
-        route_args=(('model', '-m', ''), ('effort', '-c', 'model_reasoning_effort=')), route_at=2),
+        route_args=(('model', '-m', ''), ('effort', '-c', 'model_reasoning_effort=')), route_at=2,
+        unattended=('--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check')),
     'gemini': AgentProfile(
         'gemini', ('gemini', '--output-format', 'json', '-p', 'Follow the brief given on standard input.'), 'stdin',
         ('gemini_json', 'claude_result'),
         'Gemini CLI: the brief on stdin (appended to -p); one JSON object {"response", "stats", "error"}; '
         'token counts per model in stats; no cost or turn count is stated', usage='result', states_cost=False,
-        route_args=(('model', '-m', ''),)),
+        route_args=(('model', '-m', ''),), unattended=('--yolo',)),
     'qwen': AgentProfile(
         'qwen', ('qwen', '--output-format', 'json', '-p', 'Follow the brief given on standard input.'), 'stdin',
         ('claude_result',),
@@ -75,7 +77,7 @@ PROFILES = {
         'no cost is stated; stream-json prints each assistant message with its usage',
         usage='message', states_cost=False,
         stream_argv=('qwen', '--output-format', 'stream-json', '-p', 'Follow the brief given on standard input.'),
-        route_args=(('model', '-m', ''),)),
+        route_args=(('model', '-m', ''),), unattended=('--yolo',)),
     'custom': AgentProfile(
         'custom', (), 'stdin', ENVELOPE_SHAPES,
         "the runner config's agent_command ({brief_file} in it, else the brief on stdin); any known envelope",
@@ -109,15 +111,19 @@ def brief_in_argv(command: Any) -> str:
     return ''
 
 
-def agent_argv(name: Any, agent_command: Optional[List[str]] = None, streaming: bool = False) -> List[str]:
+def agent_argv(name: Any, agent_command: Optional[List[str]] = None, streaming: bool = False, given: Any = ()) -> List[str]:
     """The argv a profile runs: an explicit ``agent_command`` wins (``custom`` needs one). ``streaming``: the
-    argv whose output states usage as it streams (``stream_argv``: a run with a budget), where the profile has one."""
+    argv whose output states usage as it streams (``stream_argv``: a run with a budget), where the profile has one.
+    A profile's argv ends with its non-interactive permission switch (``unattended``: nobody is there to approve
+    a tool call), but for a word the worker's own arguments ``given`` already hold (Codex CLI refuses a flag
+    given twice); the caller appends ``given`` after it."""
     prof = profile(name)
     if agent_command:
         return list(agent_command)
     if not prof.argv:
         raise ValueError('the custom agent needs agent_command')
-    return list(prof.stream_argv if streaming and prof.stream_argv else prof.argv)
+    have = set(str(word) for word in given or ())
+    return list(prof.stream_argv if streaming and prof.stream_argv else prof.argv) + [w for w in prof.unattended if w not in have]
 
 
 _ROUTE_VALUE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$')

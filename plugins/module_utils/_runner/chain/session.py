@@ -109,7 +109,8 @@ class SessionRun(object):
         if name == DEFAULT_PROFILE:
             agent = list(conf.get('agent_command') or ['claude', '-p', '--output-format', 'json'])
         else:
-            agent = agent_argv(name) + [str(a) for a in (conf.get('agent_args') or [])]
+            given = [str(a) for a in (conf.get('agent_args') or [])]
+            agent = agent_argv(name, given=given) + given
         return agent
 
     def _on_signal(self, signum, _frame):

@@ -293,9 +293,9 @@ def test_the_three_ways_a_run_stops_have_three_close_outs():
 # --- the item's model and effort as the CLI's own arguments ----------------------------------------------------
 
 @pytest.mark.parametrize('agent, expected', [
-    ('codex', ['exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-']),
-    ('claude', ['--model', 'gpt-5-codex', '-p', '--output-format', 'json']),
-    ('gemini', ['-m', 'gpt-5-codex', '--output-format', 'json', '-p', 'Follow the brief given on standard input.']),
+    ('codex', ['exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']),
+    ('claude', ['--model', 'gpt-5-codex', '-p', '--output-format', 'json', '--dangerously-skip-permissions']),
+    ('gemini', ['-m', 'gpt-5-codex', '--output-format', 'json', '-p', 'Follow the brief given on standard input.', '--yolo']),
 ], ids=['codex', 'claude', 'gemini'])
 def test_the_runner_gives_the_cli_the_items_model_and_effort_as_arguments(bed, monkeypatch, agent, expected):
     """The launch sets AGENT_MODEL/AGENT_EFFORT for a routed item; the runner passes them as the CLI's own arguments
@@ -312,12 +312,12 @@ def test_the_runner_gives_the_cli_the_items_model_and_effort_as_arguments(bed, m
 def test_a_model_that_is_not_a_plain_name_never_reaches_the_command_line(bed, monkeypatch):
     (bed.tmp / 'runner.json').write_text(json.dumps({'agent': 'codex'}))
     bed.install('codex')
-    monkeypatch.setenv('AGENT_MODEL', '--dangerously-bypass-approvals-and-sandbox')
+    monkeypatch.setenv('AGENT_MODEL', '--cd=/')
     monkeypatch.setenv('AGENT_EFFORT', 'high')
     proc = bed.run()
     entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
-    assert entry['argv'][1:] == ['exec', '-c', 'model_reasoning_effort=high', '--json', '-']
-    assert "the item's model '--dangerously-bypass-approvals-and-sandbox' is not a plain name" in proc.stderr
+    assert entry['argv'][1:] == ['exec', '-c', 'model_reasoning_effort=high', '--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']
+    assert "the item's model '--cd=/' is not a plain name" in proc.stderr
 
 
 FAKE_BWRAP = '''#!/bin/sh
@@ -391,13 +391,14 @@ def test_the_runner_runs_the_profile_the_run_was_placed_for_with_that_profiles_e
     proc = bed.run()
     entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
     assert 'starting the agent: gemini' in proc.stderr
-    assert entry['argv'][1:] == ['--output-format', 'json', '-p', 'Follow the brief given on standard input.']
+    assert entry['argv'][1:] == ['--output-format', 'json', '-p', 'Follow the brief given on standard input.', '--yolo']
     monkeypatch.delenv('FLEET_AGENT_PROFILE')
     (bed.tmp / 'agent.log').unlink()
     bed.board.upsert_item(number=7, state='reopened')
     proc = bed.run(invocation='inv-2')
     entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
-    assert 'starting the agent: claude' in proc.stderr and entry['argv'][1:] == ['-p', '--output-format', 'json', '--claude-only']
+    assert 'starting the agent: claude' in proc.stderr and entry['argv'][1:] == ['-p', '--output-format', 'json', '--dangerously-skip-permissions',
+                                                                                         '--claude-only']
 
 
 def test_the_runner_refuses_a_profile_its_worker_does_not_offer_and_posts_nothing(bed, monkeypatch):
@@ -409,3 +410,24 @@ def test_the_runner_refuses_a_profile_its_worker_does_not_offer_and_posts_nothin
     assert proc.returncode == _runner.EXIT_USAGE
     assert "placed this run for the agent profile 'codex'" in proc.stderr
     assert bed.kinds() == [] and not (bed.tmp / 'agent.log').exists()
+
+
+# --- the budget's log line --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('agent, says, never', [
+    ('claude', ['budget tokens 1000, usd 0.5', 'checked at every model response the claude CLI reports'], ['tokens only']),
+    ('codex', ['the codex CLI states no cost: budgeted by tokens only', 'at each turn it reports'], []),
+    ('gemini', ['the gemini CLI states no cost: budgeted by tokens only', 'only in its final result: checked there, after the work'], []),
+    ('qwen', ['the qwen CLI states no cost: budgeted by tokens only', 'checked at every model response'], []),
+], ids=['claude', 'codex', 'gemini', 'qwen'])
+def test_the_runner_says_how_a_budget_is_held_for_its_cli(agent, says, never):
+    """A USD limit on a CLI that states no cost is said to be held by tokens only; a CLI whose usage comes only in its
+    final result is said to be checked after the work (it stops nothing)."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import enforceable, parse_budget
+    from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.profiles import profile
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner.supervise import budget_note
+    configured = parse_budget({'tokens': 1000, 'usd': 0.5})
+    line = budget_note(configured, enforceable(configured, profile(agent).states_cost), agent)
+    assert all(words in line for words in says), line
+    assert not any(words in line for words in never), line
+    assert budget_note(parse_budget({'tokens': 1000}), parse_budget({'tokens': 1000}), agent).count('tokens only') == 0

@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome import closeout as _closeout
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.exits import EXIT_CLOSEOUT_LOST
 from ansible_collections.fleet.dispatch.plugins.module_utils._runner import run as _runner
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.factory import open_board
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
@@ -142,3 +143,50 @@ def test_a_strangers_mention_is_named_in_the_close_out_as_skipped(gh, tmp_path):
     assert 'keep the flag' in brief and 'push to main directly' not in brief
     closeout = json.loads((tmp_path / 'state' / 'runs' / ('task-%d' % number) / 'closeout.json').read_text())
     assert closeout['fields']['mentions_skipped'][0]['id'].startswith('comment:')
+
+
+class FailingComments(_runner.PopenSpawner):
+    """Starts the real fake agent, then GitHub fails every comment POST ``times`` times (502, as a proxy does)."""
+
+    def __init__(self, gh, times):
+        self.gh, self.times = gh, times
+
+    def spawn(self, argv, **kw):
+        self.gh.inject(502, {'message': 'Server Error'}, method='POST', path=r'/repos/.*/issues/\d+/comments', times=self.times)
+        return super(FailingComments, self).spawn(argv, **kw)
+
+
+def _spool_run(gh, tmp_path, number, spawner=None):
+    board = open_board({'kind': 'github', 'owner': 'acme', 'project': 1, 'token': TOKEN, 'api_url': gh.url,
+                        'status_field': 'Status', 'ready': 'Ready'})
+    config = _runner.RunConfig(number=number, state_dir=str(tmp_path / 'state'), agent_command=[sys.executable, str(FAKE_AGENT)],
+                               workdir=str(tmp_path), host='w1', master='m1')
+    logs = []
+    run = _runner.Run(config, board, spawner=spawner or _runner.PopenSpawner(), reraise=lambda s: None, log=logs.append,
+                      install_signals=False, environ=dict(os.environ, FAKE_AGENT_MODE='claim'), sleep=lambda s: None)
+    return run.run(), run, logs
+
+
+def test_a_close_out_github_refuses_is_spooled_and_the_masters_next_run_posts_it_once(gh, tmp_path):
+    """D12 on GitHub: every try of the close-out comment fails (its immediate retry and the spooled retries too), so
+    the outcome waits in the master's spool; the next run on that master, GitHub answering again, posts it before its
+    own work, once, with the first run's id, and the spool empties."""
+    from ansible_collections.fleet.dispatch.plugins.module_utils._runner import posting as _posting
+    first = gh.store.add_issue(REPO, 'Spin it', project=PROJECT, status='Ready')['number']
+    second = gh.store.add_issue(REPO, 'Turn it', project=PROJECT, status='Ready')['number']
+    tries = 2 + len(_posting.CLOSEOUT_RETRY_DELAYS)
+    code, run, logs = _spool_run(gh, tmp_path, first, FailingComments(gh, tries))
+    assert code == EXIT_CLOSEOUT_LOST, logs
+    assert [m.kind for m in markers_of(_item(gh, first))] == ['start']
+    (spooled,) = (tmp_path / 'state' / 'spool').iterdir()
+    entry = json.loads(spooled.read_text())
+    assert entry['kind'] == 'noop'
+    code, _run2, logs = _spool_run(gh, tmp_path, second)
+    assert code == _closeout.EXIT['noop'], logs
+    markers = markers_of(_item(gh, first))
+    assert [m.kind for m in markers] == ['start', 'noop'] and markers[-1].fields['run'] == run.run_id
+    assert any('delivered the spooled noop close-out of task-%d' % first in line for line in logs), logs
+    # its original text, the close-out's own time in it: not rewritten at delivery
+    assert gh.store.issue(REPO, first)['comments'][-1]['body'] == entry['body']
+    assert list((tmp_path / 'state' / 'spool').iterdir()) == []
+    assert [m.kind for m in markers_of(_item(gh, second))] == ['start', 'noop']

@@ -108,6 +108,23 @@ def test_update_failed_only_after_n_consecutive_cycles():
     assert [s['kind'] for s in once(3)] == ['update_failed']
 
 
+def test_a_master_whose_agent_cli_is_gone_is_one_report_at_once_and_cleared_when_it_is_back():
+    """agent_missing needs a human (provision installs the CLI): one report per master from its first dark cycle, with
+    the remedy; not an item's stall, and cleared (closed) once the master is no longer dark."""
+    gone = {'w2/d': {'source': 'agent_missing', 'dark': True, 'why': "codex not found on PATH /usr/bin:/bin",
+                     'written_at': format_time(ago(3))}}
+    found = announce.stalls([], masters=MASTERS, capacity=gone, now=NOW, blind_cycles=3)
+    assert [(s['kind'], s['subject']) for s in found] == [('agent_missing', 'w2/d')]
+    assert found[0]['title'] == announce.agent_missing_title('w2/d')
+    assert 'codex not found' in found[0]['body'] and 'fleet.dispatch.worker' in found[0]['body']
+    filed = announce.reconcile(found, [], now=NOW)
+    assert [f['title'] for f in filed['file']] == [found[0]['title']]
+    # provision put it back: the master is not dark any more, so its report closes
+    back = announce.stalls([], masters=MASTERS, capacity={}, now=NOW, blind_cycles=3)
+    report = {'number': 60, 'title': found[0]['title'], 'state': 'open'}
+    assert [c['number'] for c in announce.reconcile(back, [report], now=NOW)['close']] == [60]
+
+
 def test_consecutive_cycles_are_tracked_and_a_streak_breaks():
     seen = None
     for minute in range(3):

@@ -34,7 +34,23 @@ def test_no_profile_and_no_command_puts_the_brief_in_argv():
 
 
 def test_claude_runs_its_streaming_argv_when_a_budget_is_set():
-    assert profiles.agent_argv('claude') == ['claude', '-p', '--output-format', 'json']
-    assert profiles.agent_argv('claude', streaming=True) == ['claude', '-p', '--output-format', 'stream-json', '--verbose']
+    assert profiles.agent_argv('claude') == ['claude', '-p', '--output-format', 'json', '--dangerously-skip-permissions']
+    assert profiles.agent_argv('claude', streaming=True) == ['claude', '-p', '--output-format', 'stream-json', '--verbose',
+                                                             '--dangerously-skip-permissions']
     assert profiles.agent_argv('codex', streaming=True) == profiles.agent_argv('codex')   # its --json already streams
     assert profiles.agent_argv('custom', ['x', '{brief_file}'], streaming=True) == ['x', '{brief_file}']
+
+
+@pytest.mark.parametrize('name, switch', [('claude', ['--dangerously-skip-permissions']),
+                                          ('codex', ['--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']),
+                                          ('gemini', ['--yolo']), ('qwen', ['--yolo'])])
+def test_every_profile_runs_unattended_and_never_twice_the_switch_the_worker_gives(name, switch):
+    """Nobody is there to approve a tool call: each CLI's own permission switch is in its argv, for the provisioned
+    profile and a routed one alike; a switch the worker's arguments already hold is not repeated (Codex CLI refuses a
+    flag given twice), and an explicit agent_command is the operator's own."""
+    assert profiles.agent_argv(name)[-len(switch):] == switch
+    assert profiles.agent_argv(name, streaming=True)[-len(switch):] == switch
+    given = [switch[0], '-c', 'x=1']
+    argv = profiles.agent_argv(name, given=given) + given
+    assert sorted(word for word in argv if word in switch) == sorted(switch), argv
+    assert profiles.agent_argv(name, ['my', 'agent']) == ['my', 'agent']

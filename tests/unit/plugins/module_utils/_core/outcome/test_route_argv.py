@@ -15,19 +15,19 @@ ROUTE = {'model': 'gpt-5-codex', 'effort': 'high'}
 
 def test_codex_takes_both_after_exec():
     argv, refused = route_argv('codex', agent_argv('codex'), ROUTE)
-    assert argv == ['codex', 'exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-']
+    assert argv == ['codex', 'exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']
     assert refused == []
 
 
 def test_claude_takes_the_model_and_gemini_the_model_and_their_streaming_argv_too():
     assert route_argv('claude', agent_argv('claude', streaming=True), ROUTE)[0] == [
-        'claude', '--model', 'gpt-5-codex', '-p', '--output-format', 'stream-json', '--verbose']
+        'claude', '--model', 'gpt-5-codex', '-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions']
     assert route_argv('gemini', agent_argv('gemini'), {'model': 'gemini-2.5-pro'})[0][:3] == ['gemini', '-m', 'gemini-2.5-pro']
 
 
 def test_qwen_takes_the_model_with_m_and_streams_usage_per_message_when_a_budget_asks():
     assert route_argv('qwen', agent_argv('qwen'), {'model': 'qwen3-coder-plus', 'effort': 'high'}) == (
-        ['qwen', '-m', 'qwen3-coder-plus', '--output-format', 'json', '-p', 'Follow the brief given on standard input.'], [])
+        ['qwen', '-m', 'qwen3-coder-plus', '--output-format', 'json', '-p', 'Follow the brief given on standard input.', '--yolo'], [])
     assert agent_argv('qwen', streaming=True)[:3] == ['qwen', '--output-format', 'stream-json']
 
 
@@ -39,7 +39,7 @@ def test_no_route_and_the_custom_profile_leave_the_argv_as_it_is():
 @pytest.mark.parametrize('model', ['--yolo', '-c', 'a b', 'x=y', 'x,y', "it's", '', 'm' * 200])
 def test_a_value_that_is_not_a_plain_name_is_left_out_and_said(model):
     argv, refused = route_argv('codex', agent_argv('codex'), {'model': model, 'effort': 'low'})
-    assert argv == ['codex', 'exec', '-c', 'model_reasoning_effort=low', '--json', '-']
+    assert argv == ['codex', 'exec', '-c', 'model_reasoning_effort=low', '--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']
     assert len(refused) == (1 if model else 0)
 
 
@@ -61,4 +61,4 @@ def test_the_workers_own_setting_wins_over_the_items_as_in_the_environment():
 def test_the_workers_own_agent_arguments_win(given, kept):
     """worker_runner_agent_args that already point the CLI at a model (docs/agents.md: Codex -c model=...) win."""
     argv, refused = route_argv('codex', agent_argv('codex'), ROUTE, given)
-    assert argv == ['codex', 'exec'] + kept + ['--json', '-'] and refused == []
+    assert argv == ['codex', 'exec'] + kept + ['--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check'] and refused == []
