@@ -40,6 +40,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import zoneinfo
 
@@ -48,6 +49,9 @@ import pathlib
 import pytest
 
 from fakes.model_endpoint import Endpoint, presets
+
+from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.markers import markers_of
 
 pytestmark = pytest.mark.testbed
 
@@ -395,10 +399,11 @@ STALL = {'claude': 10, 'codex': 10}
 # The forge's merge, for the agent's shell tool: a merged change closing the item on the master's ledger (D2), as
 # the fake agent records it (tests/fakes/agent); the agent's own commit comes first, in a repository of its own.
 FORGE_MERGE_ON_HOST = '/usr/local/share/fleet-test-forge-merge'
-FORGE_MERGE = """import sys, uuid
+FORGE_MERGE = """import os, sys, uuid
 sys.path.insert(0, %r)
 from ansible_collections.fleet.dispatch.plugins.module_utils._board.ledger import LedgerBoard
-board = LedgerBoard(path=sys.argv[1])
+# "dsn": the PostgreSQL ledger, through the forge's own credential in the agent's environment (never on argv)
+board = LedgerBoard(dsn=os.environ['FAKE_FORGE_DSN']) if sys.argv[1] == 'dsn' else LedgerBoard(path=sys.argv[1])
 print(board.add_artifact('agent-pr/%%s/%%s' %% (sys.argv[2], uuid.uuid4().hex[:8]), merged=True, closes=[int(sys.argv[2])],
                          title='fix #' + sys.argv[2]))
 board.close()
@@ -694,5 +699,110 @@ def test_real_claude_over_its_budget_is_stopped_at_the_usage_event_that_reached_
         assert 'cost_usd' not in stop['spend_at_stop'], 'no cost was stated mid-run: none is invented'
         turns = [r for r in fleet.endpoint.requests[before:] if r.get('role') == 'turn']
         assert len(turns) == 2, ([r.get('path') for r in turns], capture)
+    finally:
+        fleet.script([{'text': 'done'}])
+
+
+# --- a routed item through the production hand dispatch ----------------------------------------------------------
+
+ROUTED_MASTER = 'froute'
+ROUTED_ITEM = 91
+ROUTED_ORIGIN = r"""
+set -eu
+[ -d /srv/fleet-origin.git ] && exit 0
+tmp=$(mktemp -d)
+git -C "$tmp" init -q -b main && echo demo > "$tmp/README" && git -C "$tmp" add README
+git -C "$tmp" -c user.name=t -c user.email=t@t commit -q -m init
+git clone -q --bare "$tmp" /srv/fleet-origin.git && chmod -R a+rX /srv/fleet-origin.git && rm -rf "$tmp"
+"""
+
+
+@pytest.fixture(scope='module')
+def routed(fleet, fresh_database, tmp_path_factory):
+    """A master whose first profile is custom and which also offers gemini (worker_runner_agents), on a PostgreSQL
+    ledger the controller reads through a forwarder: the board of a production hand dispatch."""
+    from psycopg.conninfo import conninfo_to_dict
+    from test_runner_units import Forwarder
+    local_dsn, drop = fresh_database()
+    params = conninfo_to_dict(local_dsn)
+    forwarder = Forwarder((params.get('host', '127.0.0.1'), int(params.get('port', 5432))))
+    worker_dsn = 'postgresql://%s:%s@%s:%d/%s' % (params['user'], params['password'], BRIDGE, forwarder.port, params['dbname'])
+    board = LedgerBoard(dsn=local_dsn, create=True)
+    board.upsert_item(number=ROUTED_ITEM, title='item %d' % ROUTED_ITEM, body='Say done.', status='Ready', agent='gemini')
+    board.close()
+    fleet.bed.ssh(fleet.host, 'sudo sh -s', input=ROUTED_ORIGIN)
+    fleet.bed.ssh(fleet.host, 'sudo tee %s >/dev/null && sudo chmod 644 %s' % (FORGE_MERGE_ON_HOST, FORGE_MERGE_ON_HOST),
+                  input=FORGE_MERGE)
+    profiles = {'worker_runner_agent': 'custom', 'worker_runner_agents': ['gemini']}
+    role_vars = dict(profiles, **{
+        'worker_masters': [{'name': ROUTED_MASTER}],
+        'worker_runner_agent_command': ['/bin/true'],
+        'worker_runner_agent_env': {'GOOGLE_GEMINI_BASE_URL': fleet.endpoint.url, 'GEMINI_MODEL': 'gemini-2.5-pro'},
+        'worker_agent_credentials': dict(OTHERS['gemini']['key'], FAKE_FORGE_DSN=worker_dsn),
+        'worker_agent_npm_env': {'npm_config_cafile': CA},
+        'worker_runner_board': {'kind': 'ledger'},
+        'worker_credentials': {'FLEET_BOARD_DSN': worker_dsn},
+        'worker_clones': [{'name': 'main', 'repo': '/srv/fleet-origin.git'}]})
+    playbook = tmp_path_factory.mktemp('agent-routed') / 'provision.yml'
+    playbook.write_text(PLAYBOOK)
+    res = fleet.bed.playbook(playbook, limit=fleet.host, extra_vars=role_vars, timeout=1800)
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    assert worker_dsn not in res.stdout and 'AIzaFakeGeminiKey0000' not in res.stdout, 'no secret is logged'
+    inventory = tmp_path_factory.mktemp('agent-routed-inv') / 'workers.ini'
+    inventory.write_text(pathlib.Path(fleet.bed.inventory).read_text() + '\n[workers:children]\ntestbed\n\n[workers:vars]\n'
+                         'worker_masters=%s\nworker_runner_agent=custom\nworker_runner_agents=%s\n'
+                         % (json.dumps([{'name': ROUTED_MASTER}]), json.dumps(profiles['worker_runner_agents'])))
+
+    class Routed(object):
+        pass
+
+    r = Routed()
+    r.local_dsn, r.inventory, r.state = local_dsn, inventory, tmp_path_factory.mktemp('agent-routed-state')
+    try:
+        yield r
+    finally:
+        forwarder.close()
+        drop()
+
+
+def test_an_item_routed_to_a_further_profile_runs_that_real_cli_through_the_hand_dispatch(fleet, routed):
+    """The production hand dispatch (dispatch.yml, the sweep's shared cycle) places an item that asks for gemini on the
+    master that offers it beside its first profile; the runner runs Gemini CLI with the profile's own permission switch
+    (the routed profile gets none of the first's arguments), its tool call commits and merges through the forge, and
+    the item ends with a success marker on the PostgreSQL ledger."""
+    merge = '{ %s; } > ~/routed-merge.log 2>&1' % MERGE_CMD.format(n=ROUTED_ITEM, merge=FORGE_MERGE_ON_HOST, ledger='dsn')
+    fleet.script([{'shell': merge}, {'text': 'done'}])
+    before = len(fleet.endpoint.requests)
+    try:
+        extra = {'dispatch_board': {'kind': 'ledger', 'dsn': routed.local_dsn}, 'dispatch_state_dir': str(routed.state),
+                 'dispatch_board_dir': str(routed.state), 'dispatch_plan_json': str(routed.state / 'plan.json'),
+                 'issue': ROUTED_ITEM}
+        argv = [str(pathlib.Path(sys.executable).parent / 'ansible-playbook'), '-i', str(routed.inventory),
+                str(pathlib.Path(__file__).resolve().parents[2] / 'playbooks' / 'dispatch.yml'), '-e', json.dumps(extra)]
+        res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+                             env=fleet.bed.env, timeout=900)
+        assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
+        plan = json.loads((routed.state / 'plan.json').read_text())
+        assert plan['launched'] and plan['launched'][0]['master'] == ROUTED_MASTER, plan.get('launched')
+        deadline = time.monotonic() + WAIT
+        while True:
+            board = LedgerBoard(dsn=routed.local_dsn)
+            try:
+                kinds = [m.kind for m in markers_of(board.get(ROUTED_ITEM))]
+            finally:
+                board.close()
+            if kinds[-1:] != ['start'] and kinds:
+                break
+            assert time.monotonic() < deadline, kinds
+            time.sleep(1)
+        journal = fleet.bed.ssh(fleet.host, 'journalctl --user -u task-%d --no-pager' % ROUTED_ITEM, user=ROUTED_MASTER,
+                                check=False).stdout
+        run_dir = '/home/%s/.local/state/fleet-dispatch/runs/task-%d' % (ROUTED_MASTER, ROUTED_ITEM)
+        capture = fleet.bed.ssh(fleet.host, 'cat ~/routed-merge.log; tail -c 1000 %s/capture.log' % run_dir,
+                                user=ROUTED_MASTER, check=False).stdout
+        assert kinds == ['start', 'success'], (kinds, journal[-2000:], capture)
+        assert 'starting the agent: gemini' in journal, journal[-3000:]
+        turns = [r for r in fleet.endpoint.requests[before:] if r.get('role') == 'turn']
+        assert len(turns) == 2 and all(OTHERS['gemini']['path'] in r['path'] for r in turns), turns
     finally:
         fleet.script([{'text': 'done'}])

@@ -31,7 +31,7 @@ def _script(path, text):
     path.chmod(0o755)
 
 
-def run(tmp_path, versions, agents=('codex',), settings=None, npm=None):
+def run(tmp_path, versions, agents=('codex',), settings=None, npm=None, first='claude', specs=None, cli='claude'):
     """The tasks as a master whose run PATH holds CLIs answering ``versions`` (name -> --version output); ``npm``:
     the fake npm's script (default: every pinned package installed as pinned, so nothing is installed)."""
     home, bin_dir = tmp_path / 'home', tmp_path / 'bin'
@@ -43,12 +43,12 @@ def run(tmp_path, versions, agents=('codex',), settings=None, npm=None):
         '@anthropic-ai/claude-code': {'version': '2.1.332'}, '@openai/codex': {'version': '0.171.0'},
         '@google/gemini-cli': {'version': '0.61.0'}}}))
     me = pwd.getpwuid(os.getuid())
-    specs = ['@anthropic-ai/claude-code@2.1.332', '@openai/codex@0.171.0', '@google/gemini-cli@0.61.0']
+    specs = specs or ['@anthropic-ai/claude-code@2.1.332', '@openai/codex@0.171.0', '@google/gemini-cli@0.61.0']
     extra = {
         'ansible_become': False, 'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
         '_worker_name': me.pw_name, '_worker_uid': me.pw_uid, '_worker_gid': me.pw_gid, '_worker_home': str(home),
-        '_worker_path': '%s:/usr/bin:/bin' % bin_dir, '_worker_agent_specs': specs, '_worker_agent_cli': 'claude',
-        'worker_runner_agent': 'claude', 'worker_runner_agents': list(agents), 'worker_agent_npm': str(bin_dir / 'fake-npm'),
+        '_worker_path': '%s:/usr/bin:/bin' % bin_dir, '_worker_agent_specs': specs, '_worker_agent_cli': cli,
+        'worker_runner_agent': first, 'worker_runner_agents': list(agents), 'worker_agent_npm': str(bin_dir / 'fake-npm'),
         'worker_agent_node_dir': str(bin_dir), 'worker_agent_prefix': str(tmp_path / 'agents'),
         'worker_agent_settings': settings or {},
     }
@@ -106,3 +106,14 @@ def test_a_cli_that_cannot_be_installed_fails_provision_with_npms_words_and_the_
     assert 'could not be installed' in out and 'ECONNREFUSED' in out, out[-4000:]
     assert 'Fix: make the npm registry reachable from this worker' in out and 'worker_agent_install: false' in out, out[-4000:]
     assert 'Ask the agent CLI for its version' not in out, 'it fails at the install, not later'
+
+
+def test_a_custom_first_profile_is_not_held_to_a_further_profiles_pinned_version(tmp_path):
+    """worker_runner_agent custom with worker_runner_agents [gemini]: the packages are gemini's alone, so the custom
+    command answers --version as it likes, and gemini is held to its own pin."""
+    proc, _home = run(tmp_path, {'my-agent': 'my agent 1.0', 'gemini': '0.61.0'}, agents=('gemini',), first='custom',
+                      specs=['@google/gemini-cli@0.61.0'], cli='my-agent')
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    me = pwd.getpwuid(os.getuid()).pw_name
+    assert 'Ask the agent CLI for its version through the run PATH, as %s (gemini)' % me in out, out[-4000:]

@@ -293,7 +293,8 @@ def test_the_three_ways_a_run_stops_have_three_close_outs():
 # --- the item's model and effort as the CLI's own arguments ----------------------------------------------------
 
 @pytest.mark.parametrize('agent, expected', [
-    ('codex', ['exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']),
+    ('codex', ['exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-',
+               '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']),
     ('claude', ['--model', 'gpt-5-codex', '-p', '--output-format', 'json', '--dangerously-skip-permissions']),
     ('gemini', ['-m', 'gpt-5-codex', '--output-format', 'json', '-p', 'Follow the brief given on standard input.', '--yolo']),
 ], ids=['codex', 'claude', 'gemini'])
@@ -316,7 +317,8 @@ def test_a_model_that_is_not_a_plain_name_never_reaches_the_command_line(bed, mo
     monkeypatch.setenv('AGENT_EFFORT', 'high')
     proc = bed.run()
     entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
-    assert entry['argv'][1:] == ['exec', '-c', 'model_reasoning_effort=high', '--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']
+    assert entry['argv'][1:] == ['exec', '-c', 'model_reasoning_effort=high', '--json', '-',
+                                 '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']
     assert "the item's model '--cd=/' is not a plain name" in proc.stderr
 
 
@@ -397,8 +399,8 @@ def test_the_runner_runs_the_profile_the_run_was_placed_for_with_that_profiles_e
     bed.board.upsert_item(number=7, state='reopened')
     proc = bed.run(invocation='inv-2')
     entry = json.loads((bed.tmp / 'agent.log').read_text().splitlines()[0])
-    assert 'starting the agent: claude' in proc.stderr and entry['argv'][1:] == ['-p', '--output-format', 'json', '--dangerously-skip-permissions',
-                                                                                         '--claude-only']
+    assert 'starting the agent: claude' in proc.stderr
+    assert entry['argv'][1:] == ['-p', '--output-format', 'json', '--dangerously-skip-permissions', '--claude-only']
 
 
 def test_the_runner_refuses_a_profile_its_worker_does_not_offer_and_posts_nothing(bed, monkeypatch):

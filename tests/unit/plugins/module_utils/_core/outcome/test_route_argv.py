@@ -15,7 +15,8 @@ ROUTE = {'model': 'gpt-5-codex', 'effort': 'high'}
 
 def test_codex_takes_both_after_exec():
     argv, refused = route_argv('codex', agent_argv('codex'), ROUTE)
-    assert argv == ['codex', 'exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-', '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']
+    assert argv == ['codex', 'exec', '-m', 'gpt-5-codex', '-c', 'model_reasoning_effort=high', '--json', '-',
+                    '--dangerously-bypass-approvals-and-sandbox', '--skip-git-repo-check']
     assert refused == []
 
 
