@@ -2,7 +2,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleet.dispatch contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What a sweep costs as the board grows: the production sweep beside the 100-item sweep and a one-task playbook.
+"""What a sweep costs: its fixed cost beside a one-task playbook, and its growth with the board.
+
+First, the fixed cost (goal: an apply sweep of a small board within 4x a one-task playbook on the same inventory):
+on a 100-item ledger board (5 Ready) it runs the one-task playbook (ansible.builtin.ping on every host), one apply
+sweep to warm the state (the announcer's record, as the timer's every cycle but the first has it), then the apply
+and the plan sweep, and prints each one's wall and CPU seconds (the playbook and every process it waited for), its
+ratio to the one-task playbook and its TASK headers (every task, a skipped one too, is a forked task run; the
+shape test tests/unit/playbooks/test_sweep_tasks.py keeps the count). ``--fixed`` prints only this part.
+
+Then the growth (goal: 20,000 items within 2x the 100-item sweep, 150 MB):
 
 For each size it builds a ledger board (SQLite; PostgreSQL too when FLEET_TEST_PG_DSN names a server) and
 runs the shipped ``playbooks/sweep.yml`` on a localhost worker (``inventory.example``, as
@@ -19,7 +28,8 @@ running (a recent start), 1 % orphaned starts older than the reap floor (the rea
 items), the rest done (start, success, closed). Asserts nothing; the issue's goal (20,000 items within
 2x the 100-item sweep, 150 MB) is printed beside each row.
 
-    python benchmarks/sweep_cost.py                              # 100, 1,000, 5,000, 20,000 items, plan
+    python benchmarks/sweep_cost.py --fixed --repeat 5           # the fixed cost only (about a minute)
+    python benchmarks/sweep_cost.py                              # and 100, 1,000, 5,000, 20,000 items, plan
     python benchmarks/sweep_cost.py --sizes 100 20000 --apply --repeat 3 --profile 10
     FLEET_TEST_PG_DSN=$(tests/services/postgres.sh | tail -1) python benchmarks/sweep_cost.py --backends postgres
 
@@ -45,6 +55,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'tests'))
 BIN = pathlib.Path(sys.executable).parent
 GOAL_RATIO, GOAL_MB = 2.0, 150
+GOAL_PING = 4.0
+"""The fixed-cost goal: an apply sweep of a small board within this many one-task playbooks on the same inventory."""
 UTC = _dt.timezone.utc
 
 
@@ -134,7 +146,8 @@ class Peak(threading.Thread):
 
 
 def run_playbook(argv, env):
-    """Wall seconds, the largest module process (name, MB), the largest process of the run (MB), returncode."""
+    """Wall seconds, the largest module process (name, MB), the largest process of the run (MB), returncode, output,
+    CPU seconds (user and system, of the playbook and every process it waited for)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     peak = Peak(proc.pid)
@@ -149,7 +162,8 @@ def run_playbook(argv, env):
     reader.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     top = max(peak.peaks.items(), key=lambda kv: kv[1]) if peak.peaks else ('-', 0)
-    return wall, (top[0], top[1] / 1024.0), usage.ru_maxrss / 1024.0, proc.returncode, out[0].decode('utf-8', 'replace')
+    return (wall, (top[0], top[1] / 1024.0), usage.ru_maxrss / 1024.0, proc.returncode, out[0].decode('utf-8', 'replace'),
+            usage.ru_utime + usage.ru_stime)
 
 
 def sweep(workdir, spec, mode, profile=0):
@@ -173,6 +187,45 @@ def one_task(workdir):
                         '    - name: Ping\n      ansible.builtin.ping:\n')
     env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false')
     return run_playbook([str(BIN / 'ansible-playbook'), '-i', str(REPO / 'inventory.example'), str(playbook)], env)
+
+
+def task_count(output):
+    """The TASK headers a playbook printed: every task it ran or skipped."""
+    return sum(1 for line in output.splitlines() if line.startswith('TASK ['))
+
+
+def fixed_cost(args):
+    """The sweep's fixed cost on a 100-item SQLite board beside the one-task playbook, medians of ``--repeat``."""
+    rounds = max(args.repeat, 1)
+    with tempfile.TemporaryDirectory(prefix='sweep-fixed-') as tmp:
+        tmp = pathlib.Path(tmp)
+        spec = {'kind': 'ledger', 'path': str(tmp / 'ledger.sqlite3')}
+        build_board(spec, 100)
+        pings = [one_task(tmp) for _round in range(rounds)]
+        ping_wall = statistics.median(r[0] for r in pings)
+        print('\nfixed cost: 100-item SQLite board (5 Ready), medians of %d; goal: the apply sweep within %.0fx the one-task '
+              'playbook' % (rounds, GOAL_PING))
+        print('%-22s %7s %7s %7s %6s %6s' % ('playbook', 'wall s', 'CPU s', 'x ping', 'tasks', 'load1'))
+        print('%-22s %7.2f %7.2f %6.1fx %6d %6.2f' % ('one task (ping)', ping_wall, statistics.median(r[5] for r in pings), 1.0,
+                                                      task_count(pings[0][4]), os.getloadavg()[0]))
+        # each round from a warm state of its own: one apply sweep first (the announcer's record, as every cycle but the
+        # first has it); more rounds on one state would count the masters' blindness up to a report (they do not exist)
+        runs = {'apply': [], 'plan': []}
+        for number in range(rounds):
+            work = tmp / ('round-%d' % number)
+            for mode in ('warm', 'apply', 'plan'):
+                run = sweep(work, spec, 'apply' if mode == 'warm' else mode)
+                if run[3] != 0:
+                    print(run[4][-3000:])
+                    raise SystemExit('the %s sweep failed (exit %d)' % (mode, run[3]))
+                runs.setdefault(mode, []).append(run)
+        for mode in ('apply', 'plan'):
+            wall = statistics.median(r[0] for r in runs[mode])
+            ratio = wall / ping_wall
+            goal = '  goal %s (%.1fx <= %.0fx)' % ('met' if ratio <= GOAL_PING else 'missed', ratio, GOAL_PING) if mode == 'apply' else ''
+            print('%-22s %7.2f %7.2f %6.1fx %6d %6.2f%s' % ('sweep, ' + mode, wall, statistics.median(r[5] for r in runs[mode]), ratio,
+                                                            task_count(runs[mode][-1][4]), os.getloadavg()[0], goal))
+        sys.stdout.flush()
 
 
 def backends(args):
@@ -201,6 +254,7 @@ def main():
                         help="also print the N dearest tasks of the largest board's sweep (ansible.posix.profile_tasks)")
     parser.add_argument('--boards', metavar='DIR',
                         help='keep the SQLite boards in DIR and reuse them on the next run (for repeated readings)')
+    parser.add_argument('--fixed', action='store_true', help='only the fixed cost (the sweeps of a small board beside ping)')
     parser.add_argument('--backends', nargs='+', choices=['sqlite', 'postgres'], default=['sqlite', 'postgres'],
                         help='the ledger backends (postgres only with FLEET_TEST_PG_DSN set)')
     args = parser.parse_args()
@@ -211,7 +265,10 @@ def main():
         subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', 'HEAD'], stdin=subprocess.DEVNULL, capture_output=True,
                        text=True, check=False).stdout.strip(),
         os.cpu_count()))
-    print('goal: the largest board within %.0fx the %d-item sweep, %d MB' % (GOAL_RATIO, sizes[0], GOAL_MB))
+    fixed_cost(args)
+    if args.fixed:
+        return
+    print('\ngrowth goal: the largest board within %.0fx the %d-item sweep, %d MB' % (GOAL_RATIO, sizes[0], GOAL_MB))
     for backend, make_spec, drops in backends(args):
         with tempfile.TemporaryDirectory(prefix='sweep-cost-') as tmp:
             tmp = pathlib.Path(tmp)

@@ -23,6 +23,7 @@ any work, and returns the table's input as ``plan``.
 from __future__ import annotations
 
 import datetime
+import json
 import time
 
 from ansible.errors import AnsibleActionFail
@@ -34,7 +35,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.agent
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.budget import parse_budget
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.announce import cycle as announce_cycle
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.fanout import (
-    clock_warnings, launch_answers, launch_work, plan_answers, probe_answers, probe_workers, worker_clocks)
+    clock_warnings, configured_masters, launch_answers, launch_work, plan_answers, probe_answers, probe_workers, worker_clocks)
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.board.model import UTC, format_time, parse_time
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import DEFAULT_FLOOR_S, reaping
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import decide as reap_decide
@@ -43,7 +44,19 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan
     batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
-STAGES = ('name', 'lease', 'probe', 'place', 'batch', 'decide', 'report', 'confirm', 'announce')
+# What the cycle's other controller tasks import, imported here so that their forked task workers inherit it: the
+# strategy loads this action's class in the controller's own process (to read its connection needs) before it forks
+# the workers of the tasks after it, and a task whose template names one fleet.dispatch filter or the mutex lookup
+# otherwise imports every filter file and these in its own worker - 0.1-0.2 s a task on a 2-core machine, about 1 s
+# of an apply sweep (docs/dispatch.md, "What a sweep costs"). Not used here. tests/unit/repo/
+# test_import_layers.py keeps this list the closure of what the filters and the lookups import.
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import explain as _warm_explain  # noqa: F401
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch import run_host as _warm_run_host  # noqa: F401
+from ansible_collections.fleet.dispatch.plugins.module_utils._store import lease as _warm_lease  # noqa: F401
+from ansible_collections.fleet.dispatch.plugins.plugin_utils import lease_keeper as _warm_lease_keeper  # noqa: F401
+from ansible_collections.fleet.dispatch.plugins.plugin_utils import page as _warm_page  # noqa: F401
+
+STAGES = ('open', 'name', 'lease', 'probe', 'place', 'batch', 'decide', 'report', 'confirm', 'announce')
 
 OPTIONS = dict(
     stage=dict(type='str', required=True, choices=list(STAGES)),
@@ -70,6 +83,8 @@ OPTIONS = dict(
     # stage=announce and stage=decide: the items from board_info's table file instead (a sweep's read)
     table=dict(type='path'),
     previous=dict(type='dict', default={}),
+    # stage=announce: the announcer's record file, read here instead of a slurp task
+    previous_path=dict(type='path'),
     unreaped=dict(type='list', elements='dict', default=[]),
     now=dict(type='str'),
     blind_cycles=dict(type='int', default=3),
@@ -96,6 +111,10 @@ OPTIONS = dict(
     # stage=place and stage=decide: an agent account's daily budget {tokens, usd} (with items and now)
     account_budget=dict(type='dict'),
     timing=dict(type='dict', default={}),
+    # stage=open: the inventory group of the workers (their masters are read from their host variables), and
+    # whether the reaper's clock half runs (with items or table, now and reap_floor)
+    workers_group=dict(type='str', default='workers'),
+    reap=dict(type='bool', default=True),
     # stage=decide: what every worker_launch call of the launch play takes besides its items (returned as is)
     launch_args=dict(type='dict', default={}),
     # stage=report: the per-worker worker_launch results, read per batch in the same call
@@ -105,6 +124,8 @@ OPTIONS = dict(
 """Every option once, with its type and default (``plugins/modules/guard.py`` documents them)."""
 
 STAGE_SPECS = {
+    'open': dict(options=('workers_group', 'reap', 'items', 'table', 'now', 'reap_floor'),
+                 mutually_exclusive=[('items', 'table')]),
     'name': dict(options=('candidates', 'board_id')),
     'lease': dict(options=('candidates', 'leases', 'lease_enabled', 'probe_always', 'plan', 'board_id', 'masters', 'timing'),
                   required_if=[('plan', False, ('leases',))]),
@@ -121,9 +142,9 @@ STAGE_SPECS = {
     'report': dict(options=('launches', 'worker_launches', 'batches', 'timing'),
                    mutually_exclusive=[('launches', 'worker_launches')], required_by={'worker_launches': ('batches',)}),
     'confirm': dict(options=('launched', 'starts', 'items', 'wait')),
-    'announce': dict(options=('items', 'table', 'masters', 'capacity', 'survey', 'previous', 'unreaped', 'now', 'blind_cycles',
-                              'capacity_window'),
-                     mutually_exclusive=[('items', 'table')]),
+    'announce': dict(options=('items', 'table', 'masters', 'capacity', 'survey', 'previous', 'previous_path', 'unreaped', 'now',
+                              'blind_cycles', 'capacity_window'),
+                     mutually_exclusive=[('items', 'table'), ('previous', 'previous_path')]),
 }
 """Each stage's own options and their constraints: an option of another stage is refused, not ignored."""
 
@@ -167,7 +188,12 @@ class ActionModule(ActionBase):
                 args['items'] = read_table(args['table'])
             except TableError as exc:
                 raise AnsibleActionFail(str(exc))
-        if args['stage'] == 'decide':
+        if args.get('previous_path'):
+            args['previous'] = read_record(args['previous_path'], self._display.warning)
+        if args['stage'] == 'open':
+            out = opening(args, inventory_workers(task_vars or {}, args['workers_group']))
+            outs = [out]
+        elif args['stage'] == 'decide':
             outs, out = decide(args)
         elif args['stage'] == 'lease':
             # the leases are held from here: stamped before the answers are read
@@ -200,6 +226,53 @@ class ActionModule(ActionBase):
         result.update(out)
         result['changed'] = False
         return result
+
+
+WORKER_VARS = (('masters', 'worker_masters'), ('runner_agent', 'worker_runner_agent'), ('runner_agents', 'worker_runner_agents'),
+               ('agent_account', 'worker_agent_account'), ('agent_credentials', 'worker_agent_credentials'))
+"""What ``configured_masters`` reads of each worker: its name there, the host variable (set ones only)."""
+
+
+def inventory_workers(task_vars, group):
+    """Each host of ``group`` with the host variables ``configured_masters`` reads (templated by hostvars)."""
+    hostvars = task_vars.get('hostvars') or {}
+    out = []
+    for host in (task_vars.get('groups') or {}).get(group) or []:
+        have = hostvars[host] if host in hostvars else {}
+        worker = {'worker': host}
+        for key, var in WORKER_VARS:
+            if var in have:
+                worker[key] = have[var]
+        out.append(worker)
+    return out
+
+
+def opening(args, workers):
+    """``stage=open``: the cycle's first facts in one step - every configured master (``configured_masters``) and
+    the reaper's clock half (D14: which starts are older than the threshold; none when ``reap`` is off or no
+    board time is given)."""
+    if args['reap'] and args['now'] and args['items'] is not None:
+        try:
+            clock = reaping(args['items'], now=args['now'], floor=args['reap_floor'])
+        except (TypeError, ValueError) as exc:
+            raise AnsibleActionFail('the reaper\'s clock half: %s' % exc)
+    else:
+        clock = {'threshold': None, 'due': []}
+    return {'masters': configured_masters(workers), 'reaping': clock, 'refused': [], 'warnings': []}
+
+
+def read_record(path, warn):
+    """The announcer's record of the previous cycle, read in this process (no slurp task): a missing file is ``{}``,
+    an unreadable one ``{}`` and a warning - either restarts the consecutive counts, which only delays a report."""
+    try:
+        with open(path, 'r', encoding='utf-8') as fh:
+            found = json.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        warn('the announcer\'s record %s is unreadable (%s): its counts restart' % (path, exc))
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def step(stage, args):

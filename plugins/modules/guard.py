@@ -25,6 +25,9 @@ description:
     it reads O(worker_probes) as one answer per master, then runs the V(probe), V(place) and V(batch) steps in that order, exactly
     as their own stages do (RV(probed), RV(placed), RV(batched)), gives each worker with work its launch list (RV(work)) and reads
     the reaper's clock half (RV(reaping)). The refusals and warnings of the three steps are said on stderr as theirs are.
+  - O(stage=open) opens a cycle in one step - every master of the inventory's workers (RV(masters), from the workers' host
+    variables C(worker_masters), C(worker_runner_agent), C(worker_runner_agents), C(worker_agent_account) and
+    C(worker_agent_credentials)) and the reaper's clock half (RV(reaping), D14) from O(items) or O(table) at O(now).
   - O(stage=announce) finds the stalls nobody is coming for (the announcer, C(_core/dispatch/announce.py)) from the board's items, this
     cycle's probe survey and capacity answers, and the previous cycle's record of consecutive failed probes; it writes nothing
     (M(fleet.dispatch.board_report) files the reports).
@@ -45,7 +48,7 @@ options:
         task rather than being ignored.
     type: str
     required: true
-    choices: [name, lease, probe, place, batch, decide, report, confirm, announce]
+    choices: [open, name, lease, probe, place, batch, decide, report, confirm, announce]
   candidates:
     description: The candidates still admitted (from RV(fleet.dispatch.board_info#module:candidates), then from the previous step).
     type: list
@@ -141,6 +144,12 @@ options:
     description: The previous cycle's RV(record) (O(stage=announce)); empty or unreadable restarts every count at one.
     type: dict
     default: {}
+  previous_path:
+    description:
+      - O(stage=announce) - the file holding the previous cycle's RV(record) (the announcer's record), read by this action on the
+        controller instead of O(previous). A missing file reads as empty; an unreadable one too, with a warning.
+      - Mutually exclusive with O(previous).
+    type: path
   unreaped:
     description: Orphans the reaper held because a master was blind, each C({number, repo, started_at, why}) (O(stage=announce)).
     type: list
@@ -149,7 +158,7 @@ options:
   now:
     description:
       - The cycle's time as ISO-8601 (O(stage=announce)); defaults to the clock.
-      - The board's time (RV(fleet.dispatch.board_info#module:now), O(stage=decide) and O(stage=place)); omitted - no
+      - The board's time (RV(fleet.dispatch.board_info#module:now), O(stage=open), O(stage=decide) and O(stage=place)); omitted - no
         RV(reaping) due.
     type: str
   blind_cycles:
@@ -181,15 +190,16 @@ options:
     default: []
   items:
     description:
-      - The board's items, RV(fleet.dispatch.board_info#module:board_items) (O(stage=announce); O(stage=decide) reads the reaper's clock half from them).
+      - The board's items, RV(fleet.dispatch.board_info#module:board_items) (O(stage=announce); O(stage=open) and O(stage=decide) read the
+        reaper's clock half from them).
       - The board's items of the started runs, from M(fleet.dispatch.board_info) (O(stage=confirm)); a started run must have a
         marker of its run id on this board. Omit it (null) when the board was not read; the board check is then skipped.
     type: list
     elements: dict
   table:
     description:
-      - Read O(items) from this file, the O(fleet.dispatch.board_info#module:table) a sweep's board read wrote (O(stage=announce),
-        O(stage=decide)), so the whole board never passes through a template. Mutually exclusive with O(items).
+      - Read O(items) from this file, the O(fleet.dispatch.board_info#module:table) a sweep's board read wrote (O(stage=open),
+        O(stage=announce), O(stage=decide)), so the whole board never passes through a template. Mutually exclusive with O(items).
     type: path
     version_added: 0.1.0
   wait:
@@ -226,7 +236,7 @@ options:
     type: str
     default: main
   reap_floor:
-    description: O(stage=decide) - the reaper's floor in seconds (C(dispatch_reap_floor)); with O(items) and O(now) it gives RV(reaping).
+    description: O(stage=open) and O(stage=decide) - the reaper's floor in seconds (C(dispatch_reap_floor)); with O(items) and O(now) it gives RV(reaping).
     type: float
     default: 1800
   reaping:
@@ -252,6 +262,14 @@ options:
         that much is dark with source C(budget) until 00:00 UTC. A cost is never estimated. Empty - no daily budget.
       - With O(stage=place) it requires O(items) and O(now).
     type: dict
+  workers_group:
+    description: O(stage=open) - the inventory group of the workers (C(dispatch_workers_group)); RV(masters) lists their masters.
+    type: str
+    default: workers
+  reap:
+    description: O(stage=open) - V(false) gives no RV(reaping) due (the reaper is off, or the board was not read).
+    type: bool
+    default: true
   timing:
     description:
       - The cycle's epoch stamps so far. O(stage=lease) - RV(timing) adds C(leased) (the step's start, when the leases are held);
@@ -321,8 +339,11 @@ plan:
   returned: when O(stage=place), or O(stage=decide) with O(plan)
   type: dict
 masters:
-  description: O(stage=place) - the usable masters with C(dark), C(source), C(reset_at), C(why) and C(headroom).
-  returned: when O(stage=place)
+  description:
+    - O(stage=place) - the usable masters with C(dark), C(source), C(reset_at), C(why) and C(headroom).
+    - O(stage=open) - every configured master, C({worker, master, dark, headroom, agents, account}), in inventory order; C(account)
+      is the master's C(agent_account), else the worker's, else a fingerprint of the agent credentials (never the credentials).
+  returned: when O(stage=place) or O(stage=open)
   type: list
   elements: dict
 batches:
@@ -355,6 +376,13 @@ unsure:
   returned: when O(stage=announce)
   type: list
   elements: str
+reconcile:
+  description:
+    - O(stage=announce) - whether M(fleet.dispatch.board_report) has anything to do this cycle. V(false) when there is no stall
+      and the previous record says for certain that no report of ours is open (C(reports_known), C(open), C(filed)) - nothing to
+      file, nothing to close, so the board is not read for reports.
+  returned: when O(stage=announce)
+  type: bool
 record:
   description: O(stage=announce) - this cycle's record to keep for the next one, C({time, blind, update_failed}), each a map of
     C(worker/master) to C({cycles, since}).
@@ -396,8 +424,9 @@ work:
   returned: when O(stage=decide)
   type: dict
 reaping:
-  description: O(stage=decide) - the reaper's clock half, C(threshold) and C(due) (as the C(fleet.dispatch.reap_due) filter returns it).
-  returned: when O(stage=decide)
+  description: O(stage=open) and O(stage=decide) - the reaper's clock half, C(threshold) and C(due) (as the C(fleet.dispatch.reap_due)
+    filter returns it).
+  returned: when O(stage=open) or O(stage=decide)
   type: dict
 reaped:
   description:

@@ -225,3 +225,25 @@ def test_the_checks_catch_a_violation(edges, cyc, up):
 def test_the_external_check_catches_ansible_and_io():
     ext = {MU + '_host.cmd': {'ansible', 'os'}, MU + '_core.x': {'time', 're'}, 'plugins.modules.launch': {'ansible'}}
     assert forbidden_externals(ext) == [MU + '_core.x (a decision) imports time', MU + '_host.cmd imports ansible']
+
+
+def _closure(roots):
+    seen, todo = set(), list(roots)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(EDGES.get(name, ()))
+    return seen
+
+
+def test_the_guard_action_warms_what_the_filters_and_the_lookups_import():
+    """The cycle's controller tasks inherit plugins/action/guard.py's imports (the strategy loads an action's class
+    in the controller's own process, before it forks the task workers): it imports every module of the collection
+    that a filter or a lookup plugin imports (and so psycopg, when the lease store has it), or a task that names
+    one filter pays for all of them in its own worker again."""
+    plugins = [m for m in EDGES if m.startswith(('plugins.filter.', 'plugins.lookup.'))]
+    assert plugins, 'no filter or lookup plugin found'
+    needed = set(m for m in _closure(plugins) if not m.startswith(('plugins.filter.', 'plugins.lookup.')))
+    missing = sorted(needed - _closure(['plugins.action.guard']))
+    assert not missing, 'plugins/action/guard.py does not import (warm) %s' % missing

@@ -261,7 +261,8 @@ def stalls(items, *, masters=None, capacity=None, blind=None, unreaped=None, now
 
 def cycle(items, *, masters, capacity, surveyed, previous=None, unreaped=None, now: Any,
           blind_cycles: int = DEFAULT_BLIND_CYCLES, capacity_window: _dt.timedelta = DEFAULT_CAPACITY_WINDOW) -> Dict[str, Any]:
-    """One sweep's announcer input, from the guarded path's own answers: ``{stalls, record}``.
+    """One sweep's announcer input, from the guarded path's own answers: ``{stalls, unsure, reconcile, record}``
+    (``reconcile``: ``must_reconcile``).
 
     ``capacity`` are the ``capacity_info`` answer records (``target`` ``{worker, master}``,
     ``status``; a record that is not ``ok`` is not a reading); ``surveyed`` the probe's survey
@@ -302,8 +303,23 @@ def cycle(items, *, masters, capacity, surveyed, previous=None, unreaped=None, n
         key = _key(m.get('worker'), m.get('master'))
         if key not in readings:
             unsure.extend([revoked_title(account_of(m)), update_failed_title(key), agent_missing_title(key)])
-    return {'stalls': found, 'unsure': sorted(set(unsure)),
+    return {'stalls': found, 'unsure': sorted(set(unsure)), 'reconcile': must_reconcile(found, previous),
             'record': {'time': format_time(parse_time(now)), 'blind': blind, 'update_failed': failing}}
+
+
+def must_reconcile(found, previous) -> bool:
+    """Whether this cycle's reports need the board's read and writes (``board_report``) at all (D14).
+
+    Not when there is no stall to file and the previous cycle's record says, for certain, that it left no
+    report of ours open: then there is nothing to file and nothing to close. ``reports_known`` is only set
+    by a cycle whose reconcile answered without an error (or that skipped it by this rule), so a lost or
+    failed reconcile, a missing record or an older one always reads the board. A report filed by another
+    dispatcher for a stall this one does not see is closed by that dispatcher's cycle (or this one's first
+    stall)."""
+    previous = previous if isinstance(previous, dict) else {}
+    if found or previous.get('reports_known') is not True:
+        return True
+    return bool(previous.get('open') or previous.get('filed'))
 
 
 def reconcile(found, reports, *, now: Any, unsure=()) -> Dict[str, List[Dict[str, Any]]]:
@@ -343,5 +359,5 @@ def reconcile(found, reports, *, now: Any, unsure=()) -> Dict[str, List[Dict[str
 
 __all__ = ['TITLE_PREFIX', 'REPORT_LABEL', 'SILENCED_LABEL', 'REPORT_STATUS', 'SILENCED_STATUS', 'NEVER',
            'DEFAULT_BLIND_CYCLES', 'DEFAULT_CAPACITY_WINDOW', 'DEFAULT_CAPACITY_ACCOUNTS', 'account_of',
-           'capacity_deaths', 'capacity_deaths_of', 'track', 'stalls', 'cycle', 'reconcile', 'revoked_title',
+           'capacity_deaths', 'capacity_deaths_of', 'track', 'stalls', 'cycle', 'must_reconcile', 'reconcile', 'revoked_title',
            'update_failed_title', 'agent_missing_title']

@@ -8,6 +8,7 @@ parallel (a play over them). The guard's steps (``_core.dispatch.plan``) read on
 the shape of a registered loop result (``ansible_loop_var`` naming the target). These pure
 functions turn one into the other, and build each worker's launch list from the batches:
 
+* ``configured_masters(workers)``: every master of the inventory's workers, with its agent profiles and account.
 * ``probe_workers(masters, admitted, always)``: which workers the probe play calls, and for which masters.
 * ``probe_answers(masters, probes)``: ``probes`` maps worker -> its ``worker_probe`` result (or
   None: not probed). A worker that did not answer makes each of its masters a failed answer
@@ -24,9 +25,33 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ..board.model import CLOCK_SKEW_WARN, skew_text
+from ..outcome.capacity import credential_account
 
 LOOP_VAR = '_dispatch_m'
 _STATUS_KEYS = ('failed', 'unreachable', 'skipped')
+
+
+def configured_masters(workers: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Every master of the inventory's workers, in inventory order, as ``{worker, master, dark, headroom, agents,
+    account}``. ``workers`` are ``{worker, masters, runner_agent, runner_agents, agent_account, agent_credentials}`` (the
+    ``worker_*`` variables of each host). ``agents``: the worker's agent profiles, lower case, once each (``custom``
+    when none is set); ``account``: the master's ``agent_account``, else the worker's, else the fingerprint of the
+    worker's credentials with the master's on top (D8: one key on two masters is one account)."""
+    out = []
+    for w in workers or []:
+        agents = []
+        for name in [w['runner_agent'] if 'runner_agent' in w else 'custom'] + list(w.get('runner_agents') or []):
+            name = str(name).lower()
+            if name not in agents:
+                agents.append(name)
+        for m in w.get('masters') or []:
+            creds = dict(w.get('agent_credentials') or {})
+            creds.update(m.get('agent_credentials') or {})
+            account = (m.get('agent_account') or w.get('agent_account') or
+                       credential_account(dict((str(k), str(v)) for k, v in creds.items())))
+            out.append({'worker': w.get('worker'), 'master': m.get('name'), 'dark': False, 'headroom': {},
+                        'agents': list(agents), 'account': account})
+    return out
 
 
 def _worker_status(res: Optional[Dict[str, Any]]) -> Dict[str, Any]:

@@ -3,6 +3,8 @@
 and the options are validated by their stage's own argument spec before any step runs."""
 from __future__ import annotations
 
+import json
+
 import pathlib
 from unittest import mock
 
@@ -13,6 +15,7 @@ from ansible.playbook.task import Task
 
 from ansible_collections.fleet.dispatch.plugins.action import guard
 from ansible_collections.fleet.dispatch.plugins.modules import guard as guard_doc
+from ansible_collections.fleet.dispatch.plugins.module_utils._core.outcome.capacity import credential_account
 
 
 def test_answers_turn_registered_loop_results_into_plain_records():
@@ -134,6 +137,32 @@ def test_a_name_step_runs_on_validated_options():
     assert [c['unit'] for c in out['admitted']] == ['task-42'] and out['changed'] is False
 
 
+def test_the_open_step_lists_every_master_from_the_inventory_and_reads_the_reaper_clock(tmp_path):
+    """stage=open: the masters of the workers group from their host variables (profiles lower case and once, the
+    account from the master, the worker, else the credentials' fingerprint - never the credentials), and the
+    reaper's clock half from the board's table; reap=false gives nothing due."""
+    hostvars = {'w1': {'worker_masters': [{'name': 'a'}, {'name': 'b', 'agent_account': 'acct-b'}],
+                       'worker_runner_agent': 'Codex', 'worker_runner_agents': ['codex', 'gemini'],
+                       'worker_agent_credentials': {'KEY': 'secret'}},
+                'w2': {'worker_masters': [{'name': 'a', 'agent_credentials': {'KEY': 'other'}}], 'worker_agent_account': 'team'},
+                'w3': {}}
+    task_vars = {'groups': {'workers': ['w1', 'w2', 'w3'], 'all': ['w1', 'w2', 'w3']}, 'hostvars': hostvars}
+    table = tmp_path / 'board_table.json'
+    table.write_text(json.dumps({'now': '2026-12-01T12:00:00Z', 'items': [
+        {'number': 7, 'repo': '', 'reason': 'running', 'last_marker': {'kind': 'start', 'at': '2026-12-01T11:00:00.000000Z'},
+         'run_durations': [600.0]}]}))
+    out = _action({'stage': 'open', 'table': str(table), 'now': '2026-12-01T12:00:00Z', 'reap_floor': 60}).run(task_vars=task_vars)
+    fingerprint = credential_account({'KEY': 'secret'})
+    assert out['masters'] == [
+        {'worker': 'w1', 'master': 'a', 'dark': False, 'headroom': {}, 'agents': ['codex', 'gemini'], 'account': fingerprint},
+        {'worker': 'w1', 'master': 'b', 'dark': False, 'headroom': {}, 'agents': ['codex', 'gemini'], 'account': 'acct-b'},
+        {'worker': 'w2', 'master': 'a', 'dark': False, 'headroom': {}, 'agents': ['custom'], 'account': 'team'}]
+    assert 'secret' not in json.dumps(out)
+    assert [d['number'] for d in out['reaping']['due']] == [7]
+    off = _action({'stage': 'open', 'table': str(table), 'now': '2026-12-01T12:00:00Z', 'reap': False}).run(task_vars=task_vars)
+    assert off['reaping'] == {'threshold': None, 'due': []} and off['masters'] == out['masters']
+
+
 def test_the_announce_step_reads_registered_capacity_results_and_the_previous_record():
     """stage=announce: a revoked account from the registered capacity_info results; a blind master counted
     on from the previous cycle's record; the cycle's time as given."""
@@ -148,6 +177,29 @@ def test_the_announce_step_reads_registered_capacity_results_and_the_previous_re
                    'previous': previous, 'blind_cycles': 3}).run(task_vars={})
     assert sorted((s['kind'], s['subject']) for s in out['stalls']) == [('blind', 'w2'), ('revoked', 'acct')]
     assert out['record']['blind']['w2/b']['cycles'] == 3 and out['record']['time'] == '2026-12-01T12:00:00.000000Z'
+
+
+def test_the_announce_step_reads_the_previous_record_from_its_file_and_says_whether_to_reconcile(tmp_path):
+    """stage=announce with previous_path: the record read in the action (no slurp task); a missing file, or an
+    unreadable one (with a warning), restarts the counts; no stall and no report open -> nothing to reconcile."""
+    record = tmp_path / 'announce.json'
+    args = {'stage': 'announce', 'items': [], 'now': '2026-12-01T12:00:00Z', 'masters': [{'worker': 'w2', 'master': 'b'}],
+            'survey': {'masters': {}, 'blind': [{'worker': 'w2', 'master': 'b', 'why': 'probe failed: ssh'}]},
+            'previous_path': str(record), 'blind_cycles': 3}
+    out = _action(dict(args)).run(task_vars={})
+    assert out['record']['blind']['w2/b']['cycles'] == 1 and out['reconcile'] is True     # no record: read the board
+    record.write_text(json.dumps({'blind': {'w2/b': {'cycles': 1, 'since': '2026-12-01T11:55:00.000000Z'}},
+                                  'open': [], 'filed': [], 'reports_known': True}))
+    out = _action(dict(args)).run(task_vars={})
+    assert out['record']['blind']['w2/b']['cycles'] == 2 and out['stalls'] == [] and out['reconcile'] is False
+    record.write_text(json.dumps(dict(out['record'], open=[], filed=[], reports_known=True)))   # what the write step keeps
+    out = _action(dict(args)).run(task_vars={})
+    assert out['stalls'][0]['kind'] == 'blind' and out['reconcile'] is True       # the third cycle: a stall to file
+    record.write_text('{not json')
+    action = _action(dict(args))
+    with mock.patch.object(action, '_display') as display:
+        out = action.run(task_vars={})
+    assert out['record']['blind']['w2/b']['cycles'] == 1 and 'unreadable' in display.warning.call_args[0][0]
 
 
 # -- stage=decide and stage=report with worker_launches: one call, the same steps (issue 13, D15) ----------------

@@ -241,3 +241,16 @@ def test_an_item_the_read_deferred_neither_files_nor_clears_its_reports():
     tomb = dict(deferred, reason='tombstone', last_marker={'at': format_time(NOW)})
     [stall] = announce.stalls([tomb], now=NOW)
     assert stall['title'] in announce.item_titles(tomb)
+
+
+@pytest.mark.parametrize('found, previous, needed', [
+    ([], {'reports_known': True, 'open': [], 'filed': []}, False),        # nothing to file, nothing open: no board read
+    ([{'title': '[fleet] x'}], {'reports_known': True, 'open': [], 'filed': []}, True),   # a stall to file
+    ([], {'reports_known': True, 'open': ['[fleet] x'], 'filed': []}, True),             # a report to close
+    ([], {'reports_known': True, 'open': [], 'filed': [{'title': '[fleet] x'}]}, True),  # filed last cycle
+    ([], {'open': [], 'filed': []}, True),                                # an older record: not known
+    ([], {'reports_known': False, 'open': [], 'filed': []}, True),        # the last reconcile failed
+    ([], {}, True),                                                       # no record
+])
+def test_the_board_s_reports_are_read_unless_nothing_can_be_filed_or_closed(found, previous, needed):
+    assert announce.must_reconcile(found, previous) is needed
