@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import time
 
 from ansible.errors import AnsibleActionFail
@@ -41,7 +42,7 @@ from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reap
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.reaper import decide as reap_decide
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.start import confirm
 from ansible_collections.fleet.dispatch.plugins.module_utils._core.dispatch.plan import (
-    batches, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
+    batches, gate_fence, gate_leases, gate_place, gate_probe, launch_report, name_candidates, repairs, survey,
 )
 
 # What the cycle's other controller tasks import, imported here so that their forked task workers inherit it: the
@@ -117,6 +118,10 @@ OPTIONS = dict(
     reap=dict(type='bool', default=True),
     # stage=decide: what every worker_launch call of the launch play takes besides its items (returned as is)
     launch_args=dict(type='dict', default={}),
+    # stage=decide: the lease store the leases were taken in (the mutex lookup's backend, path, dsn): each admitted
+    # candidate's lease is checked there just before the launch (its fencing token); omitted, nothing is fenced
+    lease_store=dict(type='dict', options=dict(backend=dict(type='str', default='sqlite'), path=dict(type='str', default=''),
+                                               dsn=dict(type='str', default='', no_log=True))),
     # stage=report: the per-worker worker_launch results, read per batch in the same call
     worker_launches=dict(type='dict'),
     batches=dict(type='list', elements='dict'),
@@ -136,7 +141,7 @@ STAGE_SPECS = {
     # the probe, place and batch steps' options, and the decide step's own
     'decide': dict(options=('candidates', 'masters', 'owner', 'items', 'table', 'now', 'account_budget', 'command', 'setenv',
                             'plan', 'worker_probes', 'probe_now', 'board_offset_s', 'clones', 'clone', 'branch', 'reap_floor',
-                            'reaping', 'reap_leases', 'reap_lease_enabled', 'timing', 'launch_args'),
+                            'reaping', 'reap_leases', 'reap_lease_enabled', 'timing', 'launch_args', 'lease_store'),
                    mutually_exclusive=[('items', 'table'), ('reaping', 'reap_floor')],
                    required_if=[('probe_now', True, ('worker_probes',))]),
     'report': dict(options=('launches', 'worker_launches', 'batches', 'timing'),
@@ -328,6 +333,39 @@ def plan_view(plan, probe_refused, unprobed):
             'dark': list(plan['dark']), 'unprobed': list(unprobed)}
 
 
+def lost_leases(spec, owner, cands, warnings):
+    """``{unit: why}`` for each candidate whose lease (taken by this ``owner`` with a fencing token) is no longer its
+    own in the store ``spec``: read once per candidate in one open store, just before the launch. A lease that
+    failed open or was never taken has no token to check; a store that cannot be read fences nothing (D5) and
+    says so in ``warnings``."""
+    held = [(c['unit'], c['lease']) for c in cands if (c.get('lease') or {}).get('token') is not None
+            and not c['lease'].get('degraded')]
+    if not held:
+        return {}
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import LeaseError, open_store, scrub
+    lost = {}
+    # the mutex lookup's own sources: its dsn option, else FLEET_DISPATCH_LEASE_DSN
+    dsn = spec.get('dsn') or os.environ.get('FLEET_DISPATCH_LEASE_DSN', '')
+    try:
+        store = open_store(spec.get('backend') or 'sqlite', path=spec.get('path') or '', dsn=dsn)
+    except LeaseError as exc:
+        warnings.append('the fencing check before the launch could not open the lease store, so it proceeds (fail '
+                        'open): %s' % scrub(str(exc), dsn))
+        return {}
+    try:
+        for unit, lease in held:
+            why, failure = store.fence(lease.get('name') or unit, owner, int(lease['token']))
+            if failure:
+                warnings.append('%s: the fencing check before the launch could not read the lease store, so it '
+                                'proceeds (fail open): %s' % (unit, failure))
+                break
+            if why:
+                lost[unit] = why
+    finally:
+        store.close()
+    return lost
+
+
 def decide(args):
     """``stage=decide``: play 3 of the guarded path in one call - the per-worker probe answers read per master,
     then the probe, place and batch steps (each as its own stage returns it), the workers' launch lists, the
@@ -348,6 +386,9 @@ def decide(args):
     probed['warnings'].extend(clock_warnings(surveyed, controller_offset_s=args['board_offset_s']))
     probed['clocks'] = worker_clocks(surveyed, args['board_offset_s'])   # the page's fleet table and metrics
     placed = step('place', dict(args, candidates=probed['admitted'], capacity=results, survey=probed['survey']))
+    if not args['plan'] and args['lease_store']:
+        fenced = gate_fence(placed['admitted'], lost_leases(args['lease_store'], args['owner'], placed['admitted'], placed['warnings']))
+        placed = dict(placed, admitted=fenced['admitted'], refused=placed['refused'] + fenced['refused'])
     batched = step('batch', dict(args, candidates=placed['admitted'], workspaces=None))
     # plan mode: no worker gets work (the launch play reads ``work``)
     work = {} if args['plan'] else launch_work(batched['batches'], args['clones'], args['clone'], args['branch'], args['items'])

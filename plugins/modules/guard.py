@@ -283,6 +283,27 @@ options:
         one registered result.
     type: dict
     default: {}
+  lease_store:
+    description:
+      - O(stage=decide) - the lease store the candidates' leases were taken in (the M(fleet.dispatch.mutex) lookup's
+        O(backend), O(path) and O(dsn)). Just before the launch, each admitted candidate's lease is read there; one
+        that this O(owner) no longer holds under its fencing token (taken over by another dispatcher after this one
+        stalled, or expired) is refused with stage C(lease) and launched nowhere (D4). A store that cannot be read
+        fences nothing and says so (D5). Omitted, nothing is fenced.
+    type: dict
+    suboptions:
+      backend:
+        description: V(sqlite) or V(postgres).
+        type: str
+        default: sqlite
+      path:
+        description: The SQLite store's file.
+        type: str
+        default: ''
+      dsn:
+        description: The PostgreSQL store's DSN (a secret).
+        type: str
+        default: ''
 seealso:
   - module: fleet.dispatch.start_info
   - module: fleet.dispatch.units_info

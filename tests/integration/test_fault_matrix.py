@@ -473,8 +473,9 @@ def test_the_ledger_down_across_a_runs_end_yields_one_true_close_out_once_it_ret
 def test_a_dispatcher_stopped_inside_its_lease_and_taken_over_admits_no_second_unit(matrix):
     """D4 with a revived lease holder: dispatcher A (worker 1 only) takes the item's lease with a 20 s ttl, probes, and
     is stopped (SIGSTOP: a suspended VM) before it decides. Its lease expires; dispatcher B (worker 2 only) takes it
-    over and launches the item there. A is resumed and launches on its stale probe: its run finds B's run on the
-    board and starts nothing. One live unit, one start marker."""
+    over and launches the item there. A is resumed and decides on its stale probe: the fencing check just before
+    the launch finds its lease taken over under a larger token, so A launches nothing. One live unit, one start
+    marker."""
     import signal
     n = 309
     first, second = matrix.bed.hosts[0], matrix.bed.hosts[1]
@@ -510,10 +511,11 @@ def test_a_dispatcher_stopped_inside_its_lease_and_taken_over_admits_no_second_u
     proc.wait(timeout=900)
     os.unlink(secret)
     out = ''.join(seen) + rest
-    # A launched on its stale probe (a unit on worker 1), and that run refused to start
+    # A's lease was fenced out just before its launch: nothing launched on its stale probe
     plan_a = _json_or_none(state / 'plan.json')
-    assert plan_a is not None and launched(plan_a) == ['task-%d' % n], out[-4000:]
-    assert [r['start_cause'] for r in plan_a['failed_to_start']] == ['running_elsewhere'], plan_a['failed_to_start']
+    assert plan_a is not None and launched(plan_a) == [], out[-4000:]
+    assert [(r['unit'], r['stage']) for r in plan_a['refused']] == [('task-%d' % n, 'lease')], plan_a['refused']
+    assert 'taken over' in plan_a['refused'][0]['why'], plan_a['refused']
     matrix.unit_gone(first, 'task-%d' % n)
     assert matrix.live().get('task-%d' % n) == [second]
     assert matrix.read(n)['kinds'] == ['start'], 'one start marker: B\'s'

@@ -19,7 +19,7 @@ import os
 from typing import Any, Dict, Optional
 
 from .._core.dispatch.lease import (  # noqa: F401 - re-exported: the lookup and the tests import them from here
-    Lease, LeaseError, check_request, decide_acquire, decide_release, decide_renew, describe, degraded)
+    Lease, LeaseError, check_request, decide_acquire, decide_release, decide_renew, describe, degraded, fence)
 from .._core.board.model import UTC, format_time, parse_time
 from .sql import DEFAULT_TIMEOUT, SqlError, SqlStore, redact_dsn, scrub  # one DSN redaction for the ledger and the lease
 
@@ -258,6 +258,17 @@ class SqlLeaseStore(LeaseStore):
                          'lease store unusable (%s); fix: %s' % (self._failure(exc), self._fix()), store=self.store)
         lease.store = self.store
         return lease
+
+    def fence(self, name, owner, token, now=None):
+        """``(why, failure)``: the fencing check of ``_core.dispatch.lease.fence`` on the stored record ('' when the
+        lease is still this owner's under ``token``), or ``('', failure)`` when the store cannot be read (fail open)."""
+        check_request(name)
+        try:
+            return self._run(now, lambda tx, when: (fence(self._read(tx, name, lock=False), name, owner, token, when), ''),
+                             write=False)
+        except (SqlError, OSError) as exc:
+            self.close()
+            return '', 'lease store unusable (%s); fix: %s' % (self._failure(exc), self._fix())
 
     def _read(self, tx, name, lock=True):
         """The stored record of ``name`` (under its row lock when ``lock``); a hook the race tests slow down."""

@@ -147,6 +147,19 @@ def decide_renew(record: Optional[Dict[str, Any]], name: str, owner: str, token:
                       'renewed (token %d) until %s' % (token, new['expires_at']))
 
 
+def fence(record: Optional[Dict[str, Any]], name: str, owner: str, token: int, now: _dt.datetime) -> str:
+    """The fencing check just before a launch: '' when ``owner`` still holds ``name`` under ``token`` and it is live;
+    else why not (another owner took it over under a larger token, or it expired or was released). A holder that
+    stalled past its lease (a suspended controller) is refused here instead of launching on a stale probe (D4). No
+    record at all is no evidence against it (a store that lost its rows): it proceeds, as a guard fails open (D5)."""
+    if record is None or (record.get('owner') == owner and record.get('token') == token and _live(record, now)):
+        return ''
+    if record and record.get('token') != token:
+        return ('its lease was taken over before the launch (token %s, this dispatcher held %s; holder %s)'
+                % (record.get('token'), token, record.get('owner') or 'none now, released'))
+    return 'its lease (token %s) expired or was released before the launch' % token
+
+
 def describe(record: Optional[Dict[str, Any]], name: str, now: _dt.datetime, backend: str = 'sqlite') -> Lease:
     """The current state of a lease as a ``Lease`` with ``acquired: false``."""
     if _live(record, now):

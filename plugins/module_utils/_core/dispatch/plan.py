@@ -242,6 +242,21 @@ def gate_leases(cands, leases, enabled=True) -> Dict[str, Any]:
     return {'admitted': admitted, 'refused': refused, 'warnings': warnings}
 
 
+def gate_fence(cands, lost) -> Dict[str, Any]:
+    """The fencing check just before the launch (D4): a candidate whose lease this dispatcher no longer holds
+    under its token (``lost``: unit -> why, from ``_store.lease.SqlLeaseStore.fence``) is refused and launched
+    nowhere; every other one goes on. A candidate without a held token (the lease disabled or failed open) is not
+    fenced: there is nothing to compare."""
+    admitted, refused = [], []
+    for cand in cands or []:
+        why = (lost or {}).get(cand.get('unit'))
+        if why:
+            refused.append(_refusal(cand, 'lease', why))
+        else:
+            admitted.append(cand)
+    return {'admitted': admitted, 'refused': refused, 'warnings': []}
+
+
 def _target(record):
     return record.get('target') or {}
 

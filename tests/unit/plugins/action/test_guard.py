@@ -260,6 +260,39 @@ def test_the_decide_step_is_the_probe_place_and_batch_steps_in_one_call():
     assert [w for w in warnings if 'refused' in w] == ['#7 refused (probe): %s' % out['refused'][0]['why']]
 
 
+def test_the_decide_step_fences_out_a_candidate_whose_lease_was_taken_over_and_launches_the_rest(tmp_path):
+    """D4: a dispatcher that stalled inside its leases (a suspended controller) decides on a stale probe; just before
+    the launch each admitted candidate's lease is read in its store, and one another dispatcher took over under a
+    larger token is refused and launched nowhere, while one still held goes on. Without lease_store, nothing is
+    fenced."""
+    import dataclasses
+    import datetime as dt
+    from ansible_collections.fleet.dispatch.plugins.module_utils._store.lease import open_store
+    path = str(tmp_path / 'leases.sqlite3')
+    store = open_store('sqlite', path=path)
+    mine = store.acquire('task-8', 'me', 600)
+    an_hour_ago = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
+    lost = store.acquire('task-9', 'me', 60, now=an_hour_ago)     # long expired: this dispatcher stalled
+    store.acquire('task-9', 'other-dispatcher', 600)              # took it over, a larger token
+    store.close()
+    args = _decide_args()
+    args['candidates'] = [{'number': 8, 'repo': '', 'unit': 'task-8', 'lease': dataclasses.asdict(mine)},
+                          {'number': 9, 'repo': '', 'unit': 'task-9', 'lease': dataclasses.asdict(lost)}]
+    out, warnings = _warned(dict(args, lease_store={'backend': 'sqlite', 'path': path}))
+    assert [(a['number'], a['master']) for a in out['admitted']] == [(8, 'b')]
+    (refused,) = out['refused']
+    assert (refused['number'], refused['stage']) == (9, 'lease') and 'taken over' in refused['why'], refused
+    assert [i['number'] for i in out['work']['w1']] == [8]
+    assert any(w.startswith('#9 refused (lease)') for w in warnings), warnings
+    unfenced, _warnings = _warned(args)
+    assert sorted(a['number'] for a in unfenced['admitted']) == [8, 9]
+    # a store it cannot open fences nothing (D5) and says so
+    with mock.patch.dict('os.environ', {'FLEET_DISPATCH_LEASE_DSN': ''}):
+        opened, warned = _warned(dict(args, lease_store={'backend': 'postgres'}))
+    assert sorted(a['number'] for a in opened['admitted']) == [8, 9]
+    assert any('could not open the lease store' in w and 'fail open' in w for w in warned), warned
+
+
 def test_the_decide_step_of_a_cycle_that_probed_nobody_places_nothing_and_reads_the_reaper_clock():
     args = dict(_decide_args(), probe_now=False, worker_probes={}, items=[], now='2026-12-01T12:00:00Z', reap_floor=600)
     out, _w = _warned(args)

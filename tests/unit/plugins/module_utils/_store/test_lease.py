@@ -127,6 +127,34 @@ def test_expired_lease_taken_over_with_larger_token(bed):
     assert late.acquired is False and late.holder == 'hand-b', 'the previous owner, back from the dead, is refused'
 
 
+def test_the_fencing_check_passes_only_the_live_holder_under_its_own_token(bed):
+    """D4: just before a launch the dispatcher checks that its lease is still its own under its token. A holder that
+    stalled past its lease is fenced out whether the lease was taken over (a larger token), taken and released
+    again, or only expired; the live holder passes."""
+    first = bed.acquire('task-42', 'sweep-a', ttl=30)
+    assert bed.store.fence('task-42', 'sweep-a', first.token, now=bed.now) == ('', '')
+    assert 'expired or was released' in bed.store.fence('task-42', 'hand-b', first.token, now=bed.now)[0], 'not its owner'
+    bed.advance(31)
+    assert 'expired or was released' in bed.store.fence('task-42', 'sweep-a', first.token, now=bed.now)[0]
+    taken = bed.acquire('task-42', 'hand-b', ttl=30)
+    why, failure = bed.store.fence('task-42', 'sweep-a', first.token, now=bed.now)
+    assert failure == '' and 'taken over' in why and 'token %d' % taken.token in why and 'hand-b' in why, why
+    bed.release('task-42', 'hand-b')
+    why, _failure = bed.store.fence('task-42', 'sweep-a', first.token, now=bed.now)
+    assert 'taken over' in why and 'released' in why, 'taken, used and released: still not the stalled holder\'s'
+
+
+def test_the_fencing_check_of_an_unreadable_store_fences_nothing_and_says_why(tmp_path):
+    (tmp_path / 'a-file').write_text('not a directory')
+    store = SqlLeaseStore(path=str(tmp_path / 'a-file' / 'leases.sqlite3'))
+    why, failure = store.fence('task-42', 'sweep-a', 3)
+    assert why == '' and 'lease store unusable' in failure
+    # a store that holds no record of the lease has no evidence against it either
+    empty = SqlLeaseStore(path=str(tmp_path / 'leases.sqlite3'))
+    assert empty.fence('task-42', 'sweep-a', 3) == ('', '')
+    empty.close()
+
+
 def test_a_renewal_keeps_the_holders_lease_one_heartbeat_at_a_time_up_to_its_cap(bed):
     first = bed.acquire('task-42', 'sweep-a', ttl=30)
     until = format_time(T0 + dt.timedelta(seconds=100))
