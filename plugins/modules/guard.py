@@ -286,7 +286,7 @@ options:
   lease_store:
     description:
       - O(stage=decide) - the lease store the candidates' leases were taken in (the M(fleet.dispatch.mutex) lookup's
-        O(backend), O(path) and O(dsn)). Just before the launch, each admitted candidate's lease is read there; one
+        backend, path and dsn). Just before the launch, each admitted candidate's lease is read there; one
         that this O(owner) no longer holds under its fencing token (taken over by another dispatcher after this one
         stalled, or expired) is refused with stage C(lease) and launched nowhere (D4). A store that cannot be read
         fences nothing and says so (D5). Omitted, nothing is fenced.

@@ -229,9 +229,10 @@ git clone -q ~/hostile-origin.git ~/fleet/clones/hostile
 """
 
 
-def _run_in_default_profile(worker, number, agent, sandbox=DEFAULT_PROFILE):
+def _run_in_default_profile(worker, number, agent, sandbox='default'):
     """``agent`` as the run's agent of item ``number``, in a workspace of the hostile clone, under the
-    default profile (``sandbox=None``: the master's own sandbox.json, which this fixture's role wrote strict);
+    default profile (``sandbox=None``: the master's own sandbox.json, which this fixture's role wrote strict; a dict:
+    that one);
     returns the workspace once the unit is gone."""
     ws = worker.bed.ansible(worker.host, 'fleet.dispatch.workspace',
                             {'clone': HOME + '/fleet/clones/hostile', 'number': number}, become_user=MASTER)[worker.host]
@@ -240,7 +241,7 @@ def _run_in_default_profile(worker, number, agent, sandbox=DEFAULT_PROFILE):
                        'command': ['fleet-runner', '--item', str(number), '--agent-command', json.dumps(agent)]}],
             'path': worker.path, 'environment_file': HOME + '/.config/fleet-dispatch/credentials.env', 'notifier': ''}
     if sandbox is not None:
-        args['sandbox'] = sandbox
+        args['sandbox'] = DEFAULT_PROFILE if sandbox == 'default' else sandbox
     res = worker.bed.ansible(worker.host, 'fleet.dispatch.launch', args, become_user=MASTER)[worker.host]
     assert res.get('launched') == ['task-%d' % number], res
     worker.wait_gone(number)
