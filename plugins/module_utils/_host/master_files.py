@@ -50,32 +50,28 @@ def parse_mode(value) -> Optional[int]:
     return mode
 
 
-def resolve_uid(owner) -> Optional[int]:
-    """A uid from a number or a user name (what the file module accepts); None when unset."""
-    if owner is None or owner == '':
+def _resolve(value, lookup, what) -> Optional[int]:
+    """An id from a number or a name (``lookup(name)``, KeyError when unknown); None when unset."""
+    if value is None or value == '':
         return None
     try:
-        return int(owner)
+        return int(value)
     except (TypeError, ValueError):
         pass
     try:
-        return pwd.getpwnam(str(owner)).pw_uid
+        return lookup(str(value))
     except KeyError:
-        raise MasterFilesError('owner %s does not exist' % owner)
+        raise MasterFilesError('%s %s does not exist' % (what, value))
+
+
+def resolve_uid(owner) -> Optional[int]:
+    """A uid from a number or a user name (what the file module accepts); None when unset."""
+    return _resolve(owner, lambda name: pwd.getpwnam(name).pw_uid, 'owner')
 
 
 def resolve_gid(group) -> Optional[int]:
     """A gid from a number or a group name; None when unset."""
-    if group is None or group == '':
-        return None
-    try:
-        return int(group)
-    except (TypeError, ValueError):
-        pass
-    try:
-        return grp.getgrnam(str(group)).gr_gid
-    except KeyError:
-        raise MasterFilesError('group %s does not exist' % group)
+    return _resolve(group, lambda name: grp.getgrnam(name).gr_gid, 'group')
 
 
 def current_umask() -> int:
