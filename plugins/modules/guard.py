@@ -285,7 +285,7 @@ options:
     default: {}
   lease_store:
     description:
-      - O(stage=decide) - the lease store the candidates' leases were taken in (the M(fleet.dispatch.mutex) lookup's
+      - O(stage=decide) - the lease store the candidates' leases were taken in (the P(fleet.dispatch.mutex#lookup) lookup's
         backend, path and dsn). Just before the launch, each admitted candidate's lease is read there; one
         that this O(owner) no longer holds under its fencing token (taken over by another dispatcher after this one
         stalled, or expired) is refused with stage C(lease) and launched nowhere (D4). A store that cannot be read
