@@ -88,7 +88,10 @@ def measure(fleet, dispatch_fleet, repeat, workdir, log=print, paths=('runner',)
                 figures[path][phase].append(float(timings[phase]))
         lease = [le for le in record['leases'] if le.get('acquired')][0]
         ttl = float(os.environ.get('FLEET_DISPATCH_LEASE_TTL', '600'))
-        acquired = parse_time(lease['expires_at']).timestamp() - ttl
+        # with its keeper (the mutex's heartbeat, default 30 s) the store holds a lease one heartbeat at a time,
+        # so the answer's expiry is its acquisition plus the heartbeat, not the ttl
+        heartbeat = float(os.environ.get('FLEET_DISPATCH_LEASE_HEARTBEAT', '30'))
+        acquired = parse_time(lease['expires_at']).timestamp() - (heartbeat if 0 < heartbeat < ttl else ttl)
         starts = [r['at'] for r in fleet.records() if r['kind'] == 'start' and r['item'] == number]
         if starts:
             figures[path]['lease_to_start'].append(min(starts) - acquired)
