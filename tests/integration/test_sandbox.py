@@ -229,6 +229,20 @@ git clone -q ~/hostile-origin.git ~/fleet/clones/hostile
 """
 
 
+def _hostile_setup(worker, numbers):
+    """A fresh hostile origin and clone, the hostile agent in the master's home, and the items ``numbers`` on the ledger."""
+    worker.ssh(SETUP_REPO)
+    worker.bed.ssh(worker.host, 'cat > %s/hostile_agent && chmod 755 %s/hostile_agent' % (HOME, HOME), user=MASTER,
+                   input=HOSTILE_AGENT.read_text())
+    for number in numbers:
+        worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (RUNNER_ROOT, CREATE % {'ledger': LEDGER, 'number': number}))
+
+
+def _tried(worker, workspace):
+    """The hostile agent's record in ``workspace``: attempt name -> ok | refused."""
+    return dict(line.split(' ', 1) for line in worker.ssh('cat %s/hostile.txt' % workspace).stdout.split('\n') if line)
+
+
 def _run_in_default_profile(worker, number, agent, sandbox='default'):
     """``agent`` as the run's agent of item ``number``, in a workspace of the hostile clone, under the
     default profile (``sandbox=None``: the master's own sandbox.json, which this fixture's role wrote strict; a dict:
@@ -260,11 +274,7 @@ def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
     repository, plants hooks, a filter and fsmonitor in the clone, and tries to rewrite its runner's
     files. The next run on that repository completes with none of it run: no token printed, no hook,
     no filter, no fsmonitor; the runner's files unchanged."""
-    worker.ssh(SETUP_REPO)
-    worker.bed.ssh(worker.host, 'cat > %s/hostile_agent && chmod 755 %s/hostile_agent' % (HOME, HOME), user=MASTER,
-                   input=HOSTILE_AGENT.read_text())
-    for number in (51, 52):
-        worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (RUNNER_ROOT, CREATE % {'ledger': LEDGER, 'number': number}))
+    _hostile_setup(worker, (51, 52))
     digests = 'sha256sum %s' % ' '.join(OWN_FILES.values())
     before = worker.ssh(digests).stdout
     # another item's live run, for the agent to try to stop through the user manager
@@ -275,7 +285,7 @@ def test_a_hostile_agent_reaches_neither_its_runner_nor_the_masters_git(worker):
         return _run_in_default_profile(worker, number, agent)
 
     hostile_ws = run(51, ['/bin/sh', HOME + '/hostile_agent'])
-    tried = dict(line.split(' ', 1) for line in worker.ssh('cat %s/hostile.txt' % hostile_ws).stdout.split('\n') if line)
+    tried = _tried(worker, hostile_ws)
     # the clone is the agent's: its push and its plants land (what the fleet must then not run)
     assert {k: tried.pop(k) for k in ('push', 'plant_filter', 'plant_fsmonitor')} == dict.fromkeys(
         ('push', 'plant_filter', 'plant_fsmonitor'), 'ok'), tried
@@ -312,18 +322,14 @@ def test_under_the_strict_profile_the_hostile_agent_reaches_nothing_and_a_normal
     """The role's strict profile (this fixture: protect_system strict, protect_home read-only, private_tmp), as
     sandbox.json applies it: every door of the default profile stays shut, the home is read-only too (the hostile
     origin there takes no push), the clone and the workspace stay writable, and a normal run closes out."""
-    worker.ssh(SETUP_REPO)
-    worker.bed.ssh(worker.host, 'cat > %s/hostile_agent && chmod 755 %s/hostile_agent' % (HOME, HOME), user=MASTER,
-                   input=HOSTILE_AGENT.read_text())
-    for number in (55, 56):
-        worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (RUNNER_ROOT, CREATE % {'ledger': LEDGER, 'number': number}))
+    _hostile_setup(worker, (55, 56))
     digests = 'sha256sum %s' % ' '.join(OWN_FILES.values())
     before = worker.ssh(digests).stdout
     worker.ssh('systemctl --user stop hostile-victim.service 2>/dev/null; '
                'systemd-run --user --unit=hostile-victim.service --collect sleep 600 >/dev/null')
     try:
         hostile_ws = _run_in_default_profile(worker, 55, ['/bin/sh', HOME + '/hostile_agent'], sandbox=None)
-        tried = dict(line.split(' ', 1) for line in worker.ssh('cat %s/hostile.txt' % hostile_ws).stdout.split('\n') if line)
+        tried = _tried(worker, hostile_ws)
         assert tried.pop('push') == 'refused', 'the origin is in the read-only home'
         assert {k: tried.pop(k) for k in ('plant_filter', 'plant_fsmonitor')} == dict.fromkeys(
             ('plant_filter', 'plant_fsmonitor'), 'ok'), 'the clone stays writable: the agent commits through it'
@@ -358,17 +364,13 @@ def test_under_its_own_sandbox_the_hostile_agent_reaches_none_of_the_fleets_stat
     plant there reaches nothing on the host, every door of the other test stays shut, and a normal run
     under the same sandbox starts and closes out on the ledger the agent could not see."""
     assert worker.ssh('command -v bwrap').stdout.strip(), 'the ready image carries bubblewrap'
-    worker.ssh(SETUP_REPO)
-    worker.bed.ssh(worker.host, 'cat > %s/hostile_agent && chmod 755 %s/hostile_agent' % (HOME, HOME), user=MASTER,
-                   input=HOSTILE_AGENT.read_text())
-    for number in (53, 54):
-        worker.ssh("PYTHONPATH=%s python3 - <<'PYEOF'\n%s\nPYEOF" % (RUNNER_ROOT, CREATE % {'ledger': LEDGER, 'number': number}))
+    _hostile_setup(worker, (53, 54))
     worker.bed.ssh(worker.host, "sudo python3 - bwrap <<'PYEOF'\n%s\nPYEOF" % SET_AGENT_SANDBOX)
     digests = 'sha256sum %s' % ' '.join(OWN_FILES.values())
     before = worker.ssh(digests).stdout
     try:
         hostile_ws = _run_in_default_profile(worker, 53, ['/bin/sh', HOME + '/hostile_agent'])
-        tried = dict(line.split(' ', 1) for line in worker.ssh('cat %s/hostile.txt' % hostile_ws).stdout.split('\n') if line)
+        tried = _tried(worker, hostile_ws)
         assert tried.pop('push') == 'ok', tried     # its workspace and clone stay its own
         tried.pop('plant_filter')
         tried.pop('plant_fsmonitor')

@@ -179,14 +179,7 @@ class MasterFiles(object):
                 os.mkdir(made, 0o777)
                 self._set_attrs(made, uid, gid, mode)
             return
-        changes = _attr_changes(info, uid, gid, mode)
-        if not changes:
-            self.result['unchanged'].append(path)
-            return
-        self.result['fixed'].append(path)
-        self.diff.append(_attr_diff(path, changes))
-        if not self.check:
-            self._set_attrs(path, uid, gid, mode)
+        self._attrs_only(path, info, uid, gid, mode)
 
     # -- files ------------------------------------------------------------------------------
     def file(self, path, content, uid, gid, mode, force=True, sensitive=False):
